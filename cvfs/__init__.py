@@ -1,0 +1,19 @@
+"""cvfs: computer vision on one shared sparse-learning core (FSA and screened SBL).
+
+The estimators are imported lazily so that ``import cvfs`` stays cheap (numba kernels compile on
+first use, not on import).
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor", "__version__"]
+
+_ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor"}
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS:
+        from cvfs import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module 'cvfs' has no attribute {name!r}")

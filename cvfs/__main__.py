@@ -1,0 +1,3 @@
+from cvfs.cli import main
+
+raise SystemExit(main())

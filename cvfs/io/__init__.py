@@ -1,0 +1,13 @@
+"""Model files, atomic writes, images and video sources."""
+
+from cvfs.io._atomic import atomic_path, atomic_write_bytes, atomic_write_text
+from cvfs.io.models import SavedModel, load_model, save_model
+
+__all__ = [
+    "SavedModel",
+    "atomic_path",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "load_model",
+    "save_model",
+]

@@ -1,0 +1,51 @@
+import h5py
+import numpy as np
+import pytest
+
+from cvfs.io import atomic_write_text, load_model, save_model
+
+
+def test_model_roundtrip(tmp_path):
+    path = tmp_path / "m.h5"
+    arrays = {"coef": np.arange(6.0).reshape(2, 3), "nested/support": np.array([3, 7])}
+    save_model(path, "Test", arrays, params={"k": 2}, settings={"names": ["a", "b"]},
+               training={"n": 10}, random_state=4)
+    m = load_model(path, kind="Test", shapes={"coef": (2, None)})
+    np.testing.assert_array_equal(m.arrays["coef"], arrays["coef"])
+    np.testing.assert_array_equal(m.arrays["nested/support"], [3, 7])
+    assert m.params == {"k": 2} and m.settings == {"names": ["a", "b"]}
+    assert m.training == {"n": 10} and m.meta["random_state"] == 4
+
+
+def test_load_model_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="model file not found"):
+        load_model(tmp_path / "none.h5")
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"not hdf5")
+    with pytest.raises(ValueError, match="not a readable HDF5"):
+        load_model(bad)
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["x"] = 1
+    with pytest.raises(ValueError, match="not a cvfs model file"):
+        load_model(other)
+    path = save_model(tmp_path / "m.h5", "A", {"w": np.zeros(3)})
+    with pytest.raises(ValueError, match="holds a 'A' model, expected 'B'"):
+        load_model(path, kind="B")
+    with pytest.raises(ValueError, match="has shape"):
+        load_model(path, shapes={"w": (4,)})
+    with pytest.raises(ValueError, match="array names"):
+        save_model(path, "A", {"": np.zeros(1)})
+
+
+def test_failed_write_keeps_previous_file(tmp_path):
+    path = save_model(tmp_path / "m.h5", "A", {"w": np.ones(2)})
+    with pytest.raises(TypeError, match="dtype object"):
+        save_model(path, "A", {"w": np.array([object()])})
+    np.testing.assert_array_equal(load_model(path).arrays["w"], [1, 1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.h5"]
+
+
+def test_atomic_write_text(tmp_path):
+    atomic_write_text(tmp_path / "a" / "b.txt", "hi")
+    assert (tmp_path / "a" / "b.txt").read_text() == "hi"
