@@ -56,7 +56,7 @@ def test_negative_mask():
     m = negative_mask(g, [[60.0, 50.0], [np.nan, np.nan]], [40.0, 30.0], margin=12)
     assert m.shape == (100, 120)
     yy, xx = np.mgrid[0:100, 0:120]
-    inside = (xx >= 12) & (xx < 108) & (yy >= 12) & (yy < 88)
+    inside = (xx >= 12) & (xx <= 108) & (yy >= 12) & (yy <= 88)
     far = np.hypot(xx - 60, yy - 50) >= 20.0
     np.testing.assert_array_equal(m, inside & far)
 

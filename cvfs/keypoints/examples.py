@@ -14,8 +14,8 @@ Rules (FSA paper, section 3.3):
 - negatives: positions on the training levels at least ``neg_radius`` (0.5) x IED_level from
   the keypoint of every annotated face of the image.
 
-Only window centres whose whole window lies inside the level are used (``margin`` pixels from
-every border).
+Only window centres whose whole window lies inside the level are used: ``margin <= x <= w -
+margin`` and the same for y (``margin = 12`` for the 24x24 windows of :mod:`cvfs.vision`).
 
 References
 ----------
@@ -115,8 +115,9 @@ def training_levels(ied, ied_range=(20.0, 40.0), scales_per_octave=4):
 
 
 def _valid_box(shape, margin):
+    # cvfs.vision: a 24x24 window centred at (x, y) needs 12 <= x <= w - 12 (same for y)
     h, w = shape
-    return margin, w - margin, margin, h - margin  # x in [x0, x1), y in [y0, y1)
+    return margin, w - margin + 1, margin, h - margin + 1  # x in [x0, x1), y in [y0, y1)
 
 
 def positive_examples(points, ieds, image_shape, *, image_index=0, ied_range=(20.0, 40.0),
