@@ -1,0 +1,311 @@
+"""Haar-like features of 24x24 windows from integral images, per RGB channel.
+
+Feature list. :func:`haar_features` enumerates, deterministically, every feature of five types in a
+``window x window`` square (162,336 for 24x24); a feature is ``(type, x, y, w, h)`` with ``x`` the
+column and ``y`` the row of its top-left pixel inside the window, ``w`` x ``h`` its full extent:
+
+=====  ==========  =================================================================
+type   name        value (mean = mean intensity of a sub-rectangle)
+=====  ==========  =================================================================
+0      ``edge_x``  left half minus right half (``w`` even)
+1      ``edge_y``  top half minus bottom half (``h`` even)
+2      ``line_x``  mean of left and right thirds minus middle third (``w % 3 == 0``)
+3      ``line_y``  mean of top and bottom thirds minus middle third (``h % 3 == 0``)
+4      ``quad``    mean of top-left and bottom-right quarters minus the other two
+=====  ==========  =================================================================
+
+Enumeration order: type, then ``h``, ``w``, ``y``, ``x`` ascending. Values are differences of
+*means*, so they are zero on constant windows and lie in ``[-1, 1]`` for images in ``[0, 1]``.
+:func:`select_haar` keeps ``n`` features evenly spaced over that order (no randomness).
+
+Evaluation. A feature is a weighted sum of at most 9 integral-image corners (``haar_terms``); the
+numba kernel evaluates any subset of (channel, feature) columns for many window positions of one
+integral image ``(3, H + 1, W + 1)`` (OpenCV's ``cv2.integral``, float64).
+
+References
+----------
+Viola and Jones, "Robust Real-Time Face Detection", IJCV 2004 (integral images, rectangle
+features). Barbu et al., TPAMI 2017, section 3.3 (~61,000 Haar features over RGB).
+"""
+
+import cv2
+import numpy as np
+from numba import njit
+
+from cvfs.vision._checks import as_float_rgb
+
+__all__ = [
+    "HAAR_DTYPE",
+    "HAAR_TYPES",
+    "haar_features",
+    "haar_names",
+    "haar_terms",
+    "haar_windows",
+    "integral_image",
+    "select_haar",
+]
+
+HAAR_TYPES = ("edge_x", "edge_y", "line_x", "line_y", "quad")
+#: structured dtype of a feature list; x = column, y = row of the top-left pixel in the window
+HAAR_DTYPE = np.dtype([("type", np.uint8), ("x", np.int16), ("y", np.int16), ("w", np.int16),
+                       ("h", np.int16)])
+# cells per type (rows, cols) and the sign of each cell (before dividing by its area)
+_GRID = {0: (1, 2), 1: (2, 1), 2: (1, 3), 3: (3, 1), 4: (2, 2)}
+_SIGN = {
+    0: np.array([[1.0, -1.0]]),
+    1: np.array([[1.0], [-1.0]]),
+    2: np.array([[0.5, -1.0, 0.5]]),
+    3: np.array([[0.5], [-1.0], [0.5]]),
+    4: np.array([[0.5, -0.5], [-0.5, 0.5]]),
+}
+MAX_TERMS = 9
+
+
+def _check_window(window):
+    if not isinstance(window, (int, np.integer)) or window < 2:
+        raise ValueError(f"window must be an int >= 2; received {window!r}")
+    return int(window)
+
+
+def haar_features(window=24):
+    """Every Haar feature of the five types in a ``window x window`` square.
+
+    Parameters
+    ----------
+    window : int, default=24
+
+    Returns
+    -------
+    features : structured ndarray of shape (n,), dtype HAAR_DTYPE
+        Fields ``type, x, y, w, h`` (module docstring); n = 162,336 for ``window=24``.
+
+    Raises
+    ------
+    ValueError
+        If ``window`` is not an int >= 2.
+    """
+    window = _check_window(window)
+    parts = []
+    for t in range(len(HAAR_TYPES)):
+        gy, gx = _GRID[t]
+        for h in range(gy, window + 1, gy):
+            for w in range(gx, window + 1, gx):
+                ys, xs = np.meshgrid(np.arange(window - h + 1), np.arange(window - w + 1),
+                                     indexing="ij")
+                f = np.empty(ys.size, dtype=HAAR_DTYPE)
+                f["type"], f["x"], f["y"], f["w"], f["h"] = t, xs.ravel(), ys.ravel(), w, h
+                parts.append(f)
+    return np.concatenate(parts)
+
+
+def select_haar(n, window=24):
+    """``n`` features evenly spaced over :func:`haar_features` (deterministic).
+
+    Parameters
+    ----------
+    n : int
+        Number of features, ``1 <= n <=`` the full count.
+    window : int, default=24
+
+    Returns
+    -------
+    features : structured ndarray of shape (n,), dtype HAAR_DTYPE
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is out of range.
+    """
+    full = haar_features(window)
+    if not isinstance(n, (int, np.integer)) or not 1 <= n <= len(full):
+        raise ValueError(f"n must be an int in [1, {len(full)}]; received {n!r}")
+    idx = np.floor(np.arange(n) * (len(full) / n)).astype(np.int64)
+    return full[idx]
+
+
+def haar_terms(features):
+    """Integral-image corner terms of each feature.
+
+    Parameters
+    ----------
+    features : structured ndarray of shape (m,), dtype HAAR_DTYPE
+
+    Returns
+    -------
+    dy, dx : ndarray of shape (m, 9), dtype int64
+        Corner offsets (row, col) relative to the window's top-left, into an integral image
+        ``S`` with ``S[r, c] = sum(I[:r, :c])``.
+    weight : ndarray of shape (m, 9), dtype float64
+        Corner weights (0 for unused slots); value = ``sum(weight * S[r0 + dy, c0 + dx])``.
+    n_terms : ndarray of shape (m,), dtype int64
+    """
+    m = len(features)
+    dy = np.zeros((m, MAX_TERMS), dtype=np.int64)
+    dx = np.zeros((m, MAX_TERMS), dtype=np.int64)
+    weight = np.zeros((m, MAX_TERMS))
+    n_terms = np.zeros(m, dtype=np.int64)
+    for t in range(len(HAAR_TYPES)):
+        sel = np.flatnonzero(features["type"] == t)
+        if sel.size == 0:
+            continue
+        gy, gx = _GRID[t]
+        f = features[sel]
+        ch = f["h"].astype(np.int64) // gy  # cell height
+        cw = f["w"].astype(np.int64) // gx
+        area = (ch * cw).astype(np.float64)
+        p = np.zeros((gy + 2, gx + 2))
+        p[1:-1, 1:-1] = _SIGN[t]
+        k = 0
+        for i in range(gy + 1):
+            for j in range(gx + 1):
+                # coefficient of corner (i, j): the 2-D difference of the cell signs
+                coef = p[i, j] - p[i, j + 1] - p[i + 1, j] + p[i + 1, j + 1]
+                if coef == 0:
+                    continue
+                dy[sel, k] = f["y"] + i * ch
+                dx[sel, k] = f["x"] + j * cw
+                weight[sel, k] = coef / area
+                k += 1
+        n_terms[sel] = k
+    return dy, dx, weight, n_terms
+
+
+def haar_names(features, channels="rgb"):
+    """Names ``'haar_{channel}_{type}_x{x}_y{y}_w{w}_h{h}'``, channel-major.
+
+    Parameters
+    ----------
+    features : structured ndarray of shape (m,), dtype HAAR_DTYPE
+    channels : str, default='rgb'
+
+    Returns
+    -------
+    list of str of length ``len(channels) * m``
+    """
+    return [f"haar_{c}_{HAAR_TYPES[f['type']]}_x{f['x']}_y{f['y']}_w{f['w']}_h{f['h']}"
+            for c in channels for f in features]
+
+
+def integral_image(image):
+    """Integral images of the three channels.
+
+    Parameters
+    ----------
+    image : ndarray of shape (H, W, 3)
+        RGB image (uint8/uint16 or float in ``[0, 1]``).
+
+    Returns
+    -------
+    ndarray of shape (3, H + 1, W + 1), dtype float64
+        ``S[ch, r, c] = sum(image[:r, :c, ch])`` (of the float image in ``[0, 1]``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid image.
+    """
+    return _integral(as_float_rgb(image))
+
+
+def _integral(rgb):
+    s = cv2.integral(rgb, sdepth=cv2.CV_64F)
+    return np.ascontiguousarray(np.moveaxis(s, 2, 0))
+
+
+@njit(cache=True)
+def _haar_kernel(integral, top_left, feat_ch, dy, dx, weight, n_terms, out, out_cols):
+    """``out[w, out_cols[j]] = sum_t weight[j, t] * S[ch[j], r0 + dy[j, t], c0 + dx[j, t]]``."""
+    n = top_left.shape[0]
+    m = feat_ch.shape[0]
+    for w in range(n):
+        r0 = top_left[w, 0]
+        c0 = top_left[w, 1]
+        for j in range(m):
+            ch = feat_ch[j]
+            s = 0.0
+            for t in range(n_terms[j]):
+                s += weight[j, t] * integral[ch, r0 + dy[j, t], c0 + dx[j, t]]
+            out[w, out_cols[j]] = s
+
+
+class _HaarPlan:
+    """Corner tables of (channel, feature) columns, built once and reused."""
+
+    __slots__ = ("ch", "dy", "dx", "weight", "n_terms")
+
+    def __init__(self, features, channels):
+        channels = np.asarray(channels, dtype=np.int64)
+        dy, dx, weight, n_terms = haar_terms(features)
+        self.ch = channels
+        self.dy, self.dx, self.weight, self.n_terms = dy, dx, weight, n_terms
+
+    def take(self, idx):
+        p = _HaarPlan.__new__(_HaarPlan)
+        p.ch, p.dy, p.dx = self.ch[idx], self.dy[idx], self.dx[idx]
+        p.weight, p.n_terms = self.weight[idx], self.n_terms[idx]
+        return p
+
+    def run(self, integral, top_left, out, out_cols):
+        if len(self.ch) == 0 or len(top_left) == 0:
+            return
+        _haar_kernel(integral, np.ascontiguousarray(top_left, dtype=np.int64), self.ch, self.dy,
+                     self.dx, self.weight, self.n_terms, out,
+                     np.asarray(out_cols, dtype=np.int64))
+
+
+def haar_windows(image_or_integral, top_left, features, *, channels=(0, 1, 2)):
+    """Haar feature values of 24x24 (or any size) windows at the given top-left pixels.
+
+    Parameters
+    ----------
+    image_or_integral : ndarray of shape (H, W, 3) or (3, H + 1, W + 1)
+        RGB image, or its :func:`integral_image` (float64) to reuse across calls.
+    top_left : array_like of int, shape (n, 2)
+        ``(row, col)`` of each window's top-left pixel.
+    features : structured ndarray of shape (m,), dtype HAAR_DTYPE
+    channels : sequence of int, default=(0, 1, 2)
+        Channels to evaluate; output columns are channel-major.
+
+    Returns
+    -------
+    ndarray of shape (n, len(channels) * m), dtype float32
+
+    Raises
+    ------
+    ValueError
+        If a feature leaves the image for some window, ``top_left`` is malformed or ``channels``
+        is out of range.
+    TypeError
+        For an invalid image or ``features`` without ``HAAR_DTYPE`` fields.
+    """
+    a = np.asarray(image_or_integral)
+    if a.ndim == 3 and a.shape[0] == 3 and a.dtype == np.float64 and a.shape[2] != 3:
+        integral = np.ascontiguousarray(a)
+    else:
+        integral = integral_image(a)
+    if not isinstance(features, np.ndarray) or features.dtype.names is None or not set(
+            HAAR_DTYPE.names) <= set(features.dtype.names):
+        raise TypeError("features must be a structured array with fields type, x, y, w, h "
+                        "(see haar_features)")
+    channels = np.asarray(channels, dtype=np.int64)
+    if channels.ndim != 1 or channels.size == 0 or channels.min() < 0 or channels.max() > 2:
+        raise ValueError(f"channels must be a non-empty sequence in 0..2; received {channels}")
+    tl = np.asarray(top_left)
+    if tl.ndim != 2 or tl.shape[1] != 2 or (tl.size and tl.dtype.kind not in "iu"):
+        raise ValueError(f"top_left must be an (n, 2) integer array; received shape {tl.shape}, "
+                         f"dtype {tl.dtype}")
+    tl = tl.astype(np.int64)
+    h, w = integral.shape[1] - 1, integral.shape[2] - 1
+    if tl.size and len(features):
+        fy = int((features["y"].astype(np.int64) + features["h"]).max())
+        fx = int((features["x"].astype(np.int64) + features["w"]).max())
+        if tl.min() < 0 or (tl[:, 0] + fy).max() > h or (tl[:, 1] + fx).max() > w:
+            raise ValueError(
+                f"top_left: some windows put features outside the image of shape ({h}, {w}); "
+                f"expected 0 <= row <= {h - fy} and 0 <= col <= {w - fx}"
+            )
+    m = len(features)
+    plan = _HaarPlan(np.tile(features, len(channels)), np.repeat(channels, m))
+    out = np.empty((len(tl), len(channels) * m), dtype=np.float32)
+    plan.run(integral, tl, out, np.arange(out.shape[1]))
+    return out
