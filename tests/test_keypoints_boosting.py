@@ -83,3 +83,27 @@ def test_logitboost_errors():
     clf = LogitBoostClassifier(n_estimators=3).fit(X, y)
     with pytest.raises(ValueError, match=r"X must have shape \(n_samples, 10\)"):
         clf.decision_function(X[:, :2])
+
+
+def test_cascade_calibration_and_reorder():
+    rng = np.random.default_rng(3)
+    k, B = 12, 4
+    m = AdditiveModel(np.arange(k), np.zeros(k), np.full(k, B), rng.standard_normal((k, B + 1)),
+                      0.1)
+    X = rng.random((400, k))
+    order = np.argsort(-m.influence())
+    r = m.reordered(order)
+    np.testing.assert_allclose(r.decision_function(X[:, order]), m.decision_function(X))
+    c = r.calibrate_cascade(X[:, order], [3, 7], miss_rate=0.05)
+    assert c.cascade_ends.tolist() == [3, 7] and c.cascade_thresholds.size == 2
+    p1 = 0.1 + r.subset(0, 3).decision_function(X[:, order[:3]])
+    p2 = p1 + r.subset(3, 7).decision_function(X[:, order[3:7]])
+    survive = (p1 >= c.cascade_thresholds[0]) & (p2 >= c.cascade_thresholds[1])
+    assert 0.9 - 1e-9 <= survive.mean() < 1.0
+    back = AdditiveModel.from_arrays(c.to_arrays("m"), "m")
+    np.testing.assert_array_equal(back.cascade_thresholds, c.cascade_thresholds)
+    with pytest.raises(ValueError, match="order must be a permutation"):
+        m.reordered([0, 0])
+    with pytest.raises(ValueError, match="cascade_ends must increase"):
+        AdditiveModel([0, 1], [0, 0], [1, 1], [[0, 1], [0, 1]], 0.0, cascade_ends=[1, 1],
+                      cascade_thresholds=[0, 0])

@@ -63,6 +63,27 @@ def test_detector_api_and_reload(tmp_path):
         np.testing.assert_array_equal(again[k], out[k])
 
 
+def test_cascade_scores_match_full(real_data):
+    img = load_image(load_mtfl("test")[0].path)
+    rng = np.random.default_rng(0)
+    k = 30
+    feats = rng.choice(864 + 30, k, replace=False)
+    m = AdditiveModel(feats, np.full(k, -0.2), np.full(k, 20.0), rng.standard_normal((k, 5)),
+                      0.0)
+    det = KeypointDetector({"left_eye_center": m}, {"haar_per_channel": 10})
+    cache = LevelCache(pyramid_level(img, -1))
+    centres, full = det.score_level(cache, cascade=False)
+    X = det.pool.compute(cache, centres, columns=m.features)
+    np.testing.assert_allclose(full["left_eye_center"], m.decision_function(X))
+    casc = m.calibrate_cascade(X[rng.choice(len(X), 200)], [5, 15], miss_rate=0.2)
+    det_c = KeypointDetector({"left_eye_center": casc}, {"haar_per_channel": 10})
+    _, part = det_c.score_level(cache)
+    s, f = part["left_eye_center"], full["left_eye_center"]
+    alive = np.isfinite(s)
+    assert 0.3 < alive.mean() < 0.95
+    np.testing.assert_allclose(s[alive], f[alive])
+
+
 def test_detector_bad_images():
     det = _toy_detector()
     with pytest.raises(ValueError, match="is empty"):

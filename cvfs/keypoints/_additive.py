@@ -10,6 +10,12 @@ score(x) = intercept + sum_j g_j(x[features[j]]), where g_j is defined on B equa
 
 Both FSA-PL and LogitBoost classifiers are stored as this model in the detector's model file,
 so detection needs only the selected feature columns.
+
+Soft cascade. A model may carry ``cascade_ends`` (increasing feature counts e_1 < e_2 < ... < k)
+and ``cascade_thresholds`` r_t: a window whose partial score intercept + sum_{j < e_t} g_j is
+below r_t is rejected without computing the remaining features (Bourdev and Brandt, "Robust
+object detection via soft cascade", CVPR 2005). Thresholds are set from the training positives
+(:meth:`AdditiveModel.calibrate_cascade`), so a known fraction of positives is lost.
 """
 
 import numpy as np
@@ -64,7 +70,8 @@ class AdditiveModel:
         If shapes disagree or ``kind`` is unknown.
     """
 
-    def __init__(self, features, lo, scale, table, intercept, kind="linear"):
+    def __init__(self, features, lo, scale, table, intercept, kind="linear", *,
+                 cascade_ends=(), cascade_thresholds=()):
         if kind not in ("linear", "step"):
             raise ValueError(f"kind must be 'linear' or 'step'; got {kind!r}")
         self.features = np.asarray(features, dtype=np.int64).reshape(-1)
@@ -80,6 +87,64 @@ class AdditiveModel:
                 f"features, lo, scale must have the same length k and table shape (k, T); got "
                 f"k={k}, lo {self.lo.shape}, scale {self.scale.shape}, table {self.table.shape}"
             )
+        self.cascade_ends = np.asarray(cascade_ends, dtype=np.int64).reshape(-1)
+        self.cascade_thresholds = np.asarray(cascade_thresholds, dtype=np.float64).reshape(-1)
+        e = self.cascade_ends
+        if e.size != self.cascade_thresholds.size or (e.size and (
+                (np.diff(e) <= 0).any() or e[0] < 1 or e[-1] >= k)):
+            raise ValueError(
+                f"cascade_ends must increase within [1, k={k}) and match cascade_thresholds; got "
+                f"ends {e.tolist()} and {self.cascade_thresholds.size} thresholds"
+            )
+
+    def subset(self, start, stop, with_intercept=False):
+        """The model restricted to features ``start:stop`` (intercept 0 unless asked)."""
+        return AdditiveModel(self.features[start:stop], self.lo[start:stop],
+                             self.scale[start:stop], self.table[start:stop],
+                             self.intercept if with_intercept else 0.0, self.kind)
+
+    def influence(self):
+        """Range (max - min) of each g_j over its bins, ndarray of shape (k,)."""
+        return self.table.max(axis=1) - self.table.min(axis=1)
+
+    def reordered(self, order):
+        """The same function with its features evaluated in ``order`` (no cascade)."""
+        order = np.asarray(order, dtype=np.int64)
+        if np.sort(order).tolist() != list(range(self.n_features)):
+            raise ValueError(f"order must be a permutation of range({self.n_features})")
+        return AdditiveModel(self.features[order], self.lo[order], self.scale[order],
+                             self.table[order], self.intercept, self.kind)
+
+    def calibrate_cascade(self, X_pos, ends, miss_rate=0.005):
+        """A copy with cascade thresholds that reject at most ``miss_rate`` of ``X_pos`` per
+        stage.
+
+        Parameters
+        ----------
+        X_pos : ndarray of shape (n_pos, k)
+            Selected features of positive examples (columns in model order).
+        ends : sequence of int
+            Stage ends (feature counts), increasing, each in [1, k).
+        miss_rate : float
+            Fraction of the positives still alive that a stage may reject.
+
+        Returns
+        -------
+        model : AdditiveModel
+        """
+        X_pos = np.asarray(X_pos, dtype=np.float64)
+        ends = [int(e) for e in ends if 1 <= int(e) < self.n_features]
+        alive = np.ones(X_pos.shape[0], dtype=bool)
+        partial = np.full(X_pos.shape[0], self.intercept)
+        thresholds, start = [], 0
+        for e in ends:
+            partial += self.subset(start, e).decision_function(X_pos[:, start:e])
+            r = float(np.quantile(partial[alive], miss_rate)) if alive.any() else -np.inf
+            thresholds.append(r)
+            alive &= partial >= r
+            start = e
+        return AdditiveModel(self.features, self.lo, self.scale, self.table, self.intercept,
+                             self.kind, cascade_ends=ends, cascade_thresholds=thresholds)
 
     @property
     def n_features(self):
@@ -122,6 +187,8 @@ class AdditiveModel:
             f"{prefix}/table": self.table,
             f"{prefix}/intercept": np.array([self.intercept]),
             f"{prefix}/step": np.array([self.kind == "step"]),
+            f"{prefix}/cascade_ends": self.cascade_ends,
+            f"{prefix}/cascade_thresholds": self.cascade_thresholds,
         }
 
     @classmethod
@@ -139,4 +206,6 @@ class AdditiveModel:
             raise ValueError(f"model arrays lack {[f'{prefix}/{n}' for n in miss]}")
         a = {n: arrays[f"{prefix}/{n}"] for n in names}
         return cls(a["features"], a["lo"], a["scale"], a["table"], float(a["intercept"][0]),
-                   "step" if bool(a["step"][0]) else "linear")
+                   "step" if bool(a["step"][0]) else "linear",
+                   cascade_ends=arrays.get(f"{prefix}/cascade_ends", ()),
+                   cascade_thresholds=arrays.get(f"{prefix}/cascade_thresholds", ()))

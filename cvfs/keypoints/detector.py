@@ -147,20 +147,13 @@ class KeypointDetector:
         self.max_scale = float(max_scale)
         self.nms_radius = float(nms_radius)
         self.info = dict(info or {})
-        cols = np.concatenate([m.features for m in self.classifiers.values()])
-        self._columns, inverse = np.unique(cols, return_inverse=True)
-        self._index = {}
-        start = 0
-        for name, m in self.classifiers.items():
-            self._index[name] = inverse[start:start + m.n_features]
-            start += m.n_features
 
     @property
     def keypoints(self):
         """list of str: the keypoint names this detector finds."""
         return list(self.classifiers)
 
-    def score_level(self, cache, centres=None, keypoints=None):
+    def score_level(self, cache, centres=None, keypoints=None, *, cascade=True):
         """Classifier scores of windows on one level.
 
         Parameters
@@ -170,6 +163,8 @@ class KeypointDetector:
             Default: every valid centre (stride 1).
         keypoints : list of str, optional
             Default: all.
+        cascade : bool
+            Use the classifiers' soft cascades: windows rejected at a stage get score -inf.
 
         Returns
         -------
@@ -179,21 +174,32 @@ class KeypointDetector:
         names = self.keypoints if keypoints is None else list(keypoints)
         if centres is None:
             centres = window_centres(cache.shape)
-        n = len(centres)
-        scores = {k: np.empty(n) for k in names}
-        need = np.unique(np.concatenate([self._index[k] for k in names]))
-        cols = self._columns[need]
-        remap = np.full(self._columns.size, -1)
-        remap[need] = np.arange(need.size)
-        for c0 in range(0, n, _CHUNK):
-            X = self.pool.compute(cache, centres[c0:c0 + _CHUNK], columns=cols)
-            for k in names:
-                scores[k][c0:c0 + X.shape[0]] = self.classifiers[k].decision_function(
-                    X[:, remap[self._index[k]]])
+        centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
+        scores = {}
+        for k in names:
+            model = self.classifiers[k]
+            ends = list(model.cascade_ends) if cascade else []
+            thr = list(model.cascade_thresholds) if cascade else []
+            stages = list(zip([0] + ends, ends + [model.n_features], thr + [None],
+                              strict=True))
+            partial = np.full(len(centres), model.intercept)
+            alive = np.arange(len(centres))
+            for start, stop, r in stages:
+                sub = model.subset(start, stop)
+                cols = sub.features
+                for c0 in range(0, alive.size, _CHUNK):
+                    idx = alive[c0:c0 + _CHUNK]
+                    X = self.pool.compute(cache, centres[idx], columns=cols)
+                    partial[idx] += sub.decision_function(X)
+                if r is not None:
+                    rejected = alive[partial[alive] < r]
+                    partial[rejected] = -np.inf
+                    alive = alive[partial[alive] >= r]
+            scores[k] = partial
         return centres, scores
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
-               refine=True):
+               refine=True, cascade=True):
         """Detect every keypoint over the whole pyramid.
 
         Parameters
@@ -210,6 +216,8 @@ class KeypointDetector:
             Suppression radius in level pixels (default: the detector's).
         refine : bool
             Sub-pixel peak positions from a parabola through the 3x3 neighbourhood.
+        cascade : bool
+            Early rejection with the classifiers' soft cascades (when they have one).
 
         Returns
         -------
@@ -235,7 +243,7 @@ class KeypointDetector:
             if level.scale < min_scale:
                 continue
             cache = LevelCache(level)
-            centres, scores = self.score_level(cache)
+            centres, scores = self.score_level(cache, cascade=cascade)
             h, w = cache.shape
             for k, s in scores.items():
                 smap = np.full((h, w), -np.inf)

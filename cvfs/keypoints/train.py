@@ -39,7 +39,7 @@ from cvfs.keypoints.examples import (
 from cvfs.keypoints.mining import run_mining
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level
 
-__all__ = ["METHODS", "ExampleFeatures", "fit_classifier", "train_detector"]
+__all__ = ["METHODS", "ExampleFeatures", "cascade_order", "fit_classifier", "train_detector"]
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,22 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
     return _additive_from_fsa(est)
 
 
-def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo):
+def cascade_order(model, n_hog, n_first):
+    """Evaluation order for a soft cascade: the ``n_first`` most influential Haar features
+    (columns >= ``n_hog``, cheap), then every other feature by decreasing influence.
+
+    Returns
+    -------
+    order : ndarray of int, a permutation of range(model.n_features)
+    """
+    infl = model.influence()
+    by_infl = np.argsort(-infl, kind="stable")
+    haar = [j for j in by_infl if model.features[j] >= n_hog][:n_first]
+    rest = [j for j in by_infl if j not in set(haar)]
+    return np.array(haar + rest, dtype=np.int64)
+
+
+def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1):
     kidx = keypoint_index(name)
 
     def scan(model, i):
@@ -156,7 +171,12 @@ def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo):
             return np.zeros(0, EXAMPLE_DTYPE), np.zeros(0)
         cands, scores = [], []
         for k, cache in feats.levels(i, ks).items():
-            ys, xs = np.nonzero(negative_mask(cache.level, pts, ieds, neg_radius=neg_radius))
+            mask = negative_mask(cache.level, pts, ieds, neg_radius=neg_radius)
+            if stride > 1:
+                grid = np.zeros_like(mask)
+                grid[i % stride::stride, (i // stride) % stride::stride] = True
+                mask &= grid
+            ys, xs = np.nonzero(mask)
             if xs.size == 0:
                 continue
             X = feats.pool.compute(cache, np.column_stack([ys, xs]), columns=model.features)
@@ -176,7 +196,8 @@ def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo):
 def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_iter=300,
                    mu=300, haar_per_channel=2000, n_rounds=3, n_hard=5000,
                    neg_per_image=20, max_positives=None, ied_range=(20.0, 40.0),
-                   neg_radius=0.5, scales_per_octave=4, max_scale=2.0, checkpoint_dir=None,
+                   neg_radius=0.5, scales_per_octave=4, max_scale=2.0, scan_stride=1,
+                   cascade_ends=(10, 30, 100), cascade_miss_rate=0.005, checkpoint_dir=None,
                    random_state=None, verbose=False):
     """Train a :class:`KeypointDetector` with hard-negative mining.
 
@@ -204,6 +225,15 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
         Example rules (:mod:`cvfs.keypoints.examples`).
     max_scale : float
         Largest pyramid scale the returned detector scans.
+    scan_stride : int
+        Grid step of the mining scan on each training level (1 = every window; 2 scans a
+        quarter of them, a speed/coverage trade-off).
+    cascade_ends : sequence of int
+        Soft-cascade stage ends (feature counts) of the returned classifiers; the first stage
+        takes the most influential Haar features (cheap to compute), the rest follow in
+        decreasing influence. Empty: no cascade.
+    cascade_miss_rate : float
+        Fraction of the training positives each stage may reject.
     checkpoint_dir : str or Path, optional
         Folder of per-keypoint mining checkpoints (``<keypoint>.h5``); resumed when present.
     random_state : None, int or Generator
@@ -258,11 +288,17 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
             fit=lambda X, y, _s=seed: fit_classifier(X, y, method, k=k, bins=bins,
                                                      n_iter=n_iter, mu=mu, random_state=_s,
                                                      verbose=verbose),
-            scan=_scanner(feats, images, name, n_keep, neg_radius, ied_range, scales_per_octave),
+            scan=_scanner(feats, images, name, n_keep, neg_radius, ied_range, scales_per_octave,
+                          scan_stride),
             n_images=len(images), n_rounds=n_rounds, n_hard=n_hard, checkpoint=ckpt,
             config=config, verbose=verbose,
         )
-        classifiers[name] = state.model
+        model = state.model
+        if cascade_ends:
+            model = model.reordered(cascade_order(model, pool.n_hog, cascade_ends[0]))
+            X_pos = feats(state.positives, columns=model.features)
+            model = model.calibrate_cascade(X_pos, cascade_ends, cascade_miss_rate)
+        classifiers[name] = model
         record[name] = {"n_positives": int(state.positives.size),
                         "n_negatives": int(state.negatives.size), "rounds": state.history,
                         "seconds": time.perf_counter() - t0,
@@ -271,6 +307,8 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
                  state.negatives.size, record[name]["seconds"])
     params = {"method": method, "k": k, "bins": bins, "n_iter": n_iter, "mu": mu,
               "n_rounds": n_rounds, "n_hard": n_hard, "neg_per_image": neg_per_image,
+              "scan_stride": scan_stride, "cascade_ends": list(cascade_ends),
+              "cascade_miss_rate": cascade_miss_rate,
               "max_positives": max_positives, "ied_range": list(ied_range),
               "neg_radius": neg_radius}
     info = {"params": params, "training": {"n_images": len(images), "keypoints": record},
