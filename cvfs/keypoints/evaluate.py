@@ -27,6 +27,7 @@ import numpy as np
 __all__ = [
     "PRCurve",
     "evaluate_detections",
+    "evaluate_detector",
     "evaluate_keypoint",
     "match_image",
     "recall_at_precision",
@@ -231,6 +232,61 @@ def evaluate_detections(detections, images, keypoints, *, detect_radius=0.05, fp
             detect_radius=detect_radius, fp_radius=fp_radius,
         )
     return curves
+
+
+def evaluate_detector(detector, images, keypoints=None, *, threshold=-np.inf, max_scale=None,
+                      detect_radius=0.05, fp_radius=0.10, verbose=False):
+    """Run a detector on annotated images and evaluate it with the paper's criteria.
+
+    Parameters
+    ----------
+    detector : KeypointDetector
+    images : list of cvfs.datasets.faces.AnnotatedImage
+    keypoints : list of str, optional
+        Default: the detector's keypoints that the images' dataset annotates.
+    threshold : float
+        Detection threshold (default -inf: every local maximum, the full PR curve).
+    max_scale : float, optional
+        Largest pyramid scale (default: the detector's).
+    detect_radius, fp_radius : float
+    verbose : bool
+        Progress bar.
+
+    Returns
+    -------
+    curves : dict of str -> PRCurve
+    seconds_per_image : float
+        Mean detection time.
+
+    Raises
+    ------
+    ValueError
+        If no keypoint is both detected and annotated.
+    """
+    import time
+
+    from tqdm.auto import tqdm
+
+    from cvfs.datasets.faces import ANNOTATED, load_image
+
+    if keypoints is None:
+        annotated = set.intersection(*(set(ANNOTATED[im.dataset]) for im in images)) \
+            if images else set()
+        keypoints = [k for k in detector.keypoints if k in annotated]
+    if not keypoints:
+        raise ValueError(
+            f"no keypoint to evaluate: the detector finds {detector.keypoints}, the images "
+            "annotate none of them"
+        )
+    dets, t = [], 0.0
+    for im in tqdm(images, disable=not verbose, desc="detect"):
+        img = load_image(im.path)
+        t0 = time.perf_counter()
+        dets.append(detector.detect(img, threshold=threshold, max_scale=max_scale))
+        t += time.perf_counter() - t0
+    curves = evaluate_detections(dets, images, keypoints, detect_radius=detect_radius,
+                                 fp_radius=fp_radius)
+    return curves, t / max(len(images), 1)
 
 
 def recall_at_precision(curve, precision):
