@@ -111,3 +111,18 @@ def test_errors():
         evaluate_detections([{}], [im], ["nose_center"])
     with pytest.raises(ValueError, match="keypoint must be one of"):
         evaluate_detections([{}], [im], ["eye"])
+
+
+def test_evaluate_merged():
+    from cvfs.keypoints.evaluate import evaluate_merged
+
+    pts = np.full((1, 21, 2), np.nan)
+    pts[0, 7] = [10, 10]
+    pts[0, 10] = [30, 10]
+    im = AnnotatedImage(path=None, points=pts, dataset="caltech_webfaces")
+    # one detection on each eye, one between them (10 px = 0.5 IED from both: FP)
+    c = evaluate_merged([np.array([[10, 10, 3.0], [30.5, 10, 2.0], [20, 10, 1.0]])], [im],
+                        ["left_eye_center", "right_eye_center"])
+    np.testing.assert_allclose(c.recall, [0.5, 1.0, 1.0])
+    np.testing.assert_allclose(c.precision, [1.0, 1.0, 2 / 3])
+    assert c.n_positives == 2

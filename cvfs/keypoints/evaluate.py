@@ -29,6 +29,7 @@ __all__ = [
     "evaluate_detections",
     "evaluate_detector",
     "evaluate_keypoint",
+    "evaluate_merged",
     "match_image",
     "recall_at_precision",
 ]
@@ -232,6 +233,33 @@ def evaluate_detections(detections, images, keypoints, *, detect_radius=0.05, fp
             detect_radius=detect_radius, fp_radius=fp_radius,
         )
     return curves
+
+
+def evaluate_merged(detections, images, keypoints, *, detect_radius=0.05, fp_radius=0.10):
+    """One PR curve for several keypoints taken as one class (e.g. "eye" = both eye centres).
+
+    Used to compare with detectors that do not tell the keypoints apart (OpenCV's eye cascade):
+    every annotated point of ``keypoints`` of every face is a target, a detection is a false
+    positive if it is >= ``fp_radius`` IED from all of them.
+
+    Parameters
+    ----------
+    detections : list of ndarray of shape (n_i, 3)
+        Per image, the merged detections (e.g. left and right eye detections concatenated).
+    images : list of AnnotatedImage
+    keypoints : list of str
+
+    Returns
+    -------
+    curve : PRCurve
+    """
+    from cvfs.datasets.faces import keypoint_index
+
+    idx = [keypoint_index(k) for k in keypoints]
+    pts = [im.points[:, idx].reshape(-1, 2) for im in images]
+    ieds = [np.repeat(im.ied(), len(idx)) for im in images]
+    return evaluate_keypoint(detections, pts, ieds, detect_radius=detect_radius,
+                             fp_radius=fp_radius)
 
 
 def evaluate_detector(detector, images, keypoints=None, *, threshold=-np.inf, max_scale=None,
