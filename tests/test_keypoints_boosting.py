@@ -1,12 +1,12 @@
 """LogitBoost baseline and the additive model against the NumPy references."""
 
-import naive
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.boosting import LogitBoostClassifier
+from tests import naive
 
 
 def _problem(n=600, m=30, seed=0):
