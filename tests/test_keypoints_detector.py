@@ -179,3 +179,25 @@ def test_end_to_end_real_data(real_data, tmp_path):
     path = det.save(tmp_path / "eye.h5")
     np.testing.assert_array_equal(load_detector(path).detect(img, max_scale=1.0)["left_eye_center"],
                                   det.detect(img, max_scale=1.0)["left_eye_center"])
+
+
+@pytest.mark.parametrize("method", ["fsa-lorenz", "fsa-logistic", "fsa-svm"])
+def test_fit_classifier_fsa_matches_estimator(method):
+    from cvfs import FSAClassifier
+    from cvfs.keypoints.train import additive_from_fsa, with_cascade
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 80)).astype(np.float32)
+    y = (X[:, 3] + np.abs(X[:, 7]) > 0.8).astype(int)
+    m = fit_classifier(X, y, method, k=6, bins=4, n_iter=60, random_state=0)
+    est = FSAClassifier(k=6, loss=method[4:], bins=4, n_iter=60, mu=300,
+                        random_state=0).fit(X, y)
+    np.testing.assert_allclose(m.decision_function(X[:, m.features]), est.decision_function(X),
+                               atol=1e-9)
+    assert {3, 7} <= set(m.features.tolist()) and m.table.shape == (6, 5)
+    c = with_cascade(m, X[y == 1], n_hog=0, ends=[2, 4], miss_rate=0.01)
+    assert c.cascade_ends.tolist() == [2, 4]
+    np.testing.assert_allclose(c.decision_function(X[:, c.features]),
+                               m.decision_function(X[:, m.features]), atol=1e-9)
+    with pytest.raises(ValueError, match="piecewise-linear learners"):
+        additive_from_fsa(FSAClassifier(k=2).fit(X, y))

@@ -31,7 +31,7 @@ from cvfs.io import load_model, save_model
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.vision import FeaturePool, LevelCache, as_float_rgb, gaussian_pyramid, window_centres
 
-__all__ = ["KIND", "KeypointDetector", "load_detector"]
+__all__ = ["KIND", "KeypointDetector", "cascade_scores", "load_detector", "nms"]
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,42 @@ def nms(detections, radius):
     return d[keep]
 
 
+def cascade_scores(pool, cache, centres, model, cascade=True):
+    """Scores of windows of one level by one classifier, with early rejection.
+
+    Parameters
+    ----------
+    pool : cvfs.vision.FeaturePool
+    cache : cvfs.vision.LevelCache
+    centres : ndarray of shape (n, 2)
+        ``(row, col)`` window centres.
+    model : AdditiveModel
+    cascade : bool
+        Use the model's soft cascade (windows rejected at a stage get -inf).
+
+    Returns
+    -------
+    scores : ndarray of shape (n,)
+        Exactly ``model.decision_function`` of the windows that pass every stage.
+    """
+    centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
+    ends = list(model.cascade_ends) if cascade else []
+    thr = list(model.cascade_thresholds) if cascade else []
+    partial = np.full(len(centres), model.intercept)
+    alive = np.arange(len(centres))
+    for start, stop, r in zip([0] + ends, ends + [model.n_features], thr + [None], strict=True):
+        sub = model.subset(start, stop)
+        for c0 in range(0, alive.size, _CHUNK):
+            idx = alive[c0:c0 + _CHUNK]
+            X = pool.compute(cache, centres[idx], columns=sub.features)
+            partial[idx] += sub.decision_function(X)
+        if r is not None:
+            ok = partial[alive] >= r
+            partial[alive[~ok]] = -np.inf
+            alive = alive[ok]
+    return partial
+
+
 class KeypointDetector:
     """Detectors of named face keypoints sharing one feature pool.
 
@@ -175,27 +211,8 @@ class KeypointDetector:
         if centres is None:
             centres = window_centres(cache.shape)
         centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
-        scores = {}
-        for k in names:
-            model = self.classifiers[k]
-            ends = list(model.cascade_ends) if cascade else []
-            thr = list(model.cascade_thresholds) if cascade else []
-            stages = list(zip([0] + ends, ends + [model.n_features], thr + [None],
-                              strict=True))
-            partial = np.full(len(centres), model.intercept)
-            alive = np.arange(len(centres))
-            for start, stop, r in stages:
-                sub = model.subset(start, stop)
-                cols = sub.features
-                for c0 in range(0, alive.size, _CHUNK):
-                    idx = alive[c0:c0 + _CHUNK]
-                    X = self.pool.compute(cache, centres[idx], columns=cols)
-                    partial[idx] += sub.decision_function(X)
-                if r is not None:
-                    rejected = alive[partial[alive] < r]
-                    partial[rejected] = -np.inf
-                    alive = alive[partial[alive] >= r]
-            scores[k] = partial
+        scores = {k: cascade_scores(self.pool, cache, centres, self.classifiers[k], cascade)
+                  for k in names}
         return centres, scores
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,

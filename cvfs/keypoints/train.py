@@ -13,6 +13,10 @@
    is scanned on its training levels and the highest-scoring negatives are added; a checkpoint
    per keypoint is written after every round so an interrupted run resumes.
 
+Every fitted classifier is turned into a soft cascade (cheap Haar features first, thresholds
+that lose 0.5% of the training positives per stage) right after fitting, so the mining scans and
+the returned detector both reject most windows after a few features.
+
 References
 ----------
 Barbu, She, Ding, Gramajo, TPAMI 2017, section 3.3.
@@ -28,7 +32,7 @@ from cvfs.base import check_random_state, seed_from
 from cvfs.datasets.faces import keypoint_index, load_image
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.boosting import LogitBoostClassifier
-from cvfs.keypoints.detector import KeypointDetector
+from cvfs.keypoints.detector import KeypointDetector, cascade_scores
 from cvfs.keypoints.examples import (
     EXAMPLE_DTYPE,
     negative_mask,
@@ -39,7 +43,8 @@ from cvfs.keypoints.examples import (
 from cvfs.keypoints.mining import run_mining
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level
 
-__all__ = ["METHODS", "ExampleFeatures", "cascade_order", "fit_classifier", "train_detector"]
+__all__ = ["METHODS", "ExampleFeatures", "additive_from_fsa", "cascade_order", "fit_classifier",
+           "train_detector", "with_cascade"]
 
 log = logging.getLogger(__name__)
 
@@ -90,14 +95,22 @@ class ExampleFeatures:
         return X
 
 
-def _additive_from_fsa(est):
-    """The fitted FSAClassifier as an AdditiveModel on its selected columns (FSA order kept as
-    the column order of ``support_``)."""
-    res = est.result_ if hasattr(est, "result_") else None
-    if res is not None and getattr(res, "bins", 0):
-        return AdditiveModel(res.support, res.table[:, 0], res.table[:, 1], res.coef,
-                             res.intercept, "linear")
-    raise ValueError("FSAClassifier was not fitted with piecewise-linear learners (bins=None)")
+def additive_from_fsa(est):
+    """A fitted piecewise-linear :class:`cvfs.FSAClassifier` as an :class:`AdditiveModel` on
+    its selected columns (``support_`` order; ``response_table_`` rows hold each selected
+    feature's bin origin and bins per unit).
+
+    Raises
+    ------
+    ValueError
+        If the classifier was fitted without piecewise-linear learners (``bins=None``).
+    """
+    if not est.bins:
+        raise ValueError("FSAClassifier must be fitted with piecewise-linear learners "
+                         f"(bins >= 1); got bins={est.bins!r}")
+    coef = np.asarray(est.coef_).reshape(est.support_.size, -1)
+    return AdditiveModel(est.support_, est.response_table_[:, 0], est.response_table_[:, 1],
+                         coef, est.intercept_, "linear")
 
 
 def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=300,
@@ -141,7 +154,7 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
     est = FSAClassifier(k=k, loss=method.split("-", 1)[1], n_iter=n_iter, mu=mu, bins=bins,
                         random_state=random_state, verbose=verbose)
     est.fit(X, y)
-    return _additive_from_fsa(est)
+    return additive_from_fsa(est)
 
 
 def cascade_order(model, n_hog, n_first):
@@ -157,6 +170,15 @@ def cascade_order(model, n_hog, n_first):
     haar = [j for j in by_infl if model.features[j] >= n_hog][:n_first]
     rest = [j for j in by_infl if j not in set(haar)]
     return np.array(haar + rest, dtype=np.int64)
+
+
+def with_cascade(model, X_pos, n_hog, ends, miss_rate):
+    """``model`` reordered for a soft cascade (:func:`cascade_order`) with thresholds calibrated
+    on the positives ``X_pos`` (all pool columns); unchanged if ``ends`` is empty."""
+    if not len(ends):
+        return model
+    model = model.reordered(cascade_order(model, n_hog, ends[0]))
+    return model.calibrate_cascade(np.asarray(X_pos)[:, model.features], ends, miss_rate)
 
 
 def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1):
@@ -179,9 +201,9 @@ def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1):
             ys, xs = np.nonzero(mask)
             if xs.size == 0:
                 continue
-            X = feats.pool.compute(cache, np.column_stack([ys, xs]), columns=model.features)
-            s = model.decision_function(X)
+            s = cascade_scores(feats.pool, cache, np.column_stack([ys, xs]), model)
             top = np.argsort(-s, kind="stable")[:n_keep]
+            top = top[np.isfinite(s[top])]
             rec = np.empty(top.size, EXAMPLE_DTYPE)
             rec["image"], rec["level"], rec["x"], rec["y"] = i, k, xs[top], ys[top]
             cands.append(rec)
@@ -285,20 +307,16 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
         state = run_mining(
             pos, neg,
             features=feats,
-            fit=lambda X, y, _s=seed: fit_classifier(X, y, method, k=k, bins=bins,
-                                                     n_iter=n_iter, mu=mu, random_state=_s,
-                                                     verbose=verbose),
+            fit=lambda X, y, _s=seed: with_cascade(
+                fit_classifier(X, y, method, k=k, bins=bins, n_iter=n_iter, mu=mu,
+                               random_state=_s, verbose=verbose),
+                X[y == 1], pool.n_hog, cascade_ends, cascade_miss_rate),
             scan=_scanner(feats, images, name, n_keep, neg_radius, ied_range, scales_per_octave,
                           scan_stride),
             n_images=len(images), n_rounds=n_rounds, n_hard=n_hard, checkpoint=ckpt,
             config=config, verbose=verbose,
         )
-        model = state.model
-        if cascade_ends:
-            model = model.reordered(cascade_order(model, pool.n_hog, cascade_ends[0]))
-            X_pos = feats(state.positives, columns=model.features)
-            model = model.calibrate_cascade(X_pos, cascade_ends, cascade_miss_rate)
-        classifiers[name] = model
+        classifiers[name] = state.model
         record[name] = {"n_positives": int(state.positives.size),
                         "n_negatives": int(state.negatives.size), "rounds": state.history,
                         "seconds": time.perf_counter() - t0,
