@@ -237,10 +237,10 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
                                                                      np.int64)]
         X = features(examples)
         t_feat = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         model = fit(X, y)
         del X
-        t_fit = time.perf_counter() - t0
+        t_fit, c_fit = time.perf_counter() - t0, time.process_time() - c0
         added, t_scan = 0, 0.0
         if r < n_rounds - 1:
             t0 = time.perf_counter()
@@ -262,6 +262,7 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
         state.history.append({"round": r + 1, "n_positives": int(state.positives.size),
                               "n_negatives_trained": int(y.size - state.positives.size),
                               "n_added": added, "features_s": t_feat, "fit_s": t_fit,
+                              "fit_cpu_s": c_fit,
                               "scan_s": t_scan})
         log.info("mining round %d/%d: %d negatives trained, %d added; fit %.1f s, scan %.1f s",
                  r + 1, n_rounds, y.size - state.positives.size, added, t_fit, t_scan)

@@ -320,7 +320,9 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
         record[name] = {"n_positives": int(state.positives.size),
                         "n_negatives": int(state.negatives.size), "rounds": state.history,
                         "seconds": time.perf_counter() - t0,
-                        "fit_seconds": float(sum(h["fit_s"] for h in state.history))}
+                        "fit_seconds": float(sum(h["fit_s"] for h in state.history)),
+                        "fit_cpu_seconds": float(sum(h.get("fit_cpu_s", np.nan)
+                                                     for h in state.history))}
         log.info("%s: %d positives, %d negatives, %.0f s", name, state.positives.size,
                  state.negatives.size, record[name]["seconds"])
     params = {"method": method, "k": k, "bins": bins, "n_iter": n_iter, "mu": mu,
