@@ -53,18 +53,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", required=True, help="LABEL=PATH ...")
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
-    ap.add_argument("--n-images", type=int, default=200)
+    ap.add_argument("--n-images", type=int, default=200, help="first N images of each dataset")
+    ap.add_argument("--n-caltech", type=int, default=None, help="Caltech images (default N)")
     ap.add_argument("--baselines", default=None, help="JSON of keypoints_baselines.py")
     ap.add_argument("--out", default="benchmarks/results/keypoints_evaluate.json")
     args = ap.parse_args(argv)
 
     base = json.loads(Path(args.baselines).read_text()) if args.baselines else {}
-    results = {"n_images": args.n_images, "datasets": {}}
+    results = {"n_images": args.n_images, "n_caltech": args.n_caltech, "datasets": {}}
     for ds in args.datasets:
         loader, max_scale = DATASETS[ds]
-        images = loader()[: args.n_images]
+        n = args.n_caltech if ds == "caltech" and args.n_caltech else args.n_images
+        images = loader()[:n]
         imgs = [load_image(im.path) for im in images]
-        res = {"max_scale": max_scale, "methods": {}, "baselines": {}}
+        res = {"max_scale": max_scale, "n_images": len(images), "methods": {}, "baselines": {}}
         curves_fig, ops_fig = {}, {}
         for spec in args.models:
             label, path = spec.split("=", 1)
