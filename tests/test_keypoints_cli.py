@@ -80,3 +80,44 @@ def test_viz(tmp_path):
     assert tuple(drawn[20, 13]) == (255, 64, 64)  # on the circle of radius 3, left-eye colour
     with pytest.raises(ValueError, match=r"image must have shape \(H, W, 3\)"):
         draw_keypoints(np.zeros((5, 5)), {})
+
+
+def test_cli_train_on_aflw_sqlite(real_data, tmp_path):
+    """`--aflw-sqlite`: an AFLW-schema database over four real face images (MTFL's LFW faces
+    copied into flickr/0, their eye annotations written as AFLW FeatureCoords)."""
+    import shutil
+    import sqlite3
+
+    from cvfs.datasets.faces import load_mtfl
+
+    src = load_mtfl("train")[:4]
+    (tmp_path / "flickr" / "0").mkdir(parents=True)
+    db = tmp_path / "aflw.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(
+        "CREATE TABLE FaceImages(image_id INTEGER, db_id TEXT, file_id TEXT, filepath TEXT);"
+        "CREATE TABLE Faces(face_id INTEGER, file_id TEXT, db_id TEXT);"
+        "CREATE TABLE FeatureCoordTypes(feature_id INTEGER, descr TEXT, code TEXT);"
+        "CREATE TABLE FeatureCoords(face_id INTEGER, feature_id INTEGER, x REAL, y REAL);"
+    )
+    con.execute("INSERT INTO FeatureCoordTypes VALUES (8, 'LeftEyeCenter', 'LEC')")
+    con.execute("INSERT INTO FeatureCoordTypes VALUES (11, 'RightEyeCenter', 'REC')")
+    for i, im in enumerate(src):
+        name = f"image{i:05d}.jpg"
+        shutil.copy(im.path, tmp_path / "flickr" / "0" / name)
+        con.execute("INSERT INTO FaceImages VALUES (?, 'flickr', ?, ?)", (i, name, f"0/{name}"))
+        con.execute("INSERT INTO Faces VALUES (?, ?, 'flickr')", (100 + i, name))
+        for fid, col in ((8, 7), (11, 10)):
+            x, y = im.points[0, col]
+            con.execute("INSERT INTO FeatureCoords VALUES (?, ?, ?, ?)", (100 + i, fid, x, y))
+    con.commit()
+    con.close()
+    model = tmp_path / "aflw_eye.h5"
+    rc = main(["keypoints", "train", "--aflw-sqlite", str(db), "--keypoints", "left_eye_center",
+               "--method", "logitboost", "--k", "10", "--rounds", "1", "--haar-per-channel",
+               "20", "--out", str(model), "--quiet"])
+    assert rc == 0
+    det = load_detector(model)
+    assert det.info["training"]["n_images"] == 4
+    assert det.info["training"]["data"].startswith("AFLW ")
+    assert det.info["training"]["keypoints"]["left_eye_center"]["n_positives"] > 30
