@@ -36,11 +36,16 @@ def main(argv=None):
     ap.add_argument("--n-iter", type=int, default=500)
     ap.add_argument("--methods", nargs="+",
                     default=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"])
+    ap.add_argument("--haar-per-channel", type=int, default=None,
+                    help="recompute the examples on a larger/smaller pool (default: the run's)")
     ap.add_argument("--out", default="benchmarks/results/keypoints_train_time.json")
     args = ap.parse_args(argv)
 
     st = load_checkpoint(args.checkpoint)
-    pool = FeaturePool(**st.config["pool"])
+    params = dict(st.config["pool"])
+    if args.haar_per_channel is not None:
+        params["haar_per_channel"] = args.haar_per_channel
+    pool = FeaturePool(**params)
     images = load_mtfl("train")[: args.n_images]
     feats = ExampleFeatures([im.path for im in images], pool)
     ex = np.concatenate([st.positives, st.negatives])
@@ -62,7 +67,8 @@ def main(argv=None):
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         auc = roc_auc_score(y[~train], m.decision_function(X[~train][:, m.features]))
         rows.append({"method": method, "cpu_seconds": cpu, "wall_seconds": wall, "auc": auc,
-                     "k": args.k, "n_train": int(train.sum()), "n_features": int(X.shape[1])})
+                     "k": args.k, "n_train": int(train.sum()), "n_features": int(X.shape[1]),
+                     "load": os.getloadavg()[0]})
         print(f"{method:14s} {cpu:8.1f} {wall:8.1f} {auc:7.4f}")
     atomic_write_text(args.out, json.dumps({"keypoint": st.config["keypoint"], "rows": rows},
                                            indent=1))
