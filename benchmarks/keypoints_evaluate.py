@@ -38,7 +38,7 @@ from cvfs.viz.keypoints import plot_pr_curves, save_pr_figure
 EYES = ["left_eye_center", "right_eye_center"]
 DATASETS = {
     "mtfl-test": (lambda: load_mtfl("test"), 1.0),
-    "caltech": (load_caltech_webfaces, 2.83),  # median IED ~14 px: scan up to 2^1.5
+    "caltech": (load_caltech_webfaces, 2.0),  # median IED ~14 px: scan up to scale 2
 }
 
 
