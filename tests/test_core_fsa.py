@@ -223,6 +223,15 @@ def test_fit_is_deterministic_and_seeded():
     assert a.intercept == b.intercept
 
 
+def test_progress_bar_does_not_change_the_fit():
+    X, y, _ = make_ar1_classification(300, 200, k_true=5, random_state=15)
+    y = np.where(y > 0, 1.0, -1.0)
+    a = fsa_fit(X, y, 5, loss="logistic", verbose=False)
+    b = fsa_fit(X, y, 5, loss="logistic", verbose=True)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.history["lr"], b.history["lr"])
+
+
 def test_float32_input_is_kept_and_gives_the_same_support():
     X, y, true = make_ar1_classification(600, 200, k_true=5, random_state=11)
     y = np.where(y > 0, 1.0, -1.0)

@@ -417,17 +417,18 @@ def compact_columns(X, cols):
 
 
 @njit(cache=True)
-def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam, e0, e1,
-             schedule, code, param, curv, shrink, smooth, lr_fixed, fit_intercept, hist,
+def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam, track, e0,
+             e1, schedule, code, param, curv, shrink, smooth, lr_fixed, fit_intercept, hist,
              path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
     ``hist`` (n_iter, 4) receives per iteration: objective (mean loss + prior) before the
     step, kept count after it, step size, and width processed. ``path`` (n_iter, M) receives
     the coefficients by original feature (signed for G = 1, group norm otherwise) unless it has
-    zero rows. Returns the updated (X, cols, fp, beta, v, support, intercept, lam).
+    zero rows. ``track`` says whether the power iteration is still running (it stops once the
+    kept set and the estimate are stable). Returns the updated
+    (X, cols, fp, beta, v, support, intercept, lam, track).
     """
-    track = True
     lam_prev = lam
     lam0 = lam
     G = beta.shape[1]
@@ -467,7 +468,7 @@ def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam,
                     path[e, support[j]] = beta[j, 0]
                 else:
                     path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
-    return X, cols, fp, beta, v, support, intercept, lam
+    return X, cols, fp, beta, v, support, intercept, lam, track
 
 
 @njit(cache=True)

@@ -289,11 +289,12 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
             schedule, loss, curv, shrink, smooth, lr_fixed, fit_intercept, hist, path,
             max_memory, block_bytes, itemsize, bar)
     chunk = n_iter if not verbose else max(1, n_iter // 50)
+    track = True
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
-        X, cols, fp, beta, v, support, intercept, lam = K.fsa_loop(
-            X, y, pi, pj, pr, cols, fp, response.bins, beta, v, support, intercept, lam, e, e1,
-            schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed,
+        X, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            X, y, pi, pj, pr, cols, fp, response.bins, beta, v, support, intercept, lam, track,
+            e, e1, schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed,
             fit_intercept, hist, path)
         bar.update(e1 - e)
         e = e1
