@@ -93,12 +93,24 @@ def timed():
         out["wall"] = time.perf_counter() - w0
 
 
+FSA_MODULE_VAR = "CVFS_BENCH_FSA_MODULE"
+
+
+def _fsa_classes():
+    """``(FSAClassifier, FSARegressor)`` from cvfs, or from the module named by the environment
+    variable ``CVFS_BENCH_FSA_MODULE`` (to run the benchmarks against another implementation)."""
+    import importlib
+
+    mod = importlib.import_module(os.environ.get(FSA_MODULE_VAR) or "cvfs")
+    return mod.FSAClassifier, mod.FSARegressor
+
+
 def fsa_import_error():
-    """None if ``cvfs.FSAClassifier`` / ``FSARegressor`` import, else the error text."""
+    """None if the FSA estimators import, else the error text."""
     try:
-        from cvfs import FSAClassifier, FSARegressor  # noqa: F401
-    except ImportError as exc:
-        return str(exc)
+        _fsa_classes()
+    except (ImportError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
     return None
 
 
@@ -108,8 +120,7 @@ def fsa_estimator(loss, k, random_state, **params):
     ``loss`` is ``"logistic"``, ``"lorenz"``, ``"svm"`` (classifier) or ``"squared"``
     (regressor). Extra ``params`` (e.g. ``max_memory``) are passed only if the estimator has them.
     """
-    from cvfs import FSAClassifier, FSARegressor
-
+    FSAClassifier, FSARegressor = _fsa_classes()
     cls = FSARegressor if loss == "squared" else FSAClassifier
     est = cls(k=k, loss=loss, random_state=random_state)
     known = est.get_params()
