@@ -527,6 +527,10 @@ def parse_args(argv):
                    choices=sorted(TABLES), help="which paper tables")
     p.add_argument("--methods", nargs="+", default=None,
                    help="subset of methods (default: all of the task's methods)")
+    p.add_argument("--n", type=int, nargs="+", default=None,
+                   help="only the cells with these N (default: all of the table's cells)")
+    p.add_argument("--k", type=int, nargs="+", default=None,
+                   help="only the cells with these k")
     p.add_argument("--speed-repeats", type=int, default=20,
                    help="FSA fits timed in the speed comparison (0 skips it)")
     p.add_argument("--out", default="benchmarks/results/synthetic_tables.json")
@@ -567,7 +571,9 @@ def main(argv=None):
     for table in args.tables:
         spec = TABLES[table]
         results[table] = []
-        for n, k in tqdm(spec["cells"], desc=f"Table {table}"):
+        cells = [(n, k) for n, k in spec["cells"]
+                 if (args.n is None or n in args.n) and (args.k is None or k in args.k)]
+        for n, k in tqdm(cells, desc=f"Table {table}"):
             results[table].append(run_cell(table, n, k, runs, methods[spec["task"]]))
             write_json(args.out, out)  # partial results survive an interruption
         print_table(table, results[table], runs)
