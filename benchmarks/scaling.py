@@ -312,11 +312,11 @@ def print_grid(jobs):
 def print_eq(job):
     s = job["summary"]
     headers = ["N", "M", "k", "GB", "passes", "CPU s", "wall s", "CPU/bound", "PCD", "AUC",
-               "peak RSS GB"]
+               "RSS before GB", "peak RSS GB"]
     rows = [[str(job["n"]), str(job["m"]), str(job["k"]), _gb(job["nbytes"]),
              _f(s.get("data_passes"), ".2f"), _f(s["cpu"], ".2f"), _f(s["wall"], ".2f"),
              _f(s.get("cpu_over_bound"), ".2f"), _f(s["pcd"], ".1f"), _f(s.get("auc"), ".4f"),
-             _gb(job["peak_rss"])]]
+             _gb(job["rss_before_data"]), _gb(job["peak_rss"])]]
     print(format_table(headers, rows, title=f"(b) equally correlated data (eq. 18, alpha=0.5), "
                        f"FSA-{job['loss']}, one run"))
     print()
@@ -324,11 +324,11 @@ def print_eq(job):
 
 def print_h5(jobs, ratio):
     headers = ["source", "N", "M", "file GB", "max_memory GB", "CPU s", "wall s", "PCD", "AUC",
-               "peak RSS GB"]
+               "RSS before GB", "peak RSS GB"]
     rows = [[j["mode"], str(j["n"]), str(j["m"]), _gb(j["nbytes"]), _gb(j.get("max_memory")),
              _f(j["summary"]["cpu"], ".2f"), _f(j["summary"]["wall"], ".2f"),
              _f(j["summary"]["pcd"], ".1f"), _f(j["summary"].get("auc"), ".4f"),
-             _gb(j["peak_rss"])] for j in jobs]
+             _gb(j["rss_before_data"]), _gb(j["peak_rss"])] for j in jobs]
     print(format_table(headers, rows, title=f"(c) out of core: HDF5 vs in memory, wall-time "
                        f"ratio {ratio:.2f}"))
     print()
