@@ -27,7 +27,7 @@ memory is returned between sections and the peak RSS of each fit is its own.
     (capped at 5e4; the solver's first compaction of the kept columns adds up to half of X
     again). PCD on the training fit; AUC on an independent test set of
     min(N, 1e4) rows generated and scored in blocks; time, data passes, bound as in (a), and the
-    peak RSS of the fitting process (``resource.getrusage``).
+    peak RSS of the fitting process (``VmHWM``, see (c)).
 
 (c) hdf5 -- out of core
     ``cvfs.datasets.synthetic.write_equicorrelated_h5`` writes N = ``--h5-n`` rows (default 1e4,
@@ -88,8 +88,28 @@ BLOCK_ELEMS = 1 << 23  # rows generated at a time: 8M values (64 MB in float64)
 # --------------------------------------------------------------------------------------------
 # Helpers that run inside the worker processes
 # --------------------------------------------------------------------------------------------
+def _proc_status_bytes(field):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _peak_rss_bytes():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    """Peak resident memory of this process.
+
+    ``getrusage().ru_maxrss`` survives ``exec`` on Linux: a spawned worker inherits the peak of
+    the parent at fork time. The process's own high-water mark ``VmHWM`` (/proc/self/status)
+    does not, so it is preferred; ``ru_maxrss`` is the fallback off Linux.
+    """
+    hwm = _proc_status_bytes("VmHWM")
+    if hwm is not None:
+        return hwm
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux units: KiB
 
 
 def _warm_up(loss):
@@ -500,7 +520,8 @@ def main(argv=None):
                         nbytes, cfg["max_memory"])
         if not (args.keep_h5 and path.exists()):
             with timed() as tw:
-                write_equicorrelated_h5(path, n, m, k_true=cfg["eq_k"], random_state=args.seed)
+                write_equicorrelated_h5(path, n, m, k_true=cfg["eq_k"], chunk_rows=1024,
+                                        random_state=args.seed)
             log.info("wrote %s in %.1f s", path, tw["wall"])
         try:
             jobs = []
