@@ -20,7 +20,7 @@ from scipy.optimize import nnls
 
 from cvfs.base import ConvergenceWarning
 from cvfs.core._lasso_kernels import gram_cd_solve
-from cvfs.core.screening import as_operator, gap_safe_test, static_test
+from cvfs.core.screening import as_operator, gap_safe_test, gram_columns, static_test
 
 __all__ = ["LassoResult", "SBLResult", "SCREENING_RULES", "sbl_fit", "weighted_lasso"]
 
@@ -224,9 +224,8 @@ def _gamma_h(op, norms, gamma, lam):
     gh = norms**2 / lam
     if S.size == 0:
         return gh
-    A = op.columns(S)
-    M = lam * np.diag(1.0 / gamma[S]) + A.T @ A
-    B = op.rmatvec(A)  # (n_atoms, |S|)
+    B = gram_columns(op, S)  # Phi^T Phi_S, (n_atoms, |S|)
+    M = lam * np.diag(1.0 / gamma[S]) + B[S]
     fac = cho_factor(M)
     quad = np.einsum("ij,ij->i", B, cho_solve(fac, B.T).T)
     return np.maximum(gh - quad / lam, 1e-12 * gh)

@@ -40,6 +40,7 @@ __all__ = [
     "as_operator",
     "dome_test",
     "gap_safe_test",
+    "gram_columns",
     "sphere_test",
     "static_test",
     "wtht_test",
@@ -72,10 +73,21 @@ class DenseOperator:
     def columns(self, idx):
         return self.Phi[:, idx]
 
+    def gram_columns(self, idx):
+        return self.Phi.T @ self.Phi[:, idx]
+
     def column_norms(self):
         if self._norms is None:
             self._norms = np.sqrt(np.einsum("ij,ij->j", self.Phi, self.Phi))
         return self._norms
+
+
+def gram_columns(op, idx):
+    """Phi^T Phi[:, idx] of shape (n_atoms, len(idx)), through ``op.gram_columns`` if present."""
+    idx = np.atleast_1d(idx)
+    if hasattr(op, "gram_columns"):
+        return op.gram_columns(idx)
+    return op.rmatvec(op.columns(idx))
 
 
 def as_operator(Phi):
@@ -184,10 +196,9 @@ def dome_test(op, rho, norms, pen, y, positive=False):
     if r == 0.0:
         return np.zeros(rho.shape, dtype=bool)
     i, sgn = _best_halfspace(rho, norms, pen, positive)
-    n1 = sgn * op.columns(np.array([i]))[:, 0] / norms[i]
     h1 = pen[i] / norms[i]
-    psi = float(np.clip((n1 @ y - h1) / r, -1.0, 1.0))
-    t1 = op.rmatvec(n1)
+    psi = float(np.clip((sgn * rho[i] / norms[i] - h1) / r, -1.0, 1.0))
+    t1 = sgn * gram_columns(op, i)[:, 0] / norms[i]
     up = rho + _m1(t1, norms, psi, r)
     bound = up if positive else np.maximum(up, -rho + _m1(-t1, norms, psi, r))
     return bound >= pen * (1.0 - _MARGIN)
@@ -229,20 +240,18 @@ def wtht_test(op, rho, norms, pen, y, positive=False):
     if r == 0.0:
         return np.zeros(rho.shape, dtype=bool)
     i, sg1 = _best_halfspace(rho, norms, pen, positive)
-    n1 = sg1 * op.columns(np.array([i]))[:, 0] / norms[i]
     h1 = pen[i] / norms[i]
-    a = float(n1 @ y - h1)
-    sigma = op.rmatvec(n1)  # n1^T phi_i
+    a = float(sg1 * rho[i] / norms[i] - h1)
+    sigma = sg1 * gram_columns(op, i)[:, 0] / norms[i]  # n1^T phi_i
     t_cd = rho - a * sigma  # phi_i^T c_d, c_d = y - a n1 (Algorithm 2, line 13)
     j, sg2 = _best_halfspace(t_cd, norms, pen, positive, exclude=i)
-    n2 = sg2 * op.columns(np.array([j]))[:, 0] / norms[j]
     h2 = pen[j] / norms[j]
-    tau = float(n1 @ n2)
+    tau = float(sg2 * sigma[j] / norms[j])
     psi1 = float(np.clip(a / r, -1.0, 1.0))
-    psi2 = float(np.clip((n2 @ y - h2) / r, -1.0, 1.0))
+    psi2 = float(np.clip((sg2 * rho[j] / norms[j] - h2) / r, -1.0, 1.0))
     if abs(tau) > 1.0 - 1e-9:
         return dome_test(op, rho, norms, pen, y, positive)
-    t2 = op.rmatvec(n2)
+    t2 = sg2 * gram_columns(op, j)[:, 0] / norms[j]
     up = rho + _m2(sigma, t2, norms, psi1, psi2, tau, r)
     if positive:
         bound = up
