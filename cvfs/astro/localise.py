@@ -242,12 +242,13 @@ def _chi2(patch, src, bg):
     return float(np.sum((patch - model) ** 2))
 
 
-def _prune(patch, src, bgf, noise, s_lo, s_hi, margin, detect_snr):
+def _prune(patch, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs=4):
     """Drop insignificant sources and merge pairs that one source explains as well.
 
     A source is insignificant when its matched-filter SNR is below ``detect_snr``. Two sources
     closer than 3 sigma are merged when the merged fit raises chi^2 by less than
-    ``detect_snr**2`` noise variances (the chi^2 a source at the detection threshold explains).
+    ``detect_snr**2`` noise variances (the chi^2 a source at the detection threshold explains);
+    the ``max_pairs`` closest pairs are tried per round.
     """
     while len(src):
         sig = _significance(src, patch.shape, noise)
@@ -257,23 +258,23 @@ def _prune(patch, src, bgf, noise, s_lo, s_hi, margin, detect_snr):
         src, bgf = _fit(patch, np.delete(src, worst, axis=0), bgf, s_lo, s_hi, margin)
     while len(src) > 1:
         d = np.hypot(src[:, None, 0] - src[None, :, 0], src[:, None, 1] - src[None, :, 1])
-        np.fill_diagonal(d, np.inf)
-        close = np.argwhere(np.triu(d < 1.5 * (src[:, None, 2] + src[None, :, 2])))
+        d[np.tril_indices(len(src))] = np.inf
+        close = np.argwhere(d < 1.5 * (src[:, None, 2] + src[None, :, 2]))
         if close.size == 0:
             break
+        # test the closest pairs first; merge the first pair one source explains as well
+        close = close[np.argsort(d[close[:, 0], close[:, 1]])][:max_pairs]
         base = _chi2(patch, src, bgf)
-        best = None
         for i, j in close:
             f = src[i, 3] + src[j, 3]
             merged = np.r_[(src[i, :3] * src[i, 3] + src[j, :3] * src[j, 3]) / f, f]
             cand, cb = _fit(patch, np.vstack([np.delete(src, [i, j], axis=0), merged]), bgf,
                             s_lo, s_hi, margin)
-            delta = (_chi2(patch, cand, cb) - base) / noise**2
-            if best is None or delta < best[0]:
-                best = (delta, cand, cb)
-        if best[0] >= detect_snr**2:
+            if (_chi2(patch, cand, cb) - base) / noise**2 < detect_snr**2:
+                src, bgf = cand, cb
+                break
+        else:
             break
-        src, bgf = best[1], best[2]
     return src, bgf
 
 
@@ -300,7 +301,7 @@ def _refine(patch, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr, max_ad
 
 def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
                          random_state=None, tile=28, overlap=8, lam_factor=LAMBDA_FACTOR,
-                         detect_snr=5.0, sbl_iter=8, verbose=False):
+                         detect_snr=5.0, sbl_iter=5, verbose=False):
     """Localise point sources and denoise the image (one run, both outputs).
 
     Parameters
@@ -349,10 +350,12 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
     lam_factor = _check_positive("lam_factor", lam_factor)
     detect_snr = _check_positive("detect_snr", detect_snr)
     rng = check_random_state(random_state)
-    bg, noise_est = estimate_background_noise(img)
-    noise = noise_est if noise_sigma is None else _check_positive("noise_sigma", noise_sigma)
+    if noise_sigma is not None:
+        noise_sigma = _check_positive("noise_sigma", noise_sigma)
     if np.ptp(img) == 0:
         raise ValueError("image is constant (empty): there is nothing to localise")
+    bg, noise_est = estimate_background_noise(img)
+    noise = noise_est if noise_sigma is None else noise_sigma
     lam = lam_factor * noise**2
     h, w = img.shape
     rows, cols = _tile_starts(h, tile, overlap), _tile_starts(w, tile, overlap)

@@ -78,12 +78,11 @@ def read_image(path, hdu=None):
     if path.suffix.lower() not in IMAGE_SUFFIXES:
         raise ValueError(f"{path}: unknown image type {path.suffix!r}; expected one of "
                          f"{FITS_SUFFIXES + IMAGE_SUFFIXES}")
-    import skimage.io
+    import cv2
 
-    try:
-        img = skimage.io.imread(str(path))
-    except Exception as exc:  # noqa: BLE001 - decoders raise many types
-        raise ValueError(f"{path}: not a readable image ({exc})") from exc
+    img = cv2.imdecode(np.frombuffer(path.read_bytes(), np.uint8), cv2.IMREAD_UNCHANGED)
+    if img is None:
+        raise ValueError(f"{path}: not a readable image (OpenCV could not decode it)")
     img = np.asarray(img)
     if img.size == 0:
         raise ValueError(f"{path}: the image is empty")
@@ -91,7 +90,7 @@ def read_image(path, hdu=None):
         from skimage.color import rgb2gray
 
         scale = np.iinfo(img.dtype).max if np.issubdtype(img.dtype, np.integer) else 1.0
-        return rgb2gray(img[..., :3].astype(np.float64) / scale)
+        return rgb2gray(img[..., 2::-1].astype(np.float64) / scale)  # OpenCV's BGR -> RGB
     if img.ndim != 2:
         raise ValueError(f"{path}: expected a 2-D image, got shape {img.shape}")
     if np.issubdtype(img.dtype, np.integer):

@@ -76,6 +76,13 @@ class DenseOperator:
     def gram_columns(self, idx):
         return self.Phi.T @ self.Phi[:, idx]
 
+    def subset(self, idx):
+        """The operator of the columns ``idx`` (a copy, so later products touch only them)."""
+        out = DenseOperator(np.ascontiguousarray(self.Phi[:, idx]))
+        if self._norms is not None:
+            out._norms = self._norms[idx]
+        return out
+
     def column_norms(self):
         if self._norms is None:
             self._norms = np.sqrt(np.einsum("ij,ij->j", self.Phi, self.Phi))
