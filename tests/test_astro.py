@@ -253,3 +253,13 @@ def test_hubble_deep_field_crop():
     assert np.all(d[bright].min(axis=1) <= 2.0)
     # the residual is close to the noise level
     assert np.std(crop - res.model) < 1.6 * res.noise_sigma
+
+
+def test_localise_without_refinement_reports_grouped_atoms():
+    img, _, truth = astro.make_scene(random_state=21)
+    raw = astro.localise(img, random_state=0, refine=False)
+    assert len(raw) >= len(truth)
+    assert np.all((raw["sigma"] >= 1.0) & (raw["sigma"] <= 2.0)) and np.all(raw["flux"] > 0)
+    # the sampled dictionary alone is less precise than the refined fit
+    full = astro.localise(img, random_state=0)
+    assert astro.detection_scores(full, truth)["rmse"] < astro.detection_scores(raw, truth)["rmse"]
