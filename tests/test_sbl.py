@@ -40,6 +40,10 @@ def test_gram_cd_solve_reaches_gap(positive):
     epochs, gap = K.gram_cd_solve(G, b, pen, t, yy, 1e-10, 10_000, positive)
     assert gap <= 1e-10 and epochs < 10_000
     assert naive.gram_gap(b, pen, t, G @ t, yy, positive)[1] <= 1e-10
+    t_ref, _, gap_ref = naive.gram_cd_solve(G, b, pen, np.zeros(b.size), yy, 1e-12, 100_000,
+                                            positive)
+    assert gap_ref <= 1e-12
+    np.testing.assert_allclose(t, t_ref, atol=1e-4)
 
 
 @pytest.mark.parametrize("positive", [False, True])
