@@ -212,20 +212,66 @@ def _integral(rgb):
     return np.ascontiguousarray(np.moveaxis(s, 2, 0))
 
 
+_BATCH = 64  # windows per batch of the kernel
+_MIN_RUN = 8  # shortest run of horizontally adjacent windows worth the contiguous path
+
+
 @njit(cache=True)
-def _haar_kernel(integral, top_left, feat_ch, dy, dx, weight, n_terms, out, out_cols):
-    """``out[w, out_cols[j]] = sum_t weight[j, t] * S[ch[j], r0 + dy[j, t], c0 + dx[j, t]]``."""
-    n = top_left.shape[0]
-    m = feat_ch.shape[0]
-    for w in range(n):
-        r0 = top_left[w, 0]
-        c0 = top_left[w, 1]
-        for j in range(m):
-            ch = feat_ch[j]
-            s = 0.0
-            for t in range(n_terms[j]):
-                s += weight[j, t] * integral[ch, r0 + dy[j, t], c0 + dx[j, t]]
-            out[w, out_cols[j]] = s
+def _haar_kernel(flat, base, off, weight, n_terms, out, out_cols):
+    """Haar columns of many windows from a flattened integral image.
+
+    ``flat`` is ``S.ravel()`` of the ``(3, H + 1, W + 1)`` integral images, ``base[w]`` the flat
+    index of window ``w``'s top-left corner, ``off[j, t]`` the flat offset of corner term ``t`` of
+    column ``j`` (channel included) and ``weight[j, t]`` its weight:
+    ``out[w, out_cols[j]] = sum_t weight[j, t] * flat[base[w] + off[j, t]]`` (float64 sums).
+
+    Windows are processed in batches; a batch of horizontally adjacent windows (consecutive
+    ``base``) reads contiguous slices, which vectorises; other batches gather. Both paths add the
+    same terms in the same order, so results do not depend on the batching.
+    """
+    n = base.shape[0]
+    m = off.shape[0]
+    accb = np.empty(_BATCH)
+    k0 = 0
+    while k0 < n:
+        run = 1
+        while run < _BATCH and k0 + run < n and base[k0 + run] == base[k0] + run:
+            run += 1
+        if run >= _MIN_RUN:
+            nb = run
+            acc = accb[:nb]
+            b0 = base[k0]
+            for j in range(m):
+                for t in range(n_terms[j]):
+                    src = flat[b0 + off[j, t]:b0 + off[j, t] + nb]
+                    wt = weight[j, t]
+                    if t == 0:
+                        for k in range(nb):
+                            acc[k] = wt * src[k]
+                    else:
+                        for k in range(nb):
+                            acc[k] += wt * src[k]
+                c = out_cols[j]
+                for k in range(nb):
+                    out[k0 + k, c] = acc[k]
+        else:
+            nb = min(_BATCH, n - k0)
+            acc = accb[:nb]
+            bs = base[k0:k0 + nb]
+            for j in range(m):
+                for t in range(n_terms[j]):
+                    o = off[j, t]
+                    wt = weight[j, t]
+                    if t == 0:
+                        for k in range(nb):
+                            acc[k] = wt * flat[bs[k] + o]
+                    else:
+                        for k in range(nb):
+                            acc[k] += wt * flat[bs[k] + o]
+                c = out_cols[j]
+                for k in range(nb):
+                    out[k0 + k, c] = acc[k]
+        k0 += nb
 
 
 class _HaarPlan:
@@ -246,10 +292,14 @@ class _HaarPlan:
         return p
 
     def run(self, integral, top_left, out, out_cols):
+        """``out[:, out_cols] =`` the plan's columns at windows with the given top-lefts."""
         if len(self.ch) == 0 or len(top_left) == 0:
             return
-        _haar_kernel(integral, np.ascontiguousarray(top_left, dtype=np.int64), self.ch, self.dy,
-                     self.dx, self.weight, self.n_terms, out,
+        _, h1, w1 = integral.shape
+        tl = np.asarray(top_left, dtype=np.int64)
+        base = np.ascontiguousarray(tl[:, 0] * w1 + tl[:, 1])
+        off = self.ch[:, None] * (h1 * w1) + self.dy * w1 + self.dx
+        _haar_kernel(integral.reshape(-1), base, off, self.weight, self.n_terms, out,
                      np.asarray(out_cols, dtype=np.int64))
 
 

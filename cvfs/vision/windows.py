@@ -162,9 +162,10 @@ class FeaturePool:
     ----------
     haar_per_channel : int, default=20_000
         Haar features per RGB channel, chosen by :func:`cvfs.vision.select_haar` (deterministic).
-    hog_border : {'window', 'image'}, default='window'
-        Gradients on the window border: ``'window'`` equals ``skimage.feature.hog`` on each crop,
-        ``'image'`` uses the level's gradients (see :mod:`cvfs.vision.hog`).
+    hog_border : {'image', 'window'}, default='image'
+        Gradients on the window border: ``'image'`` uses the level's gradients (fast: blocks are
+        shared between windows), ``'window'`` equals ``skimage.feature.hog`` on each 24x24 crop
+        (see :mod:`cvfs.vision.hog`).
 
     Attributes
     ----------
@@ -190,7 +191,7 @@ class FeaturePool:
 
     window = WINDOW
 
-    def __init__(self, haar_per_channel=20_000, *, hog_border="window"):
+    def __init__(self, haar_per_channel=20_000, *, hog_border="image"):
         if (not isinstance(haar_per_channel, (int, np.integer)) or isinstance(haar_per_channel,
                                                                                bool)
                 or haar_per_channel < 0):
