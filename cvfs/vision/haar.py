@@ -214,63 +214,68 @@ def _integral(rgb):
 
 _BATCH = 64  # windows per batch of the kernel
 _MIN_RUN = 8  # shortest run of horizontally adjacent windows worth the contiguous path
+_FCHUNK = 256  # columns per block of the output written row by row
 
 
 @njit(cache=True)
-def _haar_kernel(flat, base, off, weight, n_terms, out, out_cols):
+def _haar_kernel(flat, base, off, off_local, weight, n_terms, out, out_cols, side, plane, w1):
     """Haar columns of many windows from a flattened integral image.
 
     ``flat`` is ``S.ravel()`` of the ``(3, H + 1, W + 1)`` integral images, ``base[w]`` the flat
     index of window ``w``'s top-left corner, ``off[j, t]`` the flat offset of corner term ``t`` of
     column ``j`` (channel included) and ``weight[j, t]`` its weight:
     ``out[w, out_cols[j]] = sum_t weight[j, t] * flat[base[w] + off[j, t]]`` (float64 sums).
+    ``off_local[j, t]`` is the same corner in a ``(3, side, side)`` patch of corners
+    (``side = window + 1``); ``plane = (H + 1) (W + 1)`` and ``w1 = W + 1``.
 
     Windows are processed in batches; a batch of horizontally adjacent windows (consecutive
-    ``base``) reads contiguous slices, which vectorises; other batches gather. Both paths add the
-    same terms in the same order, so results do not depend on the batching.
+    ``base``) reads contiguous slices, other batches are first copied into a position-major patch
+    table; both vectorise over the windows of a batch and add the same terms in the same order,
+    so results do not depend on the batching.
     """
     n = base.shape[0]
     m = off.shape[0]
-    accb = np.empty(_BATCH)
+    tmp = np.empty((_FCHUNK, _BATCH))
+    patch = np.empty((3 * side * side, _BATCH))
     k0 = 0
     while k0 < n:
         run = 1
         while run < _BATCH and k0 + run < n and base[k0 + run] == base[k0] + run:
             run += 1
-        if run >= _MIN_RUN:
-            nb = run
-            acc = accb[:nb]
-            b0 = base[k0]
-            for j in range(m):
+        contiguous = run >= _MIN_RUN
+        nb = run if contiguous else min(_BATCH, n - k0)
+        b0 = base[k0]
+        if not contiguous:
+            # scattered windows: copy the batch's corner patches transposed (position-major),
+            # so every term reads a contiguous row of the batch
+            for ch in range(3):
+                for i in range(side):
+                    for jj in range(side):
+                        p = (ch * side + i) * side + jj
+                        src = ch * plane + i * w1 + jj
+                        for k in range(nb):
+                            patch[p, k] = flat[base[k0 + k] + src]
+        for j0 in range(0, m, _FCHUNK):
+            nf = min(_FCHUNK, m - j0)
+            for jj in range(nf):
+                j = j0 + jj
+                acc = tmp[jj, :nb]
                 for t in range(n_terms[j]):
-                    src = flat[b0 + off[j, t]:b0 + off[j, t] + nb]
+                    if contiguous:
+                        row = flat[b0 + off[j, t]:b0 + off[j, t] + nb]
+                    else:
+                        row = patch[off_local[j, t], :nb]
                     wt = weight[j, t]
                     if t == 0:
                         for k in range(nb):
-                            acc[k] = wt * src[k]
+                            acc[k] = wt * row[k]
                     else:
                         for k in range(nb):
-                            acc[k] += wt * src[k]
-                c = out_cols[j]
-                for k in range(nb):
-                    out[k0 + k, c] = acc[k]
-        else:
-            nb = min(_BATCH, n - k0)
-            acc = accb[:nb]
-            bs = base[k0:k0 + nb]
-            for j in range(m):
-                for t in range(n_terms[j]):
-                    o = off[j, t]
-                    wt = weight[j, t]
-                    if t == 0:
-                        for k in range(nb):
-                            acc[k] = wt * flat[bs[k] + o]
-                    else:
-                        for k in range(nb):
-                            acc[k] += wt * flat[bs[k] + o]
-                c = out_cols[j]
-                for k in range(nb):
-                    out[k0 + k, c] = acc[k]
+                            acc[k] += wt * row[k]
+            # write window rows (contiguous when out_cols are)
+            for k in range(nb):
+                for jj in range(nf):
+                    out[k0 + k, out_cols[j0 + jj]] = tmp[jj, k]
         k0 += nb
 
 
@@ -299,8 +304,10 @@ class _HaarPlan:
         tl = np.asarray(top_left, dtype=np.int64)
         base = np.ascontiguousarray(tl[:, 0] * w1 + tl[:, 1])
         off = self.ch[:, None] * (h1 * w1) + self.dy * w1 + self.dx
-        _haar_kernel(integral.reshape(-1), base, off, self.weight, self.n_terms, out,
-                     np.asarray(out_cols, dtype=np.int64))
+        side = int(max(self.dy.max(), self.dx.max())) + 1
+        off_local = (self.ch[:, None] * side + self.dy) * side + self.dx
+        _haar_kernel(integral.reshape(-1), base, off, off_local, self.weight, self.n_terms, out,
+                     np.asarray(out_cols, dtype=np.int64), side, h1 * w1, w1)
 
 
 def haar_windows(image_or_integral, top_left, features, *, channels=(0, 1, 2)):
