@@ -135,7 +135,9 @@ def test_haar_contiguous_and_gathered_windows_agree():
     tl = np.stack([np.full(100, 3), np.arange(100)], 1)  # one run of adjacent windows
     perm = rng.permutation(100)
     run = haar_windows(img, tl, feats)
-    np.testing.assert_array_equal(haar_windows(img, tl[perm], feats), run[perm])
+    np.testing.assert_array_equal(haar_windows(img, tl[perm], feats), run[perm])  # patch table
+    few = haar_windows(img, tl[perm], feats[:50])  # 150 columns: direct gathers
+    np.testing.assert_array_equal(few, run[perm][:, np.r_[0:50, 400:450, 800:850]])
     for i in (0, 63, 64, 99):
         ref = [naive_haar(img[3:27, i:i + 24, 1], f) for f in feats]
         np.testing.assert_allclose(run[i, 400:800], ref, rtol=0, atol=1e-6)

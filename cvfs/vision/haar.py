@@ -215,6 +215,7 @@ def _integral(rgb):
 _BATCH = 64  # windows per batch of the kernel
 _MIN_RUN = 8  # shortest run of horizontally adjacent windows worth the contiguous path
 _FCHUNK = 256  # columns per block of the output written row by row
+_PATCH_MIN_COLS = 512  # scattered windows: copy corner patches when at least this many columns
 
 
 @njit(cache=True)
@@ -229,9 +230,9 @@ def _haar_kernel(flat, base, off, off_local, weight, n_terms, out, out_cols, sid
     (``side = window + 1``); ``plane = (H + 1) (W + 1)`` and ``w1 = W + 1``.
 
     Windows are processed in batches; a batch of horizontally adjacent windows (consecutive
-    ``base``) reads contiguous slices, other batches are first copied into a position-major patch
-    table; both vectorise over the windows of a batch and add the same terms in the same order,
-    so results do not depend on the batching.
+    ``base``) reads contiguous slices; other batches gather, through a position-major copy of their
+    corner patches when there are many columns. All paths add the same terms in the same order, so
+    results do not depend on the batching.
     """
     n = base.shape[0]
     m = off.shape[0]
@@ -245,9 +246,10 @@ def _haar_kernel(flat, base, off, off_local, weight, n_terms, out, out_cols, sid
         contiguous = run >= _MIN_RUN
         nb = run if contiguous else min(_BATCH, n - k0)
         b0 = base[k0]
-        if not contiguous:
-            # scattered windows: copy the batch's corner patches transposed (position-major),
-            # so every term reads a contiguous row of the batch
+        # scattered windows and many columns: copy the batch's corner patches transposed
+        # (position-major) so every term reads a contiguous row; few columns: gather directly
+        use_patch = not contiguous and m >= _PATCH_MIN_COLS
+        if use_patch:
             for ch in range(3):
                 for i in range(side):
                     for jj in range(side):
@@ -261,17 +263,26 @@ def _haar_kernel(flat, base, off, off_local, weight, n_terms, out, out_cols, sid
                 j = j0 + jj
                 acc = tmp[jj, :nb]
                 for t in range(n_terms[j]):
-                    if contiguous:
-                        row = flat[b0 + off[j, t]:b0 + off[j, t] + nb]
-                    else:
-                        row = patch[off_local[j, t], :nb]
                     wt = weight[j, t]
-                    if t == 0:
-                        for k in range(nb):
-                            acc[k] = wt * row[k]
+                    if contiguous or use_patch:
+                        if contiguous:
+                            row = flat[b0 + off[j, t]:b0 + off[j, t] + nb]
+                        else:
+                            row = patch[off_local[j, t], :nb]
+                        if t == 0:
+                            for k in range(nb):
+                                acc[k] = wt * row[k]
+                        else:
+                            for k in range(nb):
+                                acc[k] += wt * row[k]
                     else:
-                        for k in range(nb):
-                            acc[k] += wt * row[k]
+                        o = off[j, t]
+                        if t == 0:
+                            for k in range(nb):
+                                acc[k] = wt * flat[base[k0 + k] + o]
+                        else:
+                            for k in range(nb):
+                                acc[k] += wt * flat[base[k0 + k] + o]
             # write window rows (contiguous when out_cols are)
             for k in range(nb):
                 for jj in range(nf):

@@ -13,10 +13,12 @@ Two steps:
    pixel is ``(r, c)`` for *every* ``(r, c)`` (cells at stride 1): ``cells`` of shape
    ``(3, H - 5, W - 5, 8)``, plus per-pixel orientation bins and magnitudes.
 2. :func:`hog_windows` assembles windows (any top-left, so stride 1 scanning works) from the maps:
-   16 cells are read, the 9 blocks normalised.
+   with ``border='image'`` each feature is gathered from the per-level block maps, with
+   ``border='window'`` the 16 cells are read, border-corrected and the 9 blocks normalised.
 
 Gradient conventions are scikit-image's: central differences ``I[r+1] - I[r-1]`` (zero on the first
-and last row/column), magnitude ``hypot``, orientation ``rad2deg(arctan2(g_row, g_col)) % 180``
+and last row/column), magnitude ``hypot`` (computed as ``sqrt(g_col**2 + g_row**2)``, within
+one ulp), orientation ``rad2deg(arctan2(g_row, g_col)) % 180``
 binned without interpolation (bin ``i`` holds ``[22.5 i, 22.5 (i + 1))``), cell value = sum of
 magnitudes / 36, L2-Hys with ``eps = 1e-5`` and clipping at 0.2.
 
@@ -181,7 +183,7 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
                 gc = 0.0
                 if 0 < c < w - 1:
                     gc = np.float64(rgb[r, c + 1, ch]) - np.float64(rgb[r, c - 1, ch])
-                m = math.hypot(gc, gr)
+                m = math.sqrt(gc * gc + gr * gr)
                 b = _orient_bin(gc, gr, cs, sn)
                 rbin[c] = b
                 rmag[c] = m
