@@ -24,8 +24,8 @@ magnitudes / 36, L2-Hys with ``eps = 1e-5`` and clipping at 0.2.
 
 Window border. ``border='image'`` (default) uses the gradients of the whole level on the window
 border (true image gradients): a window's blocks are then the level's blocks, so the L2-Hys
-factors are computed once per level (:meth:`HogLevel.block_norms`) and a window only gathers
-``min(v / n1, 0.2) / n2``; it equals ``skimage.feature.hog`` of the whole level for cell-aligned
+factors are computed once per level (:meth:`HogLevel.block_factors`) and a window only gathers
+``min(v * a, 0.2) * b``; it equals ``skimage.feature.hog`` of the whole level for cell-aligned
 windows. ``border='window'`` reproduces ``skimage.feature.hog`` applied to each 24x24 crop
 exactly: skimage computes gradients inside the crop, so on the crop's first/last row the row
 gradient is 0 and on its first/last column the column gradient is 0; the assembly corrects the 92
@@ -104,20 +104,22 @@ class HogLevel:
         self.shape = shape
         self._norms = None
 
-    def block_norms(self):
+    def block_factors(self):
         """L2-Hys factors of the 2x2-cell block at every top-left pixel (computed once).
 
         Returns
         -------
-        n1, n2 : ndarray of shape (3, H - 11, W - 11), dtype float64
-            A block value ``v`` normalises to ``min(v / n1, 0.2) / n2`` (``border='image'``).
+        a, b : ndarray of shape (3, H - 11, W - 11), dtype float64
+            Reciprocals of the two L2-Hys norms: a block value ``v`` normalises to
+            ``min(v * a, 0.2) * b`` (``border='image'``; skimage divides, which differs by at
+            most an ulp).
         """
         if self._norms is None:
             nch, hc, wc, _ = self.cells.shape
-            n1 = np.empty((nch, hc - CELL, wc - CELL))
-            n2 = np.empty_like(n1)
-            _norms_kernel(self.cells, n1, n2)
-            self._norms = (n1, n2)
+            a = np.empty((nch, hc - CELL, wc - CELL))
+            b = np.empty_like(a)
+            _norms_kernel(self.cells, a, b)
+            self._norms = (a, b)
         return self._norms
 
     @property
@@ -219,8 +221,8 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
 
 
 @njit(cache=True)
-def _norms_kernel(cells, n1, n2):
-    """L2-Hys factors of every 2x2-cell block: value = min(v / n1, 0.2) / n2.
+def _norms_kernel(cells, inv1, inv2):
+    """L2-Hys factors of every 2x2-cell block: value = min(v * inv1, 0.2) * inv2.
 
     Per-cell energies and maxima are computed once; a block needs its 32 values only when some
     value is clipped at 0.2.
@@ -261,27 +263,32 @@ def _norms_kernel(cells, n1, n2):
                                 x = min(np.float64(cells[ch, r + CELL * i, c + CELL * j, o]), lim)
                                 t += x * x
                     t = t / (a * a)
-                n1[ch, r, c] = a
-                n2[ch, r, c] = np.sqrt(t + _EPS * _EPS)
+                inv1[ch, r, c] = 1.0 / a
+                inv2[ch, r, c] = 1.0 / np.sqrt(t + _EPS * _EPS)
 
 
 @njit(cache=True)
-def _gather_kernel(cells, n1, n2, top_left, col_ch, col_dr, col_dc, col_o, col_br, col_bc,
-                   out, out_cols):
-    """Image-border HOG columns: ``min(cell / n1, 0.2) / n2`` read from the level maps."""
-    n = top_left.shape[0]
-    m = col_ch.shape[0]
+def _gather_kernel(cells_flat, inv1_flat, inv2_flat, cell_base, fac_base, blk_off, blk_ptr,
+                   col_off, out, out_cols):
+    """Image-border HOG columns: ``min(cell * inv1, 0.2) * inv2`` read from the level maps.
+
+    Flat indexing: window ``w``'s cells start at ``cell_base[w]`` and its block factors at
+    ``fac_base[w]``; needed block ``k`` has factor offset ``blk_off[k]`` and columns
+    ``blk_ptr[k]:blk_ptr[k + 1]`` with cell offsets ``col_off`` written to ``out_cols``.
+    """
+    n = cell_base.shape[0]
+    nk = blk_off.shape[0]
     for w in range(n):
-        r0 = top_left[w, 0]
-        c0 = top_left[w, 1]
-        for j in range(m):
-            ch = col_ch[j]
-            br = r0 + col_br[j]
-            bc = c0 + col_bc[j]
-            x = np.float64(cells[ch, r0 + col_dr[j], c0 + col_dc[j], col_o[j]]) / n1[ch, br, bc]
-            if x > 0.2:
-                x = 0.2
-            out[w, out_cols[j]] = x / n2[ch, br, bc]
+        cb = cell_base[w]
+        fb = fac_base[w]
+        for k in range(nk):
+            a = inv1_flat[fb + blk_off[k]]
+            b = inv2_flat[fb + blk_off[k]]
+            for j in range(blk_ptr[k], blk_ptr[k + 1]):
+                x = np.float64(cells_flat[cb + col_off[j]]) * a
+                if x > 0.2:
+                    x = 0.2
+                out[w, out_cols[j]] = x * b
 
 
 @njit(cache=True)
@@ -446,9 +453,18 @@ def _hog_into(hl, top_left, columns, out, out_cols, window_border):
         _windows_kernel(hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col, tl, b_ch, b_i,
                         b_j, slot, off, out, out_cols, b_row0, b_col0)
     else:
-        n1, n2 = hl.block_norms()
+        inv1, inv2 = hl.block_factors()
+        _, hc, wc, _ = hl.cells.shape
+        _, hb, wb = inv1.shape
         ch, dr, dc, o, br, bc = _hog_offsets(columns)
-        _gather_kernel(hl.cells, n1, n2, tl, ch, dr, dc, o, br, bc, out, out_cols)
+        col_off = ((ch * hc + dr) * wc + dc) * N_ORIENT + o
+        blk = (ch * hb + br) * wb + bc
+        order = np.argsort(blk, kind="stable")
+        blk_off, counts = np.unique(blk[order], return_counts=True)
+        blk_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        _gather_kernel(hl.cells.reshape(-1), inv1.reshape(-1), inv2.reshape(-1),
+                       (tl[:, 0] * wc + tl[:, 1]) * N_ORIENT, tl[:, 0] * wb + tl[:, 1],
+                       blk_off.astype(np.int64), blk_ptr, col_off[order], out, out_cols[order])
 
 
 def _hog_offsets(columns):
