@@ -224,8 +224,8 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
 def _norms_kernel(cells, inv1, inv2):
     """L2-Hys factors of every 2x2-cell block: value = min(v * inv1, 0.2) * inv2.
 
-    Per-cell energies and maxima are computed once; a block needs its 32 values only when some
-    value is clipped at 0.2.
+    Per-cell energies and maxima are computed once; a block reads the 8 values of a cell only when
+    one of them is clipped at 0.2.
     """
     nch, hc, wc, _ = cells.shape
     hb = hc - CELL
@@ -249,20 +249,21 @@ def _norms_kernel(cells, inv1, inv2):
                 s = (energy[r, c] + energy[r, c + CELL] + energy[r + CELL, c]
                      + energy[r + CELL, c + CELL])
                 a = np.sqrt(s + _EPS * _EPS)
-                mx = max(max(vmax[r, c], vmax[r, c + CELL]),
-                         max(vmax[r + CELL, c], vmax[r + CELL, c + CELL]))
-                if mx / a <= 0.2:
-                    t = s / (a * a)
-                else:
-                    # sum of min(v / a, 0.2)^2 = sum of min(v, 0.2 a)^2 / a^2 (branch-free)
-                    lim = 0.2 * a
-                    t = 0.0
-                    for i in range(2):
-                        for j in range(2):
+                # sum of min(v / a, 0.2)^2 = sum of min(v, 0.2 a)^2 / a^2; a cell whose maximum
+                # is not clipped contributes its energy
+                lim = 0.2 * a
+                t = 0.0
+                for i in range(2):
+                    for j in range(2):
+                        rr = r + CELL * i
+                        cc = c + CELL * j
+                        if vmax[rr, cc] <= lim:
+                            t += energy[rr, cc]
+                        else:
                             for o in range(N_ORIENT):
-                                x = min(np.float64(cells[ch, r + CELL * i, c + CELL * j, o]), lim)
+                                x = min(np.float64(cells[ch, rr, cc, o]), lim)
                                 t += x * x
-                    t = t / (a * a)
+                t = t / (a * a)
                 inv1[ch, r, c] = 1.0 / a
                 inv2[ch, r, c] = 1.0 / np.sqrt(t + _EPS * _EPS)
 
