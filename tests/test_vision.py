@@ -51,9 +51,10 @@ def test_hog_equals_skimage_per_window(images, kind):
     f = as_float_rgb(img)
     rng = np.random.default_rng(1)
     tl = np.stack([rng.integers(0, 50 - 24 + 1, 40), rng.integers(0, 61 - 24 + 1, 40)], 1)
+    tl = np.vstack([tl, [[0, 0], [26, 37], [0, 37], [26, 0]]])  # windows at the level's corners
     ours = hog_windows(hog_level(img), tl, border="window")
     ref = np.stack([_sk_window(f, r, c) for r, c in tl])
-    assert ours.shape == (40, N_HOG) and ours.dtype == np.float32
+    assert ours.shape == (44, N_HOG) and ours.dtype == np.float32
     np.testing.assert_allclose(ours, ref, rtol=0, atol=2e-7)
 
 
@@ -201,6 +202,47 @@ def test_pool_columns_and_subsets():
     assert pool.compute(cache, np.empty((0, 2), dtype=int), cols).shape == (0, 200)
 
 
+def test_pool_on_pyramid_levels_and_names():
+    pool = FeaturePool(haar_per_channel=300)
+    names = pool.names()
+    assert len(set(names)) == pool.n_features
+    np.testing.assert_array_equal(pool.is_hog([0, 863, 864, 1763]), [True, True, False, False])
+    rng = np.random.default_rng(8)
+    img = (rng.random((70, 90, 3)) * 255).astype(np.uint8)
+    level = gaussian_pyramid(img, max_scale=2.0)[2]
+    cache = LevelCache(level)
+    assert cache.level is level and cache.shape == level.shape
+    assert np.shares_memory(cache.image, level.image)  # float32 levels are not copied
+    centres = window_centres(cache.shape, stride=9)
+    X = pool.compute(cache, centres)
+    np.testing.assert_array_equal(X, pool.compute(level, centres))
+    np.testing.assert_array_equal(X, pool.compute(level.image, centres))
+    # uint8 and the same image as float give the same features
+    np.testing.assert_array_equal(pool.compute(img, [[20, 30]]),
+                                  pool.compute(img.astype(np.float32) / 255, [[20, 30]]))
+
+
+def test_as_float_rgb_conversions():
+    u16 = np.full((2, 3, 3), 65535, np.uint16)
+    np.testing.assert_array_equal(as_float_rgb(u16), np.ones((2, 3, 3), np.float32))
+    f64 = np.full((2, 3, 3), 0.25)
+    out = as_float_rgb(f64)
+    assert out.dtype == np.float32 and out.flags.c_contiguous and f64.dtype == np.float64
+    view = np.zeros((3, 4, 3), np.float32)[:, ::2]
+    assert as_float_rgb(view).flags.c_contiguous
+
+
+def test_haar_terms_per_type():
+    from cvfs.vision.haar import haar_terms
+
+    feats = haar_features(24)
+    _, _, weight, n_terms = haar_terms(feats)
+    for t, k in enumerate([6, 6, 8, 8, 9]):
+        assert (n_terms[feats["type"] == t] == k).all()
+    # weights sum to zero: constant images give zero
+    np.testing.assert_allclose(weight.sum(1), 0, atol=1e-12)
+
+
 def test_window_centres_grid():
     c = window_centres((30, 40), stride=2)
     assert c.min(0).tolist() == [12, 12] and c.max(0).tolist() == [18, 28]
@@ -263,5 +305,11 @@ def test_bad_arguments_raise_clear_errors():
         select_haar(0)
     with pytest.raises(ValueError, match="scales_per_octave"):
         pyramid_scales((100, 100), scales_per_octave=0)
+    with pytest.raises(ValueError, match="index must be an int"):
+        pyramid_level(img, 1.5)
+    with pytest.raises(ValueError, match="stride must be a positive int"):
+        window_centres((30, 40), stride=0)
+    with pytest.raises(TypeError, match="structured array"):
+        haar_windows(img, [[0, 0]], np.zeros(3))
     with pytest.raises(ValueError, match="outside the image"):
         haar_windows(img, [[7, 39]], select_haar(10))
