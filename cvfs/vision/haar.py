@@ -182,8 +182,9 @@ def haar_names(features, channels="rgb"):
     -------
     list of str of length ``len(channels) * m``
     """
-    return [f"haar_{c}_{HAAR_TYPES[f['type']]}_x{f['x']}_y{f['y']}_w{f['w']}_h{f['h']}"
-            for c in channels for f in features]
+    rows = [f"{HAAR_TYPES[t]}_x{x}_y{y}_w{w}_h{h}" for t, x, y, w, h in
+            zip(*(features[k].tolist() for k in ("type", "x", "y", "w", "h")), strict=True)]
+    return [f"haar_{c}_{r}" for c in channels for r in rows]
 
 
 def integral_image(image):

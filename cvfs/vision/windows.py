@@ -212,6 +212,7 @@ class FeaturePool:
         self.n_hog = N_HOG
         self.n_haar = 3 * self.haar_per_channel
         self.n_features = self.n_hog + self.n_haar
+        self._names = None  # built on first use of names()
         self._haar_plan = _HaarPlan(np.tile(self.haar, 3),
                                     np.repeat(np.arange(3), self.haar_per_channel))
 
@@ -236,16 +237,9 @@ class FeaturePool:
         list of str
         """
         cols = _check_columns(columns, self.n_features)
-        hog = hog_names()
-        out = []
-        for c in cols:
-            if c < N_HOG:
-                out.append(hog[c])
-            else:
-                j = c - N_HOG
-                ch, k = divmod(int(j), self.haar_per_channel)
-                out.append(haar_names(self.haar[k:k + 1], "rgb"[ch])[0])
-        return out
+        if self._names is None:
+            self._names = hog_names() + haar_names(self.haar, "rgb")
+        return [self._names[c] for c in cols]
 
     def is_hog(self, columns=None):
         """Boolean mask of HOG columns.
