@@ -1,5 +1,7 @@
 """cvfs.vision: HOG against skimage, Haar against naive sums, pyramid mapping, the feature pool."""
 
+import pickle
+
 import numpy as np
 import pytest
 from skimage.feature import hog as sk_hog
@@ -217,6 +219,9 @@ def test_pool_on_pyramid_levels_and_names():
     X = pool.compute(cache, centres)
     np.testing.assert_array_equal(X, pool.compute(level, centres))
     np.testing.assert_array_equal(X, pool.compute(level.image, centres))
+    # pool and cache survive pickling (one worker process per image)
+    twin_pool, twin_cache = pickle.loads(pickle.dumps((pool, cache)))
+    np.testing.assert_array_equal(twin_pool.compute(twin_cache, centres), X)
     # uint8 and the same image as float give the same features
     np.testing.assert_array_equal(pool.compute(img, [[20, 30]]),
                                   pool.compute(img.astype(np.float32) / 255, [[20, 30]]))
