@@ -90,6 +90,21 @@ def test_hog_column_subset(images, border):
     np.testing.assert_array_equal(hog_windows(hl, tl, columns=cols, border=border), full[:, cols])
 
 
+def test_hog_per_window_factors_equal_level_maps(images):
+    img = images["smooth"]
+    tl = [[0, 0], [26, 37], [3, 11], [13, 2]]
+    cols = [863, 0, 300, 300, 577, 100, 101]
+    few = hog_level(img)
+    a = hog_windows(few, tl, columns=cols)
+    assert few._norms is None  # 4 windows: factors computed per window
+    maps = hog_level(img)
+    maps.block_factors()
+    np.testing.assert_array_equal(a, hog_windows(maps, tl, columns=cols))
+    many = hog_level(img)  # a stride-1 scan switches to the level maps
+    hog_windows(many, window_centres(many.shape) - 12)
+    assert many._norms is not None
+
+
 def test_hog_orientation_bins_equal_atan2():
     rng = np.random.default_rng(6)
     g = np.concatenate([rng.normal(size=4000), rng.integers(-3, 4, 4000) / 255.0,

@@ -97,7 +97,7 @@ class HogLevel:
     first use). Memory: ~180 bytes per level pixel with the factors (a 640x480 level: ~55 MB).
     """
 
-    __slots__ = ("cells", "bins", "mag", "abs_g_row", "abs_g_col", "shape", "_norms")
+    __slots__ = ("cells", "bins", "mag", "abs_g_row", "abs_g_col", "shape", "_norms", "_fly")
 
     def __init__(self, cells, bins, mag, abs_g_row, abs_g_col, shape):
         self.cells = cells
@@ -107,6 +107,22 @@ class HogLevel:
         self.abs_g_col = abs_g_col
         self.shape = shape
         self._norms = None
+        self._fly = 0  # blocks normalised per window so far (see _use_maps)
+
+    def _use_maps(self, n_blocks, n_channels):
+        """Whether ``border='image'`` reads the level factor maps for ``n_blocks`` more blocks.
+
+        Per-window factors are used until their cumulative count would exceed the cost of the maps
+        (a per-window block costs about three map positions, measured; the maps have ``n_channels``
+        x block positions), then the maps are built; both give the same values.
+        """
+        if self._norms is None:
+            _, hc, wc, _ = self.cells.shape
+            budget = n_channels * (hc - CELL) * (wc - CELL) // 3
+            if self._fly + n_blocks <= budget:
+                self._fly += n_blocks
+                return False
+        return True
 
     def block_factors(self):
         """L2-Hys factors of the 2x2-cell block at every top-left pixel (computed once).
@@ -225,12 +241,47 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
 
 
 @njit(cache=True)
-def _norms_kernel(cells, inv1, inv2):
-    """L2-Hys factors of every 2x2-cell block: value = min(v * inv1, 0.2) * inv2.
+def _cell_stats(cells, ch, r, c):
+    """Energy (sum of squares) and maximum of one cell histogram."""
+    e = 0.0
+    mx = 0.0
+    for o in range(N_ORIENT):
+        x = np.float64(cells[ch, r, c, o])
+        e += x * x
+        if x > mx:
+            mx = x
+    return e, mx
 
-    Per-cell energies and maxima are computed once; a block reads the 8 values of a cell only when
-    one of them is clipped at 0.2.
+
+@njit(cache=True)
+def _block_factors(cells, ch, r, c, e00, e01, e10, e11, m00, m01, m10, m11):
+    """Reciprocal L2-Hys norms of the block with top-left cell (r, c), from its cells' stats.
+
+    The sum of ``min(v / a, 0.2) ** 2`` is ``sum(min(v, 0.2 a) ** 2) / a ** 2``; a cell whose
+    maximum is not clipped contributes its energy, the others are read again.
     """
+    s = e00 + e01 + e10 + e11
+    a = np.sqrt(s + _EPS * _EPS)
+    lim = 0.2 * a
+    t = 0.0
+    for k in range(4):
+        i = k // 2
+        j = k % 2
+        e = e00 if k == 0 else (e01 if k == 1 else (e10 if k == 2 else e11))
+        m = m00 if k == 0 else (m01 if k == 1 else (m10 if k == 2 else m11))
+        if m <= lim:
+            t += e
+        else:
+            for o in range(N_ORIENT):
+                x = min(np.float64(cells[ch, r + CELL * i, c + CELL * j, o]), lim)
+                t += x * x
+    t = t / (a * a)
+    return 1.0 / a, 1.0 / np.sqrt(t + _EPS * _EPS)
+
+
+@njit(cache=True)
+def _norms_kernel(cells, inv1, inv2):
+    """L2-Hys factors of every 2x2-cell block: value = min(v * inv1, 0.2) * inv2."""
     nch, hc, wc, _ = cells.shape
     hb = hc - CELL
     wb = wc - CELL
@@ -239,37 +290,42 @@ def _norms_kernel(cells, inv1, inv2):
     for ch in range(nch):
         for r in range(hc):
             for c in range(wc):
-                e = 0.0
-                mx = 0.0
-                for o in range(N_ORIENT):
-                    x = np.float64(cells[ch, r, c, o])
-                    e += x * x
-                    if x > mx:
-                        mx = x
-                energy[r, c] = e
-                vmax[r, c] = mx
+                energy[r, c], vmax[r, c] = _cell_stats(cells, ch, r, c)
         for r in range(hb):
             for c in range(wb):
-                s = (energy[r, c] + energy[r, c + CELL] + energy[r + CELL, c]
-                     + energy[r + CELL, c + CELL])
-                a = np.sqrt(s + _EPS * _EPS)
-                # sum of min(v / a, 0.2)^2 = sum of min(v, 0.2 a)^2 / a^2; a cell whose maximum
-                # is not clipped contributes its energy
-                lim = 0.2 * a
-                t = 0.0
-                for i in range(2):
-                    for j in range(2):
-                        rr = r + CELL * i
-                        cc = c + CELL * j
-                        if vmax[rr, cc] <= lim:
-                            t += energy[rr, cc]
-                        else:
-                            for o in range(N_ORIENT):
-                                x = min(np.float64(cells[ch, rr, cc, o]), lim)
-                                t += x * x
-                t = t / (a * a)
-                inv1[ch, r, c] = 1.0 / a
-                inv2[ch, r, c] = 1.0 / np.sqrt(t + _EPS * _EPS)
+                inv1[ch, r, c], inv2[ch, r, c] = _block_factors(
+                    cells, ch, r, c, energy[r, c], energy[r, c + CELL], energy[r + CELL, c],
+                    energy[r + CELL, c + CELL], vmax[r, c], vmax[r, c + CELL],
+                    vmax[r + CELL, c], vmax[r + CELL, c + CELL])
+
+
+@njit(cache=True)
+def _fly_kernel(cells, top_left, blk_ch, blk_r, blk_c, blk_ptr, col_dr, col_dc, col_o, out,
+                out_cols):
+    """Image-border HOG columns with the block factors computed per window (no level maps).
+
+    Same arithmetic as :func:`_norms_kernel` + :func:`_gather_kernel`, so bitwise the same
+    values; cheaper when few windows are evaluated on a level.
+    """
+    n = top_left.shape[0]
+    nk = blk_ch.shape[0]
+    for w in range(n):
+        r0 = top_left[w, 0]
+        c0 = top_left[w, 1]
+        for k in range(nk):
+            ch = blk_ch[k]
+            r = r0 + blk_r[k]
+            c = c0 + blk_c[k]
+            e00, m00 = _cell_stats(cells, ch, r, c)
+            e01, m01 = _cell_stats(cells, ch, r, c + CELL)
+            e10, m10 = _cell_stats(cells, ch, r + CELL, c)
+            e11, m11 = _cell_stats(cells, ch, r + CELL, c + CELL)
+            a, b = _block_factors(cells, ch, r, c, e00, e01, e10, e11, m00, m01, m10, m11)
+            for j in range(blk_ptr[k], blk_ptr[k + 1]):
+                x = np.float64(cells[ch, r0 + col_dr[j], c0 + col_dc[j], col_o[j]]) * a
+                if x > 0.2:
+                    x = 0.2
+                out[w, out_cols[j]] = x * b
 
 
 @njit(cache=True)
@@ -458,18 +514,24 @@ def _hog_into(hl, top_left, columns, out, out_cols, window_border):
         _windows_kernel(hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col, tl, b_ch, b_i,
                         b_j, slot, off, out, out_cols, b_row0, b_col0)
     else:
-        inv1, inv2 = hl.block_factors()
-        _, hc, wc, _ = hl.cells.shape
-        _, hb, wb = inv1.shape
         ch, dr, dc, o, br, bc = _hog_offsets(columns)
-        col_off = ((ch * hc + dr) * wc + dc) * N_ORIENT + o
-        blk = (ch * hb + br) * wb + bc
+        _, hc, wc, _ = hl.cells.shape
+        blk = (ch * hc + br) * wc + bc  # block key (channel, block offset in the window)
         order = np.argsort(blk, kind="stable")
-        blk_off, counts = np.unique(blk[order], return_counts=True)
+        keys, first, counts = np.unique(blk[order], return_index=True, return_counts=True)
         blk_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        _gather_kernel(hl.cells.reshape(-1), inv1.reshape(-1), inv2.reshape(-1),
-                       (tl[:, 0] * wc + tl[:, 1]) * N_ORIENT, tl[:, 0] * wb + tl[:, 1],
-                       blk_off.astype(np.int64), blk_ptr, col_off[order], out, out_cols[order])
+        first = order[first]
+        if hl._use_maps(len(tl) * len(keys), len(np.unique(ch))):
+            inv1, inv2 = hl.block_factors()
+            _, hb, wb = inv1.shape
+            col_off = ((ch * hc + dr) * wc + dc) * N_ORIENT + o
+            blk_off = (ch[first] * hb + br[first]) * wb + bc[first]
+            _gather_kernel(hl.cells.reshape(-1), inv1.reshape(-1), inv2.reshape(-1),
+                           (tl[:, 0] * wc + tl[:, 1]) * N_ORIENT, tl[:, 0] * wb + tl[:, 1],
+                           blk_off, blk_ptr, col_off[order], out, out_cols[order])
+        else:
+            _fly_kernel(hl.cells, tl, ch[first], br[first], bc[first], blk_ptr, dr[order],
+                        dc[order], o[order], out, out_cols[order])
 
 
 def _hog_offsets(columns):
