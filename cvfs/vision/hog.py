@@ -165,21 +165,20 @@ _SIN = np.sin(np.arange(1, N_ORIENT) * np.pi / N_ORIENT)
 
 @njit(cache=True)
 def _orient_bin(g_col, g_row, cs, sn):
-    """skimage's bin of ``rad2deg(arctan2(g_row, g_col)) % 180`` without calling atan2."""
-    x = g_col
-    y = g_row
-    if x == 0.0 and y == 0.0:
-        return 0
-    if y < 0.0 or (y == 0.0 and x < 0.0):
-        x = -x
-        y = -y
-    if x <= 0.0:  # theta >= 90
-        if y <= -x:  # >= 135
-            return 7 if y * cs[6] - x * sn[6] >= 0.0 else 6
-        return 5 if y * cs[4] - x * sn[4] >= 0.0 else 4
-    if y >= x:  # >= 45
-        return 3 if y * cs[2] - x * sn[2] >= 0.0 else 2
-    return 1 if y * cs[0] - x * sn[0] >= 0.0 else 0
+    """skimage's bin of ``rad2deg(arctan2(g_row, g_col)) % 180`` without calling atan2.
+
+    Branch-free: the gradient is flipped into the upper half-plane and the bin counts the
+    boundaries it has passed (orientations are random, so branches would mispredict).
+    """
+    flip = (g_row < 0.0) | ((g_row == 0.0) & (g_col < 0.0))
+    sgn = -1.0 if flip else 1.0
+    x = sgn * g_col
+    y = sgn * g_row
+    b = (np.int64(y * cs[0] - x * sn[0] >= 0.0) + np.int64(y >= x)
+         + np.int64(y * cs[2] - x * sn[2] >= 0.0) + np.int64(x <= 0.0)
+         + np.int64(y * cs[4] - x * sn[4] >= 0.0) + np.int64(y <= -x)
+         + np.int64(y * cs[6] - x * sn[6] >= 0.0))
+    return 0 if (x == 0.0) & (y == 0.0) else b
 
 
 @njit(cache=True)
