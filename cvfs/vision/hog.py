@@ -282,22 +282,30 @@ def _block_factors(cells, ch, r, c, e00, e01, e10, e11, m00, m01, m10, m11):
 
 @njit(cache=True)
 def _norms_kernel(cells, inv1, inv2):
-    """L2-Hys factors of every 2x2-cell block: value = min(v * inv1, 0.2) * inv2."""
+    """L2-Hys factors of every 2x2-cell block: value = min(v * inv1, 0.2) * inv2.
+
+    Cell statistics are kept for the last ``CELL + 1`` cell rows only (a ring), so they stay in
+    cache.
+    """
     nch, hc, wc, _ = cells.shape
-    hb = hc - CELL
     wb = wc - CELL
-    energy = np.empty((hc, wc))
-    vmax = np.empty((hc, wc))
+    ring = CELL + 1
+    energy = np.empty((ring, wc))
+    vmax = np.empty((ring, wc))
     for ch in range(nch):
         for r in range(hc):
+            k = r % ring
             for c in range(wc):
-                energy[r, c], vmax[r, c] = _cell_stats(cells, ch, r, c)
-        for r in range(hb):
+                energy[k, c], vmax[k, c] = _cell_stats(cells, ch, r, c)
+            if r < CELL:
+                continue
+            rb = r - CELL  # block row whose lower cells are row r
+            k0 = rb % ring
             for c in range(wb):
-                inv1[ch, r, c], inv2[ch, r, c] = _block_factors(
-                    cells, ch, r, c, energy[r, c], energy[r, c + CELL], energy[r + CELL, c],
-                    energy[r + CELL, c + CELL], vmax[r, c], vmax[r, c + CELL],
-                    vmax[r + CELL, c], vmax[r + CELL, c + CELL])
+                inv1[ch, rb, c], inv2[ch, rb, c] = _block_factors(
+                    cells, ch, rb, c, energy[k0, c], energy[k0, c + CELL], energy[k, c],
+                    energy[k, c + CELL], vmax[k0, c], vmax[k0, c + CELL], vmax[k, c],
+                    vmax[k, c + CELL])
 
 
 @njit(cache=True)
