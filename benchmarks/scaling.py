@@ -342,15 +342,15 @@ def print_eq(job):
     print()
 
 
-def print_h5(jobs, ratio):
+def print_h5(jobs, ratio, cpu_ratio):
     headers = ["source", "N", "M", "file GB", "max_memory GB", "CPU s", "wall s", "PCD", "AUC",
                "RSS before GB", "peak RSS GB"]
     rows = [[j["mode"], str(j["n"]), str(j["m"]), _gb(j["nbytes"]), _gb(j.get("max_memory")),
              _f(j["summary"]["cpu"], ".2f"), _f(j["summary"]["wall"], ".2f"),
              _f(j["summary"]["pcd"], ".1f"), _f(j["summary"].get("auc"), ".4f"),
              _gb(j["rss_before_data"]), _gb(j["peak_rss"])] for j in jobs]
-    print(format_table(headers, rows, title=f"(c) out of core: HDF5 vs in memory, wall-time "
-                       f"ratio {ratio:.2f}"))
+    print(format_table(headers, rows, title=f"(c) out of core: HDF5 vs in memory, time ratio "
+                       f"{ratio:.2f} wall, {cpu_ratio:.2f} CPU"))
     print()
 
 
@@ -403,6 +403,15 @@ def acceptance(out):
     if out.get("h5_ratio") is not None:
         checks.append({"check": "HDF5 / in-memory wall time", "value": round(out["h5_ratio"], 2),
                        "target": "<= 3", "pass": out["h5_ratio"] <= 3})
+        checks.append({"check": "HDF5 / in-memory CPU time",
+                       "value": round(out["h5_cpu_ratio"], 2), "target": "<= 3",
+                       "pass": out["h5_cpu_ratio"] <= 3})
+        j = out["h5"][0]
+        excess = j["peak_rss"] - j["rss_before_data"]
+        checks.append({"check": "HDF5 fit: peak RSS - RSS before data (GB)",
+                       "value": round(excess / 1e9, 2),
+                       "target": f"<= max_memory {j['max_memory'] / 1e9:.2f} + block",
+                       "pass": excess <= j["max_memory"] + (64 << 20)})
     return checks
 
 
@@ -486,7 +495,8 @@ def main(argv=None):
     meta = machine_info()
     meta.update(argv=sys.argv[1:] if argv is None else list(argv), config=cfg,
                 loss=args.loss, eq_loss=args.eq_loss, quick=args.quick)
-    out = {"meta": meta, "grid": None, "eq": None, "h5": None, "h5_ratio": None}
+    out = {"meta": meta, "grid": None, "eq": None, "h5": None, "h5_ratio": None,
+           "h5_cpu_ratio": None}
 
     if "grid" in args.sections:
         cells = [(n, m) for m in cfg["grid_m"] for n in cfg["grid_n"]]
@@ -535,8 +545,9 @@ def main(argv=None):
                 path.unlink(missing_ok=True)
         out["h5"] = jobs
         out["h5_ratio"] = jobs[0]["summary"]["wall"] / jobs[1]["summary"]["wall"]
+        out["h5_cpu_ratio"] = jobs[0]["summary"]["cpu"] / jobs[1]["summary"]["cpu"]
         write_json(args.out, out)
-        print_h5(jobs, out["h5_ratio"])
+        print_h5(jobs, out["h5_ratio"], out["h5_cpu_ratio"])
 
     out["acceptance"] = acceptance(out)
     print_acceptance(out["acceptance"])
