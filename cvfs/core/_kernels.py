@@ -55,6 +55,58 @@ def loss_value_grad(code, param, z, y):
     return q * q / (4.0 * h), -y * q / (2.0 * h)
 
 
+@njit(cache=True)
+def column_stats(X, shift, s1, s2, lo, hi):
+    """One row-wise pass accumulating per column sum(x - shift), sum((x - shift)^2), min, max
+    (shifting by a sample value keeps the variance free of cancellation). Returns False if a
+    value is not finite."""
+    finite = True
+    for i in range(X.shape[0]):
+        row = X[i]
+        for j in range(X.shape[1]):
+            x = row[j]
+            d = x - shift[j]
+            s1[j] += d
+            s2[j] += d * d
+            lo[j] = min(lo[j], x)
+            hi[j] = max(hi[j], x)
+            finite &= math.isfinite(x)
+    return finite
+
+
+@njit(cache=True)
+def loss_rows(code, param, z, y, d):
+    """Sum of the loss over rows and its derivative per row (into ``d``).
+
+    The logistic branch needs one exp per row: sum_i log1p(e_i) is accumulated as the log of
+    the running product of (1 + e_i) in (1, 2], taken every 512 rows (relative error of the
+    sum ~1e-13; the derivatives are exact).
+    """
+    if code != LOGISTIC:
+        total = 0.0
+        for i in range(z.size):
+            val, di = loss_value_grad(code, param, z[i], y[i])
+            total += val
+            d[i] = di
+        return total
+    total = 0.0
+    prod = 1.0
+    for i in range(z.size):
+        u = y[i] * z[i]
+        if u > 0:
+            e = math.exp(-u)
+            d[i] = -y[i] * e / (1.0 + e)
+        else:
+            e = math.exp(u)
+            total -= u
+            d[i] = -y[i] / (1.0 + e)
+        prod *= 1.0 + e
+        if (i & 511) == 511:
+            total += math.log(prod)
+            prod = 1.0
+    return total + math.log(prod)
+
+
 @njit(cache=True, inline="always")
 def _bins_of_row(row, cols, fp, bins, jbuf, abuf):
     for j in range(cols.size):
@@ -159,20 +211,24 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
         z0 += intercept
         R = _block_rows(X)
         D = np.empty((R, 2), dtype=X.dtype)
+        zb = np.empty(R)
+        db = np.empty(R)
         acc = np.zeros((X.shape[1], 2))
         for r0 in range(0, N, R):
             r1 = min(N, r0 + R)
+            nb = r1 - r0
             Xb = X[r0:r1]
             Z = np.dot(Xb, W2)
-            for i in range(r1 - r0):
-                val, d = loss_value_grad(code, param, Z[i, 0] + z0, y[r0 + i])
+            for i in range(nb):
+                zb[i] = Z[i, 0] + z0
+            lsum += loss_rows(code, param, zb[:nb], y[r0:r1], db)
+            for i in range(nb):
                 t = Z[i, 1] + t0
-                lsum += val
-                dsum += d
+                dsum += db[i]
                 tsum += t
-                D[i, 0] = d
+                D[i, 0] = db[i]
                 D[i, 1] = t
-            acc += np.dot(Xb.T, D[:r1 - r0])
+            acc += np.dot(Xb.T, D[:nb])
         _gather(acc, cols, g, h)
         return lsum, dsum, tsum
     m = cols.size

@@ -148,10 +148,9 @@ def _column_table(X, response, block_bytes):
     stats = _ColumnStats(M)
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         block = _read_block(X, r0, r1)
-        if not np.all(np.isfinite(block)):
+        if not stats.update(block):
             bad = r0 + int(np.argwhere(~np.isfinite(block))[0, 0])
             raise ValueError(f"X contains NaN or infinity (first in row {bad})")
-        stats.update(block)
     if response.bins == 0:
         return response.table(stats)
     fp = response.bin_table(stats)
