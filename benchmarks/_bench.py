@@ -5,6 +5,10 @@ pins BLAS/OpenMP (threadpoolctl) and numba to one thread, and the peers get ``th
 ``n_jobs=None`` where they have such a parameter. Times are CPU seconds of the process
 (``time.process_time``, all threads counted) next to wall seconds (``time.perf_counter``); on a
 shared machine the CPU time is the steadier of the two.
+
+FSA is built in one place, ``fsa_estimator``: ``cvfs.FSAClassifier`` / ``FSARegressor`` with
+default parameters, or the classes of the module named by ``CVFS_BENCH_FSA_MODULE`` (to run the
+same benchmarks against another implementation, e.g. a reference FSA).
 """
 
 import json
