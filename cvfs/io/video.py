@@ -44,26 +44,28 @@ class SyntheticRigidVideo:
         self.n_frames = int(n_frames)
         self.width, self.height = (int(s) for s in size)
         rng = np.random.default_rng(seed)
-        pad = 40
+        pad = 80
         self._bg = self._texture(rng, self.height + 2 * pad, self.width + 2 * pad)
         self._pad = pad
-        self._bg_vel = rng.uniform(-0.8, 0.8, size=2)
+        self._bg_vel = rng.uniform(1.0, 2.0, size=2) * rng.choice([-1, 1], size=2)
+        self._bg_wobble = (rng.uniform(0.15, 0.4), rng.uniform(0, 2 * np.pi))
         self._objects = []
         n_obj = self.n_motions - 1
         for i in range(n_obj):
-            side = int(min(self.width, self.height) * rng.uniform(0.3, 0.4))
+            side = int(min(self.width / (n_obj + 0.6), self.height) * rng.uniform(0.55, 0.65))
             tex = self._texture(rng, side, side, bright=True)
             cx = self.width * (i + 1) / (n_obj + 1)
             cy = self.height * rng.uniform(0.4, 0.6)
             self._objects.append(dict(
                 tex=tex, side=side, centre=np.array([cx, cy]),
-                vel=rng.uniform(-1.5, 1.5, size=2), omega=rng.uniform(0.8, 2.0) * rng.choice([-1, 1])))
+                vel=rng.uniform(-1.5, 1.5, size=2), omega=rng.uniform(1.5, 3.0) * rng.choice([-1, 1]),
+                freq=rng.uniform(0.15, 0.45, size=2), phase=rng.uniform(0, 2 * np.pi, size=2)))
         self._frame = 0
 
     @staticmethod
     def _texture(rng, h, w, bright=False):
         img = np.full((h, w, 3), 200 if bright else 60, np.uint8)
-        n = max(8, h * w // 250)
+        n = max(8, h * w // (90 if bright else 200))
         for _ in range(n):
             c = tuple(int(v) for v in rng.integers(0, 256, size=3))
             x, y = int(rng.integers(0, w)), int(rng.integers(0, h))
@@ -77,15 +79,19 @@ class SyntheticRigidVideo:
     def _object_affine(self, obj, f):
         """2x3 map from the object's texture to the image at frame f."""
         s = obj["side"]
-        angle = obj["omega"] * f
-        centre = obj["centre"] + obj["vel"] * f
+        # non-uniform motion (constant velocities would make every motion's velocity vector
+        # nearly constant over time, a degenerate case for velocity clustering)
+        angle = obj["omega"] * f + 10.0 * np.sin(obj["freq"][0] * f + obj["phase"][0])
+        wobble = 6.0 * np.sin(obj["freq"][1] * f + obj["phase"][1])
+        centre = obj["centre"] + obj["vel"] * f + wobble
         M = cv2.getRotationMatrix2D((s / 2, s / 2), angle, 1.0)
         M[:, 2] += centre - s / 2
         return M
 
     def render(self, f):
         """Frame ``f`` (BGR uint8, shape (H, W, 3))."""
-        shift = self._bg_vel * f
+        w, ph = self._bg_wobble
+        shift = self._bg_vel * f + 4.0 * np.array([np.sin(w * f + ph), np.cos(w * f + ph)])
         M = np.array([[1.0, 0, -self._pad + shift[0]], [0, 1.0, -self._pad + shift[1]]])
         frame = cv2.warpAffine(self._bg, M, (self.width, self.height), flags=cv2.INTER_LINEAR,
                                borderMode=cv2.BORDER_REFLECT)
@@ -108,6 +114,14 @@ class SyntheticRigidVideo:
             inside = np.all((uv >= 0) & (uv < obj["side"]), axis=1)
             labels[inside] = i + 1  # later objects are drawn on top
         return labels
+
+    def track_labels(self, tracks):
+        """True motion of trajectories (P, F, 2) tracked from frame 0; -1 where the point is not
+        on the same motion in every frame (occluded, or a corner sliding along an edge)."""
+        tracks = np.asarray(tracks, dtype=float)
+        per_frame = np.stack([self.labels_at(tracks[:, f], f) for f in range(tracks.shape[1])])
+        consistent = np.all(per_frame == per_frame[:1], axis=0)
+        return np.where(consistent, per_frame[0], -1)
 
     def isOpened(self):  # noqa: N802 - the cv2.VideoCapture name
         return True

@@ -18,12 +18,14 @@ from scipy.optimize import linear_sum_assignment
 
 from cvfs.base import check_random_state
 
-__all__ = ["CATEGORIES", "misclassification", "video_folds", "summarise", "format_table",
-           "cross_validate"]
+__all__ = ["CATEGORIES", "RESIDUAL_FEATURE", "misclassification", "video_folds", "summarise",
+           "format_table", "cross_validate", "default_cache_path", "evaluate_hopkins155"]
 
 log = logging.getLogger(__name__)
 
 CATEGORIES = ("checkerboard", "traffic", "articulated")
+# the unsupervised reference: lowest mean distance of the velocity vectors to K affine 3-D subspaces
+RESIDUAL_FEATURE = "lik/vel/m3/mean"
 
 
 def misclassification(labels, truth):
@@ -214,3 +216,111 @@ def cross_validate(dataset, make_ranker, folds, *, verbose=False):
         train_sum[tr] += err[tr]
         train_cnt[tr] += 1
     return test, train_sum / np.maximum(train_cnt, 1)
+
+
+def default_cache_path():
+    """Where the feature cache goes: ``$CVFS_CACHE`` or ``~/.cache/cvfs`` (never the data home)."""
+    import os
+    from pathlib import Path
+
+    from cvfs.motion.features import FEATURE_VERSION
+
+    base = Path(os.environ.get("CVFS_CACHE") or Path.home() / ".cache" / "cvfs").expanduser()
+    return base / f"hopkins155_motion_features_v{FEATURE_VERSION}.h5"
+
+
+def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figures=None,
+                        rankers=("rankboost", "fsa"), verbose=False):
+    """Table VII: oracle, residual selector, RankBoost and FSA-Rank, 10-fold CV by video.
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        Hopkins155 folder; default ``<data home>/hopkins155``.
+    cache : str or Path, optional
+        Feature cache (built if missing or stale); default :func:`default_cache_path`.
+    n_folds : int, default 10
+    fold_seed : int, default 0
+        Seed of the video-to-fold assignment.
+    figures : str or Path, optional
+        Folder for ``motion_cdf.png`` (paper Fig. 9); None writes no figure.
+    rankers : sequence of {"rankboost", "fsa"}
+        Learned rankers to cross-validate.
+    verbose : bool
+        Progress bars.
+
+    Returns
+    -------
+    result : dict
+        JSON-ready: ``test``/``train`` rows of FSA-Rank (or the last ranker) from
+        :func:`summarise` (percent), ``methods`` (every column), ``per_sequence``, ``folds``,
+        ``timing`` and ``table`` (the text of :func:`format_table`).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the dataset is missing.
+    ValueError
+        If ``rankers`` names an unknown ranker.
+    """
+    import time
+
+    from cvfs.datasets.hopkins155 import list_sequences, load_hopkins155
+    from cvfs.motion.cache import build_cache, cache_matches, load_cache
+    from cvfs.motion.ranking import ColumnSelector, MotionRanker, RankBoost
+
+    known = {"rankboost": ("RankBoost", RankBoost), "fsa": ("FSA-Rank", MotionRanker)}
+    for r in rankers:
+        if r not in known:
+            raise ValueError(f"rankers must be among {sorted(known)}; got {r!r}")
+    cache = default_cache_path() if cache is None else cache
+    names = list_sequences(root)
+    if not cache_matches(cache, names=names):
+        log.info("building the feature cache %s (%d sequences)", cache, len(names))
+        build_cache(load_hopkins155(root, names=names), cache, verbose=verbose)
+    data, seconds = load_cache(cache, names=names)
+    folds = video_folds(data.videos, data.raw_footage, n_folds, fold_seed)
+    cols, per_seq, timing = {}, {}, {}
+    per_seq["Oracle"] = data.oracle()
+    residual = ColumnSelector(RESIDUAL_FEATURE).fit(data.X, data.errors, data.groups)
+    per_seq["Residual"] = data.errors_of(residual.select(data.X, data.groups))
+    last = None
+    for r in rankers:
+        title, cls = known[r]
+        t0 = time.perf_counter()
+        test, train = cross_validate(data, cls, folds, verbose=verbose)
+        timing[f"{r}_cv_seconds"] = time.perf_counter() - t0
+        per_seq[f"{title} train"] = train
+        per_seq[f"{title} test"] = test
+        last = title
+    for name, e in per_seq.items():
+        cols[name] = summarise(e, data.categories, data.n_motions)
+    timing["features_seconds_median"] = float(np.median(seconds))
+    timing["features_seconds_mean"] = float(np.mean(seconds))
+    table = format_table(cols)
+    result = {
+        "test": cols[f"{last} test"] if last else cols["Residual"],
+        "train": cols[f"{last} train"] if last else cols["Residual"],
+        "ranker": last,
+        "methods": cols,
+        "per_sequence": {name: {m: float(100 * e[i]) for m, e in per_seq.items()}
+                         | {"category": data.categories[i], "n_motions": int(data.n_motions[i]),
+                            "fold": int(folds[i]), "n_candidates": int(np.sum(data.groups == i))}
+                         for i, name in enumerate(data.names)},
+        "folds": {str(f): sorted({data.videos[i] for i in np.flatnonzero(folds == f)})
+                  for f in np.unique(folds)},
+        "n_candidates_mean": float(data.X.shape[0] / data.n_sequences),
+        "n_features": int(data.X.shape[1]),
+        "residual_feature": RESIDUAL_FEATURE,
+        "timing": timing,
+        "table": table,
+    }
+    if figures is not None:
+        from pathlib import Path
+
+        from cvfs.viz.motion import save_error_cdfs
+
+        shown = [c for c in per_seq if not c.endswith("train")]
+        save_error_cdfs(Path(figures) / "motion_cdf.png",
+                        {c: 100 * per_seq[c] for c in shown}, data.n_motions)
+    return result

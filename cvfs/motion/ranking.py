@@ -20,7 +20,9 @@ from numba import njit
 from cvfs.motion.features import feature_names
 
 __all__ = ["RankingData", "MotionRanker", "RankBoost", "ColumnSelector", "OracleSelector",
-           "select_best", "stump_gains"]
+           "select_best", "stump_gains", "save_ranker", "load_ranker", "MODEL_KIND"]
+
+MODEL_KIND = "motion-ranker"
 
 log = logging.getLogger(__name__)
 
@@ -277,8 +279,8 @@ class MotionRanker:
         Piecewise-linear bins B.
     n_iter : int, default 300
     mu : float, default 300
-    learning_rate : float, default 0.5
-        The paper's eta for ranking.
+    learning_rate : float or None, default None
+        None lets FSARanker derive a stable step (the paper's eta = 0.5 is on its scaling).
     shrinkage : float, default 0.01
         The paper's lambda.
     random_state : None, int or Generator, default 0
@@ -293,7 +295,7 @@ class MotionRanker:
     FSA paper, eq. (9) and section 3.4 (B=4, k=40, N_iter=300, eta=0.5, mu=300, lambda=0.01).
     """
 
-    def __init__(self, k=40, bins=4, n_iter=300, mu=300, learning_rate=0.5, shrinkage=0.01,
+    def __init__(self, k=40, bins=4, n_iter=300, mu=300, learning_rate=None, shrinkage=0.01,
                  random_state=0):
         self.k = k
         self.bins = bins
@@ -330,3 +332,75 @@ class MotionRanker:
 
     def select(self, X, groups):
         return select_best(self.decision_function(X), groups)
+
+
+def save_ranker(path, ranker, *, settings, training=None):
+    """Write a fitted :class:`MotionRanker` to a model file (HDF5, atomic, no pickle).
+
+    Parameters
+    ----------
+    path : str or Path
+    ranker : MotionRanker
+        Fitted.
+    settings : dict
+        Candidate pool and feature settings the ranker was trained with (``alphas``,
+        ``feature_version``, ``n_features``, ``seed``); :func:`cvfs.motion.segment` reuses them.
+    training : dict, optional
+        Description of the training data.
+
+    Returns
+    -------
+    path : Path
+    """
+    from cvfs.io import save_model
+
+    est = ranker.estimator_
+    arrays = {"support": est.support_, "coef": np.asarray(est.coef_),
+              "intercept": np.asarray(est.intercept_, dtype=np.float64),
+              "response_table": est.response_table_}
+    params = {"k": ranker.k, "bins": ranker.bins, "n_iter": ranker.n_iter, "mu": ranker.mu,
+              "learning_rate": ranker.learning_rate, "shrinkage": ranker.shrinkage,
+              "n_features_in": int(est.n_features_in_)}
+    return save_model(path, MODEL_KIND, arrays, params=params, settings=settings,
+                      training=training or {}, random_state=ranker.random_state)
+
+
+def load_ranker(path):
+    """Read a ranker written by :func:`save_ranker`.
+
+    Returns
+    -------
+    ranker : MotionRanker
+        Fitted; ``ranker.settings_`` holds the candidate/feature settings.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    ValueError
+        If it is not a motion-ranker model file or its arrays are inconsistent.
+    """
+    from cvfs.io import load_model
+
+    model = load_model(path, kind=MODEL_KIND)
+    p = model.params
+    ranker = MotionRanker(k=p["k"], bins=p["bins"], n_iter=p["n_iter"], mu=p["mu"],
+                          learning_rate=p["learning_rate"], shrinkage=p["shrinkage"],
+                          random_state=model.meta["random_state"])
+    est = ranker._make()
+    a = model.arrays
+    for name in ("support", "coef", "intercept", "response_table"):
+        if name not in a:
+            raise ValueError(f"{path}: array {name!r} is missing from the motion ranker")
+    if a["coef"].shape[0] != a["support"].shape[0]:
+        raise ValueError(f"{path}: coef has {a['coef'].shape[0]} rows for "
+                         f"{a['support'].shape[0]} selected features")
+    est.support_ = a["support"].astype(np.int64)
+    est.coef_ = a["coef"]
+    est.intercept_ = float(a["intercept"])
+    est.response_table_ = a["response_table"]
+    est.n_features_in_ = int(p["n_features_in"])
+    est.history_ = {}
+    ranker.estimator_ = est
+    ranker.settings_ = dict(model.settings)
+    return ranker
