@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from scipy.io import savemat
 
-import naive
 from cvfs.datasets import hopkins155 as h155
 from cvfs.motion.candidates import (
     canonical_labels,
@@ -15,6 +14,7 @@ from cvfs.motion.candidates import (
 from cvfs.motion.evaluate import format_table, misclassification, summarise, video_folds
 from cvfs.motion.features import candidate_features, cut_fractions, feature_names, n_features
 from cvfs.motion.synthetic import make_rigid_motions
+from tests import naive
 
 REAL = ["1R2RC_g12", "cars1", "two_cranes"]
 
@@ -185,20 +185,19 @@ def test_misclassification_is_permutation_invariant():
 
 
 def test_video_folds_keep_footage_together():
-    import csv
+
 
     videos = [f"v{i}" for i in range(50) for _ in range(2)]
     raw = [v if v != "v1" else "v0" for v in videos]
     folds = video_folds(videos, raw, n_folds=10, random_state=3)
-    per_fold = [len({v for v, f in zip(videos, folds) if f == k}) for k in range(10)]
+    per_fold = [len({v for v, f in zip(videos, folds, strict=True) if f == k}) for k in range(10)]
     assert per_fold == [5] * 10
-    assert len({f for v, f in zip(videos, folds) if v in ("v0", "v1")}) == 1
-    assert len({f for v, f in zip(videos, folds) if v == "v7"}) == 1
+    assert len({f for v, f in zip(videos, folds, strict=True) if v in ("v0", "v1")}) == 1
+    assert len({f for v, f in zip(videos, folds, strict=True) if v == "v7"}) == 1
     with pytest.raises(ValueError, match="n_folds must be in"):
         video_folds(["a", "b"], ["a", "b"], n_folds=3)
     with pytest.raises(ValueError, match="differ"):
         video_folds(["a"], ["a", "b"])
-    del csv
 
 
 def test_summarise_and_table():

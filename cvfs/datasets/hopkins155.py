@@ -194,7 +194,8 @@ def load_sequence(path, *, index_row=None):
     y = np.asarray(mat["y"], dtype=np.float64)
     s = np.asarray(mat["s"]).ravel()
     if x.ndim != 3 or x.shape[0] != 3 or y.shape != x.shape:
-        raise ValueError(f"{path}: x and y must both have shape (3, P, F); got {x.shape}, {y.shape}")
+        raise ValueError(f"{path}: x and y must both have shape (3, P, F); "
+                         f"got {x.shape}, {y.shape}")
     n_points = x.shape[1]
     if s.shape != (n_points,):
         raise ValueError(f"{path}: s must have {n_points} labels; got shape {s.shape}")

@@ -58,7 +58,8 @@ class SyntheticRigidVideo:
             cy = self.height * rng.uniform(0.4, 0.6)
             self._objects.append(dict(
                 tex=tex, side=side, centre=np.array([cx, cy]),
-                vel=rng.uniform(-1.5, 1.5, size=2), omega=rng.uniform(1.5, 3.0) * rng.choice([-1, 1]),
+                vel=rng.uniform(-1.5, 1.5, size=2),
+                omega=rng.uniform(1.5, 3.0) * rng.choice([-1, 1]),
                 freq=rng.uniform(0.15, 0.45, size=2), phase=rng.uniform(0, 2 * np.pi, size=2)))
         self._frame = 0
 
@@ -97,7 +98,8 @@ class SyntheticRigidVideo:
                                borderMode=cv2.BORDER_REFLECT)
         for obj in self._objects:
             M = self._object_affine(obj, f)
-            warped = cv2.warpAffine(obj["tex"], M, (self.width, self.height), flags=cv2.INTER_LINEAR)
+            warped = cv2.warpAffine(obj["tex"], M, (self.width, self.height),
+                                    flags=cv2.INTER_LINEAR)
             mask = cv2.warpAffine(np.full(obj["tex"].shape[:2], 255, np.uint8), M,
                                   (self.width, self.height), flags=cv2.INTER_NEAREST)
             frame[mask > 0] = warped[mask > 0]

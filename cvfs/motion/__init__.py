@@ -19,7 +19,8 @@ import numpy as np
 from cvfs.motion.candidates import DEFAULT_ALPHAS, check_points, generate_candidates
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
 
-__all__ = ["normalise_points", "rank_candidates", "segment", "load_default_ranker"]
+__all__ = ["load_default_ranker", "normalise_points", "rank_candidates", "segment",
+           "segment_tracks"]
 
 log = logging.getLogger(__name__)
 
@@ -149,3 +150,45 @@ def segment(points, n_motions, *, model=None):
     """
     labels, scores = rank_candidates(points, n_motions, model=model)
     return labels[int(np.argmax(scores))].astype(np.int64)
+
+
+def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4)):
+    """Segment trajectories with K given or chosen by the ranker.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+    n_motions : int or None
+        K; None tries every K in ``candidates_k`` (that the points allow) and keeps the K whose
+        best candidate has the highest ranking score. The ranker was trained to compare
+        candidates of the same K, so this choice is a heuristic; pass K when you know it.
+    model : None, str, Path or fitted ranker
+    candidates_k : sequence of int, default (2, 3, 4)
+
+    Returns
+    -------
+    labels : ndarray of shape (P,), int64
+    n_motions : int
+        The K used.
+
+    Raises
+    ------
+    ValueError
+        As :func:`segment`; also if no K in ``candidates_k`` fits the number of points.
+    """
+    ranker = _resolve(model)
+    if n_motions is not None:
+        return segment(points, n_motions, model=ranker), int(n_motions)
+    n_pts = np.asarray(points).shape[0]
+    ks = [int(k) for k in candidates_k if 4 * int(k) <= n_pts]
+    if not ks:
+        raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
+                         f"{tuple(candidates_k)} (4 per motion needed)")
+    best = None
+    for k in ks:
+        labels, scores = rank_candidates(points, k, model=ranker)
+        i = int(np.argmax(scores))
+        log.info("K=%d: best score %.4f", k, scores[i])
+        if best is None or scores[i] > best[0]:
+            best = (scores[i], labels[i], k)
+    return best[1].astype(np.int64), best[2]

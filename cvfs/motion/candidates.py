@@ -3,14 +3,14 @@
 A trajectory ``t = [(x^1, y^1), ..., (x^F, y^F)]`` becomes the velocity vector (paper eq. 26)
 ``v(t) = [x^1 - x^2, y^1 - y^2, ..., x^(F-1) - x^F, y^(F-1) - y^F, x^F, y^F]``. With the SVD of the
 velocity matrix ``W' = U S V^T`` (2F x P), the P points projected to dimension d are the rows of
-``V[:, :d]`` (the *whitened* projection: ``U_d^T v`` would be dominated by the final-position entries
-and gives ~25% error), normalised to unit length. Spectral clustering with the angular affinity
-``A_ij = (t_i^T t_j / (|t_i| |t_j|))^(2 alpha)`` (eq. 27; Ng-Jordan-Weiss normalised embedding and
+``V[:, :d]`` (the *whitened* projection: ``U_d^T v`` would be dominated by the final-position
+entries and gives ~25% error), normalised to unit length. Spectral clustering with the angular
+affinity ``A_ij = (t_i^T t_j / (|t_i| |t_j|))^(2 alpha)`` (eq. 27; Ng-Jordan-Weiss normalised embedding and
 k-means) gives one candidate per (alpha, d); duplicates are removed.
 
 The pool (``alphas``, ``dims``) is a parameter: the ranker can only pick what the pool contains.
-The paper uses ``alpha = 2`` and ``d in [2K, 4K]``; pooling ``alpha in {1, 2, 4, 8}`` lowers the best
-achievable (oracle) error on Hopkins155 from 0.47% to 0.27%.
+The paper uses ``alpha = 2`` and ``d in [2K, 4K]``; pooling ``alpha in {1, 2, 4, 8}`` lowers the
+best achievable (oracle) error on Hopkins155 from 0.47% to 0.27%.
 
 References
 ----------

@@ -91,7 +91,7 @@ def video_folds(videos, raw_footage, n_folds=10, random_state=0):
     if len(videos) != len(raw_footage):
         raise ValueError(f"videos ({len(videos)}) and raw_footage ({len(raw_footage)}) differ")
     groups = {}
-    for v, r in zip(videos, raw_footage):
+    for v, r in zip(videos, raw_footage, strict=True):
         groups.setdefault(r, set()).add(v)
     n_videos = len(set(videos))
     if n_folds < 2 or n_videos < n_folds:

@@ -2,8 +2,8 @@
 
 Every sequence gives the same feature layout whatever K, P or F, so one ranker serves all.
 
-Spaces (7): the trajectories (2F-dim, normalised coordinates), the velocity vectors (eq. 26), and the
-whitened projections (unit rows of ``V[:, :d]``) at five dimension slots
+Spaces (7): the trajectories (2F-dim, normalised coordinates), the velocity vectors (eq. 26), and
+the whitened projections (unit rows of ``V[:, :d]``) at five dimension slots
 ``d_j = 2K + floor(j K / 2)``, j = 0..4 (spanning [2K, 4K]).
 
 Likelihood features (paper appendix): in each space and for each label, a least-squares affine
@@ -70,7 +70,8 @@ def feature_names():
     for sp in _SPACES:
         for metric in ("euclid", "angular"):
             names += [f"prior/{sp}/{metric}/k{k}" for k in KNN_KS]
-    names += ["size/min_frac", "size/max_frac", "size/entropy", "param/log2_alpha", "param/d_over_k"]
+    names += ["size/min_frac", "size/max_frac", "size/entropy", "param/log2_alpha",
+              "param/d_over_k"]
     return names + [f"rel/{n}" for n in names]
 
 

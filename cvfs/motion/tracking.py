@@ -2,10 +2,10 @@
 
 Policy (full trajectories, as Hopkins155): corners are detected once, on the first frame
 (Shi-Tomasi, ``cv2.goodFeaturesToTrack``), and tracked frame to frame. A trajectory is dropped for
-good as soon as, in any frame, (a) LK reports it lost, (b) the forward-backward check fails (tracking
-the new position back to the previous frame misses the old one by more than ``fb_threshold``
-pixels), or (c) it leaves the image. Only trajectories that survive every frame are returned;
-nothing is re-detected, so the number of points only decreases.
+good as soon as, in any frame, (a) LK reports it lost, (b) the forward-backward check fails
+(tracking the new position back to the previous frame misses the old one by more than
+``fb_threshold`` pixels), or (c) it leaves the image. Only trajectories that survive every frame
+are returned; nothing is re-detected, so the number of points only decreases.
 
 References
 ----------

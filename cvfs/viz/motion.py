@@ -127,7 +127,7 @@ def draw_tracks(frame, points, labels, frame_index, *, tail=10):
 
     out = np.array(frame, copy=True)
     lo = max(0, frame_index - tail)
-    for p, lab in zip(points, labels):
+    for p, lab in zip(points, labels, strict=True):
         color = MOTION_COLORS[int(lab) % len(MOTION_COLORS)]
         seg = np.round(p[lo: frame_index + 1]).astype(np.int32)
         if seg.shape[0] > 1:
@@ -161,7 +161,7 @@ def save_error_cdfs(path, errors, n_motions):
 
     n_motions = np.asarray(n_motions)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, k in zip(axes, (2, 3)):
+    for ax, k in zip(axes, (2, 3), strict=True):
         sel = {name: np.asarray(e)[n_motions == k] for name, e in errors.items()}
         plot_error_cdf(sel, ax=ax, title=f"{k} motions", max_error=10.0)
     fig.tight_layout()
