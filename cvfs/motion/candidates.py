@@ -6,7 +6,8 @@ velocity matrix ``W' = U S V^T`` (2F x P), the P points projected to dimension d
 ``V[:, :d]`` (the *whitened* projection: ``U_d^T v`` would be dominated by the final-position
 entries and gives ~25% error), normalised to unit length. Spectral clustering with the angular
 affinity ``A_ij = (t_i^T t_j / (|t_i| |t_j|))^(2 alpha)`` (eq. 27;
-Ng-Jordan-Weiss normalised embedding and k-means) gives one candidate per (alpha, d); duplicates are removed.
+Ng-Jordan-Weiss normalised embedding and k-means) gives one candidate per (alpha, d);
+duplicates are removed.
 
 The pool (``alphas``, ``dims``) is a parameter: the ranker can only pick what the pool contains.
 The paper uses ``alpha = 2`` and ``d in [2K, 4K]``; pooling ``alpha in {1, 2, 4, 8}`` lowers the
