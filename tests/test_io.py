@@ -49,3 +49,22 @@ def test_failed_write_keeps_previous_file(tmp_path):
 def test_atomic_write_text(tmp_path):
     atomic_write_text(tmp_path / "a" / "b.txt", "hi")
     assert (tmp_path / "a" / "b.txt").read_text() == "hi"
+
+
+def test_estimator_roundtrip_gives_identical_predictions(tmp_path):
+    from cvfs import FSAClassifier, FSARanker
+    from cvfs.datasets.synthetic import make_ar1_classification
+    from cvfs.io import load_estimator, save_estimator
+
+    X, y, _ = make_ar1_classification(300, 50, k_true=3, random_state=0)
+    for est in (FSAClassifier(k=3, bins=4, n_iter=50), FSARanker(k=3, n_iter=50)):
+        est.fit(X, y)
+        save_estimator(tmp_path / "e.h5", est, settings={"note": "x"})
+        back, model = load_estimator(tmp_path / "e.h5", kind=type(est).__name__)
+        np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
+        assert back.get_params() == est.get_params() and model.settings == {"note": "x"}
+        assert back.history_["n_kept"].tolist() == est.history_["n_kept"].tolist()
+    with pytest.raises(ValueError, match="not fitted"):
+        save_estimator(tmp_path / "u.h5", FSAClassifier())
+    with pytest.raises(ValueError, match="saves cvfs estimators"):
+        save_estimator(tmp_path / "u.h5", object())

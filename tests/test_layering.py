@@ -12,7 +12,7 @@ ALLOWED = {
     "core": {"core", "base"},
     "base": {"base"},
     "estimators": {"core", "base", "estimators"},
-    "io": {"io", "base"},
+    "io": {"io", "base", "estimators"},
     "datasets": {"datasets", "io", "base"},
     "viz": {"viz", "io", "base", "core"},
     "vision": {"vision", "core", "estimators", "base", "io", "datasets", "viz"},

@@ -1,6 +1,7 @@
 """Model files, atomic writes, images and video sources."""
 
 from cvfs.io._atomic import atomic_path, atomic_write_bytes, atomic_write_text
+from cvfs.io.estimators import load_estimator, save_estimator
 from cvfs.io.models import SavedModel, load_model, save_model
 
 __all__ = [
@@ -8,6 +9,8 @@ __all__ = [
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
+    "load_estimator",
     "load_model",
+    "save_estimator",
     "save_model",
 ]

@@ -337,6 +337,10 @@ class MotionRanker:
 def save_ranker(path, ranker, *, settings, training=None):
     """Write a fitted :class:`MotionRanker` to a model file (HDF5, atomic, no pickle).
 
+    The file is an ``FSARanker`` model file (:func:`cvfs.io.save_estimator`) whose settings say
+    that it ranks motion candidates (``application = "motion-ranker"``) and record the candidate
+    pool and feature version it was trained on.
+
     Parameters
     ----------
     path : str or Path
@@ -352,17 +356,10 @@ def save_ranker(path, ranker, *, settings, training=None):
     -------
     path : Path
     """
-    from cvfs.io import save_model
+    from cvfs.io import save_estimator
 
-    est = ranker.estimator_
-    arrays = {"support": est.support_, "coef": np.asarray(est.coef_),
-              "intercept": np.asarray(est.intercept_, dtype=np.float64),
-              "response_table": est.response_table_}
-    params = {"k": ranker.k, "bins": ranker.bins, "n_iter": ranker.n_iter, "mu": ranker.mu,
-              "learning_rate": ranker.learning_rate, "shrinkage": ranker.shrinkage,
-              "n_features_in": int(est.n_features_in_)}
-    return save_model(path, MODEL_KIND, arrays, params=params, settings=settings,
-                      training=training or {}, random_state=ranker.random_state)
+    settings = dict(settings, application=MODEL_KIND)
+    return save_estimator(path, ranker.estimator_, settings=settings, training=training or {})
 
 
 def load_ranker(path):
@@ -378,29 +375,18 @@ def load_ranker(path):
     FileNotFoundError
         If the file is missing.
     ValueError
-        If it is not a motion-ranker model file or its arrays are inconsistent.
+        If it is not a motion-ranker model file.
     """
-    from cvfs.io import load_model
+    from cvfs.io import load_estimator
 
-    model = load_model(path, kind=MODEL_KIND)
-    p = model.params
+    est, model = load_estimator(path, kind="FSARanker")
+    if model.settings.get("application") != MODEL_KIND:
+        raise ValueError(f"{path} holds an FSARanker that is not a motion ranker "
+                         f"(settings.application = {model.settings.get('application')!r})")
+    p = est.get_params()
     ranker = MotionRanker(k=p["k"], bins=p["bins"], n_iter=p["n_iter"], mu=p["mu"],
                           learning_rate=p["learning_rate"], shrinkage=p["shrinkage"],
-                          random_state=model.meta["random_state"])
-    est = ranker._make()
-    a = model.arrays
-    for name in ("support", "coef", "intercept", "response_table"):
-        if name not in a:
-            raise ValueError(f"{path}: array {name!r} is missing from the motion ranker")
-    if a["coef"].shape[0] != a["support"].shape[0]:
-        raise ValueError(f"{path}: coef has {a['coef'].shape[0]} rows for "
-                         f"{a['support'].shape[0]} selected features")
-    est.support_ = a["support"].astype(np.int64)
-    est.coef_ = a["coef"]
-    est.intercept_ = float(a["intercept"])
-    est.response_table_ = a["response_table"]
-    est.n_features_in_ = int(p["n_features_in"])
-    est.history_ = {}
+                          random_state=p["random_state"])
     ranker.estimator_ = est
     ranker.settings_ = dict(model.settings)
     return ranker

@@ -1,0 +1,8 @@
+"""The shared solver core: arrays in, arrays out; no images, no files.
+
+- :mod:`cvfs.core.losses` -- losses on scores (value and gradient with respect to the score)
+- :mod:`cvfs.core.responses` -- linear and piecewise-linear responses (feature -> basis)
+- :mod:`cvfs.core.priors` -- per-group priors (shrinkage, second-order smoothness)
+- :mod:`cvfs.core.schedules` -- the annealing schedule of FSA (paper eq. 3)
+- :mod:`cvfs.core.fsa` -- the FSA solver
+"""

@@ -1,0 +1,540 @@
+"""numba kernels of the FSA solver: no validation, no Python objects.
+
+Conventions shared by every kernel (see :mod:`cvfs.core.fsa` for the orchestration):
+
+- ``X`` (N, W) C-contiguous float32/float64 working matrix; ``cols`` (m,) int64 the positions in
+  ``X`` of the m kept features (the solver compacts ``X`` when m falls to half its width).
+- ``fp`` (m, 2 + G) per-feature table: offset, scale, then the training mean of each of the G
+  basis columns (:mod:`cvfs.core.responses`). ``bins == 0``: linear, u = x * scale (G = 1);
+  ``bins >= 1``: piecewise linear with G = bins + 1.
+- ``beta``, ``v`` (m, G): coefficients on the *centred* basis, and the power-iteration vector
+  that tracks the largest eigenvalue of the loss-curvature operator on the kept columns.
+- Accumulators ``g``, ``h`` (m, G) hold raw sums (for linear responses, sums of d * x); the
+  :func:`finalize` step centres and scales them.
+
+Every kernel has a NumPy twin in ``tests/naive.py``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+LOSS_NONE = -1
+SQUARED, LOGISTIC, LORENZ, HUBER_SVM, RANK = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def loss_value_grad(code, param, z, y):
+    """Loss value and d loss / dz at score ``z`` and target ``y`` (margin losses: y = +-1)."""
+    if code == SQUARED:
+        d = z - y
+        return 0.5 * d * d, d
+    if code == LOSS_NONE:
+        return 0.0, 0.0
+    u = y * z
+    if code == LOGISTIC:
+        if u > 0:
+            e = math.exp(-u)
+            return math.log1p(e), -y * e / (1.0 + e)
+        e = math.exp(u)
+        return -u + math.log1p(e), -y / (1.0 + e)
+    if code == LORENZ:
+        if u >= 1.0:
+            return 0.0, 0.0
+        t = u - 1.0
+        return math.log1p(t * t), y * 2.0 * t / (1.0 + t * t)
+    # HUBER_SVM with half-width param
+    h = param
+    if u > 1.0 + h:
+        return 0.0, 0.0
+    if u < 1.0 - h:
+        return 1.0 - u, -y
+    q = 1.0 + h - u
+    return q * q / (4.0 * h), -y * q / (2.0 * h)
+
+
+@njit(cache=True, inline="always")
+def _bins_of_row(row, cols, fp, bins, jbuf, abuf):
+    for j in range(cols.size):
+        s = (row[cols[j]] - fp[j, 0]) * fp[j, 1]
+        if s <= 0.0:
+            s = 0.0
+        elif s >= bins:
+            s = bins
+        b = int(s)
+        if b >= bins:
+            b = bins - 1
+        jbuf[j] = b
+        abuf[j] = s - b
+
+
+@njit(cache=True, inline="always")
+def _dot2(row, cols, c1, c2, track):
+    """(row[cols] . c1, row[cols] . c2) with two accumulators per sum (latency hiding)."""
+    m = cols.size
+    z0 = 0.0
+    z1 = 0.0
+    t0 = 0.0
+    t1 = 0.0
+    j = 0
+    if track:
+        while j + 1 < m:
+            x0 = row[cols[j]]
+            x1 = row[cols[j + 1]]
+            z0 += x0 * c1[j]
+            z1 += x1 * c1[j + 1]
+            t0 += x0 * c2[j]
+            t1 += x1 * c2[j + 1]
+            j += 2
+        if j < m:
+            x0 = row[cols[j]]
+            z0 += x0 * c1[j]
+            t0 += x0 * c2[j]
+    else:
+        while j + 1 < m:
+            z0 += row[cols[j]] * c1[j]
+            z1 += row[cols[j + 1]] * c1[j + 1]
+            j += 2
+        if j < m:
+            z0 += row[cols[j]] * c1[j]
+    return z0 + z1, t0 + t1
+
+
+@njit(cache=True, inline="always")
+def _axpy2(row, cols, d, t, g, h, track):
+    """g += d * row[cols], h += t * row[cols]."""
+    if track:
+        for j in range(cols.size):
+            x = row[cols[j]]
+            g[j] += d * x
+            h[j] += t * x
+    else:
+        for j in range(cols.size):
+            g[j] += d * row[cols[j]]
+
+
+@njit(cache=True, inline="always")
+def _pl_dot2(bins, jbuf, abuf, c1, c2, track):
+    z = 0.0
+    t = 0.0
+    for j in range(jbuf.size):
+        b = jbuf[j]
+        a = abuf[j]
+        z += c1[j, b] + a * (c1[j, b + 1] - c1[j, b])
+        if track:
+            t += c2[j, b] + a * (c2[j, b + 1] - c2[j, b])
+    return z, t
+
+
+@njit(cache=True, inline="always")
+def _pl_axpy2(jbuf, abuf, d, t, g, h, track):
+    for j in range(jbuf.size):
+        b = jbuf[j]
+        a = abuf[j]
+        g[j, b] += d * (1.0 - a)
+        g[j, b + 1] += d * a
+        if track:
+            h[j, b] += t * (1.0 - a)
+            h[j, b + 1] += t * a
+
+
+@njit(cache=True)
+def _effective(fp, bins, coef):
+    """Coefficients applied to the raw row and the centring offset: linear responses give a
+    1-D (m,) vector coef * scale, piecewise-linear ones the (m, G) table itself."""
+    m, G = coef.shape
+    off = 0.0
+    for j in range(m):
+        for b in range(G):
+            off -= coef[j, b] * fp[j, 2 + b]
+    if bins == 0:
+        return (coef[:, 0] * fp[:, 1]).reshape(m, 1), off
+    return coef.copy(), off
+
+
+@njit(cache=True)
+def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track):
+    """One fused pass for a row-separable loss: scores, loss, and the raw sums
+    g += d_i u_i, h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t)."""
+    m = cols.size
+    bz, z0 = _effective(fp, bins, beta)
+    vz, t0 = _effective(fp, bins, v)
+    lsum = 0.0
+    dsum = 0.0
+    tsum = 0.0
+    if bins == 0:
+        b1 = bz[:, 0].copy()
+        v1 = vz[:, 0].copy()
+        g1 = np.zeros(m)
+        h1 = np.zeros(m)
+        off = z0 + intercept
+        N = X.shape[0]
+        i = 0
+        # four rows at a time: 8 independent accumulation chains, one index load per column
+        while i + 3 < N:
+            ra = X[i]
+            rb = X[i + 1]
+            rc = X[i + 2]
+            rd = X[i + 3]
+            za = zb = zc = zd = 0.0
+            ta = tb = tc = td = 0.0
+            if track:
+                for j in range(m):
+                    c = cols[j]
+                    bj = b1[j]
+                    vj = v1[j]
+                    xa = ra[c]
+                    xb = rb[c]
+                    xc = rc[c]
+                    xd = rd[c]
+                    za += xa * bj
+                    zb += xb * bj
+                    zc += xc * bj
+                    zd += xd * bj
+                    ta += xa * vj
+                    tb += xb * vj
+                    tc += xc * vj
+                    td += xd * vj
+            else:
+                for j in range(m):
+                    c = cols[j]
+                    bj = b1[j]
+                    za += ra[c] * bj
+                    zb += rb[c] * bj
+                    zc += rc[c] * bj
+                    zd += rd[c] * bj
+            va, da = loss_value_grad(code, param, za + off, y[i])
+            vb, db = loss_value_grad(code, param, zb + off, y[i + 1])
+            vc, dc = loss_value_grad(code, param, zc + off, y[i + 2])
+            vd, dd = loss_value_grad(code, param, zd + off, y[i + 3])
+            lsum += va + vb + vc + vd
+            dsum += da + db + dc + dd
+            ta += t0
+            tb += t0
+            tc += t0
+            td += t0
+            tsum += ta + tb + tc + td
+            if track:
+                for j in range(m):
+                    c = cols[j]
+                    xa = ra[c]
+                    xb = rb[c]
+                    xc = rc[c]
+                    xd = rd[c]
+                    g1[j] += da * xa + db * xb + dc * xc + dd * xd
+                    h1[j] += ta * xa + tb * xb + tc * xc + td * xd
+            else:
+                for j in range(m):
+                    c = cols[j]
+                    g1[j] += da * ra[c] + db * rb[c] + dc * rc[c] + dd * rd[c]
+            i += 4
+        for r in range(i, N):
+            row = X[r]
+            z, t = _dot2(row, cols, b1, v1, track)
+            val, d = loss_value_grad(code, param, z + off, y[r])
+            lsum += val
+            dsum += d
+            tsum += t + t0
+            _axpy2(row, cols, d, t + t0, g1, h1, track)
+        g[:, 0] += g1
+        h[:, 0] += h1
+        return lsum, dsum, tsum
+    jbuf = np.empty(m, dtype=np.int64)
+    abuf = np.empty(m, dtype=np.float64)
+    for i in range(X.shape[0]):
+        _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
+        z, t = _pl_dot2(bins, jbuf, abuf, bz, vz, track)
+        val, d = loss_value_grad(code, param, z + z0 + intercept, y[i])
+        lsum += val
+        dsum += d
+        tsum += t + t0
+        _pl_axpy2(jbuf, abuf, d, t + t0, g, h, track)
+    return lsum, dsum, tsum
+
+
+@njit(cache=True)
+def score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track):
+    """Scores z = U_c beta + intercept and t = U_c v for every row (non-separable losses)."""
+    m = cols.size
+    bz, z0 = _effective(fp, bins, beta)
+    vz, t0 = _effective(fp, bins, v)
+    jbuf = np.empty(m, dtype=np.int64)
+    abuf = np.empty(m, dtype=np.float64)
+    b1 = bz[:, 0].copy()
+    v1 = vz[:, 0].copy()
+    for i in range(X.shape[0]):
+        if bins == 0:
+            zi, ti = _dot2(X[i], cols, b1, v1, track)
+        else:
+            _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
+            zi, ti = _pl_dot2(bins, jbuf, abuf, bz, vz, track)
+        z[i] = zi + z0 + intercept
+        t[i] = ti + t0
+
+
+@njit(cache=True)
+def grad_pass(X, cols, fp, bins, r, w, g, h, track):
+    """Raw sums g += r_i u_i, h += w_i u_i over every row. Returns (sum r, sum w)."""
+    m = cols.size
+    jbuf = np.empty(m, dtype=np.int64)
+    abuf = np.empty(m, dtype=np.float64)
+    g1 = np.zeros(m)
+    h1 = np.zeros(m)
+    rsum = 0.0
+    wsum = 0.0
+    for i in range(X.shape[0]):
+        if bins == 0:
+            _axpy2(X[i], cols, r[i], w[i], g1, h1, track)
+        else:
+            _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
+            _pl_axpy2(jbuf, abuf, r[i], w[i], g, h, track)
+        rsum += r[i]
+        wsum += w[i]
+    if bins == 0:
+        g[:, 0] += g1
+        h[:, 0] += h1
+    return rsum, wsum
+
+
+@njit(cache=True)
+def rank_pairs(z, t, pi, pj, pr, r, w, track):
+    """Pairwise ranking loss (mean over pairs): fills r = d loss / dz and w = D^T D t / P
+    (the curvature operator applied to t). Returns the mean pair loss."""
+    r[:] = 0.0
+    w[:] = 0.0
+    P = pi.size
+    inv = 1.0 / P
+    lsum = 0.0
+    for p in range(P):
+        i = pi[p]
+        j = pj[p]
+        d = z[i] - z[j]
+        if d > 0:
+            e = math.exp(-d)
+            sp = d + math.log1p(e)
+            sig = 1.0 / (1.0 + e)
+        else:
+            e = math.exp(d)
+            sp = math.log1p(e)
+            sig = e / (1.0 + e)
+        lsum += sp - pr[p] * d
+        s = (sig - pr[p]) * inv
+        r[i] += s
+        r[j] -= s
+        if track:
+            dt = (t[i] - t[j]) * inv
+            w[i] += dt
+            w[j] -= dt
+    return lsum * inv
+
+
+@njit(cache=True)
+def finalize(acc, fp, bins, total, denom):
+    """Centre and scale raw sums in place: acc_jb <- (scale_j^[linear] acc_jb - mean_jb total)
+    / denom."""
+    m, G = acc.shape
+    for j in range(m):
+        for b in range(G):
+            raw = acc[j, b] * fp[j, 1] if bins == 0 else acc[j, b]
+            acc[j, b] = (raw - fp[j, 2 + b] * total) / denom
+
+
+@njit(cache=True)
+def prior_value_grad(beta, shrink, smooth, grad):
+    """Adds the prior gradient to ``grad`` in place; returns the prior value (paper eq. 13)."""
+    m, G = beta.shape
+    val = 0.0
+    for j in range(m):
+        for b in range(G):
+            val += shrink * beta[j, b] * beta[j, b]
+            grad[j, b] += 2.0 * shrink * beta[j, b]
+        if smooth > 0.0 and G >= 3:
+            for b in range(1, G - 1):
+                d2 = beta[j, b + 1] + beta[j, b - 1] - 2.0 * beta[j, b]
+                val += smooth * d2 * d2
+                c = 2.0 * smooth * d2
+                grad[j, b + 1] += c
+                grad[j, b - 1] += c
+                grad[j, b] -= 2.0 * c
+    return val
+
+
+@njit(cache=True)
+def top_groups(beta, n_keep):
+    """Sorted positions of the ``n_keep`` groups of largest L2 norm (ties: lower index)."""
+    m, G = beta.shape
+    if n_keep >= m:
+        return np.arange(m)
+    norms = np.empty(m)
+    for j in range(m):
+        s = 0.0
+        for b in range(G):
+            s += beta[j, b] * beta[j, b]
+        norms[j] = s
+    thr = np.partition(norms, m - n_keep)[m - n_keep]
+    keep = np.empty(n_keep, dtype=np.int64)
+    n = 0
+    for j in range(m):
+        if norms[j] > thr:
+            keep[n] = j
+            n += 1
+    for j in range(m):
+        if n == n_keep:
+            break
+        if norms[j] == thr:
+            keep[n] = j
+            n += 1
+    return np.sort(keep)
+
+
+@njit(cache=True)
+def compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, intercept, code, param,
+                     track):
+    """Mean loss, its gradient on the centred basis (m, G), d loss / d intercept, and
+    H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T D U_c / P for ranking)."""
+    m, G = beta.shape
+    g = np.zeros((m, G))
+    h = np.zeros((m, G))
+    if code == RANK:
+        N = X.shape[0]
+        z = np.empty(N)
+        t = np.empty(N)
+        r = np.empty(N)
+        w = np.empty(N)
+        score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track)
+        loss = rank_pairs(z, t, pi, pj, pr, r, w, track)
+        rsum, wsum = grad_pass(X, cols, fp, bins, r, w, g, h, track)
+        finalize(g, fp, bins, rsum, 1.0)
+        finalize(h, fp, bins, wsum, 1.0)
+        return loss, g, 0.0, h
+    N = X.shape[0]
+    lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h,
+                                track)
+    finalize(g, fp, bins, dsum, N)
+    finalize(h, fp, bins, tsum, N)
+    return lsum / N, g, dsum / N, h
+
+
+@njit(cache=True)
+def update(beta, g, h, v, lam, lam_floor, track, curv, shrink, smooth, lr_fixed, n_keep):
+    """One FSA iteration after the gradient: power-iteration update of (v, lam), gradient step
+    beta -= lr (g + prior'), and selection of the top ``n_keep`` groups.
+
+    Returns (keep positions, lam, lr, prior value). ``lr_fixed <= 0`` selects the automatic
+    step 1 / (curv * lam + L_prior); ``lam`` is never taken below ``lam_floor`` (used on the
+    first iteration, whose start vector is least converged).
+    """
+    if track:
+        nh = np.sqrt(np.sum(h * h))
+        if nh > 0.0:
+            lam = max(nh, lam_floor)
+            v[:, :] = h / nh
+    G = beta.shape[1]
+    lprior = 2.0 * shrink + (32.0 * smooth if G >= 3 else 0.0)
+    lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam + lprior)
+    pval = prior_value_grad(beta, shrink, smooth, g)
+    beta -= lr * g
+    return top_groups(beta, n_keep), lam, lr, pval
+
+
+@njit(cache=True)
+def power_estimate(X, cols, fp, bins, v, n_iter):
+    """Largest eigenvalue of U_c^T U_c / n on the rows of ``X`` by ``n_iter`` power
+    iterations from ``v`` (updated in place). Returns the estimate."""
+    m, G = v.shape
+    lam = 0.0
+    dummy_y = np.zeros(X.shape[0])
+    beta = np.zeros((m, G))
+    for _ in range(n_iter):
+        g = np.zeros((m, G))
+        h = np.zeros((m, G))
+        _, _, tsum = row_pass(X, dummy_y, cols, fp, bins, beta, v, 0.0, LOSS_NONE, 0.0, g, h,
+                              True)
+        finalize(h, fp, bins, tsum, X.shape[0])
+        nh = np.sqrt(np.sum(h * h))
+        if nh == 0.0:
+            return 0.0
+        lam = nh
+        v[:, :] = h / nh
+    return lam
+
+
+@njit(cache=True)
+def compact_columns(X, cols):
+    """A new C-contiguous matrix holding the columns ``cols`` of ``X``."""
+    N = X.shape[0]
+    out = np.empty((N, cols.size), dtype=X.dtype)
+    for i in range(N):
+        for j in range(cols.size):
+            out[i, j] = X[i, cols[j]]
+    return out
+
+
+@njit(cache=True)
+def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam, e0, e1,
+             schedule, code, param, curv, shrink, smooth, lr_fixed, fit_intercept, hist,
+             path):
+    """Iterations e0..e1-1 of FSA on an in-memory working matrix.
+
+    ``hist`` (n_iter, 4) receives per iteration: objective (mean loss + prior) before the
+    step, kept count after it, step size, and width processed. ``path`` (n_iter, M) receives
+    the coefficients by original feature (signed for G = 1, group norm otherwise) unless it has
+    zero rows. Returns the updated (X, cols, fp, beta, v, support, intercept, lam).
+    """
+    track = True
+    lam_prev = lam
+    lam0 = lam
+    G = beta.shape[1]
+    for e in range(e0, e1):
+        m = cols.size
+        loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v,
+                                          intercept, code, param, track)
+        keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, track, curv,
+                                     shrink, smooth, lr_fixed, schedule[e])
+        if fit_intercept:
+            intercept -= min(lr, 1.0 / curv) * gi
+        hist[e, 0] = loss + pval
+        hist[e, 1] = keep.size
+        hist[e, 2] = lr
+        hist[e, 3] = m
+        if keep.size < m:
+            beta = beta[keep]
+            v = v[keep]
+            nv = np.sqrt(np.sum(v * v))
+            if nv > 0.0:
+                v /= nv
+            else:
+                v[:, :] = 1.0 / np.sqrt(v.size)
+            fp = fp[keep]
+            support = support[keep]
+            cols = cols[keep]
+            if 2 * cols.size <= X.shape[1]:
+                X = compact_columns(X, cols)
+                cols = np.arange(cols.size)
+            track = True
+        elif track and abs(lam - lam_prev) <= 1e-4 * lam:
+            track = False
+        lam_prev = lam
+        if path.shape[0] > 0:
+            for j in range(support.size):
+                if G == 1:
+                    path[e, support[j]] = beta[j, 0]
+                else:
+                    path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
+    return X, cols, fp, beta, v, support, intercept, lam
+
+
+@njit(cache=True)
+def pl_decision(X, support, fp, bins, coef, intercept):
+    """Piecewise-linear scores intercept + sum_j u_j(x_j)^T coef_j for every row of ``X``
+    (uncentred basis: ``coef``/``intercept`` are the fitted, de-centred values)."""
+    m = support.size
+    jbuf = np.empty(m, dtype=np.int64)
+    abuf = np.empty(m, dtype=np.float64)
+    out = np.empty(X.shape[0])
+    for i in range(X.shape[0]):
+        _bins_of_row(X[i], support, fp, bins, jbuf, abuf)
+        z, _ = _pl_dot2(bins, jbuf, abuf, coef, coef, False)
+        out[i] = z + intercept
+    return out

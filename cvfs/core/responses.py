@@ -1,0 +1,115 @@
+"""Responses: how one feature column becomes a group of basis columns.
+
+Both responses are described to the kernels by a per-feature parameter table ``fp`` of shape
+(m, 2 + G): ``fp[:, 0]`` an offset, ``fp[:, 1]`` a scale, ``fp[:, 2:]`` the training mean of each
+of the G basis columns (the solver works on centred basis columns, so the intercept decouples
+from the features and the step size sees the real correlations, not the common mean).
+
+- :class:`Linear` (G = 1): u(x) = x * scale with scale = 1 / std (standardised columns).
+- :class:`PiecewiseLinear` (G = B + 1): s = clip((x - lo) * B / (hi - lo), 0, B), bin
+  j = min(floor(s), B - 1), alpha = s - j; u_j = 1 - alpha, u_{j+1} = alpha, other entries 0
+  (paper section 2.5.1). Only bin index and offset are ever computed; the N x M x (B+1) basis
+  is never materialised by the solver (:meth:`PiecewiseLinear.basis` does, for tests and
+  small data only).
+"""
+
+import numpy as np
+
+__all__ = ["Linear", "PiecewiseLinear", "get_response"]
+
+
+class _ColumnStats:
+    """Streaming column statistics over row blocks (Chan et al. parallel mean/variance)."""
+
+    def __init__(self, m):
+        self.n = 0
+        self.mean = np.zeros(m)
+        self.m2 = np.zeros(m)
+        self.lo = np.full(m, np.inf)
+        self.hi = np.full(m, -np.inf)
+
+    def update(self, block):
+        block = np.asarray(block, dtype=np.float64)
+        nb = block.shape[0]
+        if nb == 0:
+            return
+        bmean = block.mean(axis=0)
+        bm2 = ((block - bmean) ** 2).sum(axis=0)
+        delta = bmean - self.mean
+        n = self.n + nb
+        self.mean += delta * (nb / n)
+        self.m2 += bm2 + delta * delta * (self.n * nb / n)
+        self.n = n
+        np.minimum(self.lo, block.min(axis=0), out=self.lo)
+        np.maximum(self.hi, block.max(axis=0), out=self.hi)
+
+
+class Linear:
+    """Linear response: one standardised coefficient per feature (G = 1)."""
+
+    name = "linear"
+    bins = 0
+    G = 1
+    n_stat_passes = 1
+
+    def table(self, stats):
+        """The parameter table ``fp`` (m, 3) from column statistics."""
+        std = np.sqrt(stats.m2 / max(stats.n, 1))
+        const = std <= 1e-12 * np.maximum(1.0, np.abs(stats.mean))  # never selected
+        scale = np.where(const, 0.0, 1.0 / np.where(const, 1.0, std))
+        return np.column_stack([np.zeros_like(scale), scale, stats.mean * scale])
+
+    def basis(self, X, fp):
+        """Uncentred basis, ndarray of shape (N, m) (reference; not used by the solver)."""
+        return (np.asarray(X, dtype=np.float64) - fp[:, 0]) * fp[:, 1]
+
+
+class PiecewiseLinear:
+    """Piecewise-linear response with ``bins`` equal bins on [min, max] of the training data,
+    clipped outside (paper section 2.5.1); G = bins + 1 coefficients per feature.
+
+    Parameters
+    ----------
+    bins : int
+        B >= 1.
+    """
+
+    name = "piecewise_linear"
+    n_stat_passes = 2
+
+    def __init__(self, bins):
+        if int(bins) != bins or bins < 1:
+            raise ValueError(f"bins must be a positive integer or None, got {bins!r}")
+        self.bins = int(bins)
+        self.G = self.bins + 1
+
+    def bin_table(self, stats):
+        """Offset/scale columns of ``fp`` (basis means still zero) from min/max."""
+        width = stats.hi - stats.lo
+        scale = np.where(width > 0, self.bins / np.where(width > 0, width, 1.0), 0.0)
+        fp = np.zeros((stats.lo.size, 2 + self.G))
+        fp[:, 0] = stats.lo
+        fp[:, 1] = scale
+        return fp
+
+    def bin_offset(self, X, fp):
+        """Bin index j (int64) and offset alpha in [0, 1], each of shape (N, m)."""
+        s = np.clip((np.asarray(X, dtype=np.float64) - fp[:, 0]) * fp[:, 1], 0.0, self.bins)
+        j = np.minimum(np.floor(s), self.bins - 1).astype(np.int64)
+        return j, s - j
+
+    def basis(self, X, fp):
+        """Uncentred basis, ndarray of shape (N, m * G), feature-major (reference only)."""
+        j, a = self.bin_offset(X, fp)
+        n, m = j.shape
+        U = np.zeros((n, m, self.G))
+        rows = np.arange(n)[:, None]
+        cols = np.arange(m)[None, :]
+        U[rows, cols, j] = 1.0 - a
+        U[rows, cols, j + 1] += a
+        return U.reshape(n, m * self.G)
+
+
+def get_response(bins):
+    """:class:`Linear` for ``bins=None``, else :class:`PiecewiseLinear` (``bins`` >= 1)."""
+    return Linear() if bins is None else PiecewiseLinear(bins)

@@ -1,0 +1,403 @@
+"""scikit-learn estimators on the shared core: FSAClassifier, FSARegressor, FSARanker.
+
+``__init__`` only stores parameters; ``fit`` validates them and the data, calls
+:func:`cvfs.core.fsa.fsa_fit`, and stores fitted state in attributes ending in ``_``.
+The FSA estimators are also feature selectors (``get_support`` / ``transform``).
+"""
+
+import numbers
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from cvfs.core.fsa import decision_function, fsa_fit, is_out_of_core
+from cvfs.core.losses import get_loss
+from cvfs.core.priors import get_prior
+
+__all__ = ["FSAClassifier", "FSARanker", "FSARegressor", "ranking_pairs"]
+
+_CLASSIFICATION_LOSSES = ("logistic", "lorenz", "svm")
+
+
+def _check_int(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _check_real(name, value, low, strict=False):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    if not ok or value < low or (strict and value == low):
+        rel = ">" if strict else ">="
+        raise ValueError(f"{name} must be a finite number {rel} {low}, got {value!r}")
+
+
+def ranking_pairs(y, groups=None):
+    """All pairs (i, j), i < j, within each group, with r_ij = 1 if y_i > y_j, 1/2 if equal,
+    0 if lower (higher y = better).
+
+    Parameters
+    ----------
+    y : ndarray of shape (N,)
+    groups : ndarray of shape (N,), optional
+        Group label per sample; pairs never cross groups. None: one group.
+
+    Returns
+    -------
+    i, j : ndarray of shape (P,), int64
+    r : ndarray of shape (P,), float64
+    """
+    y = np.asarray(y, dtype=np.float64)
+    groups = np.zeros(y.size, dtype=np.int64) if groups is None else np.asarray(groups)
+    order = np.argsort(groups, kind="stable")
+    _, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
+    pi, pj = [], []
+    for s, c in zip(starts, counts):
+        if c < 2:
+            continue
+        a, b = np.triu_indices(c, 1)
+        pi.append(order[s + a])
+        pj.append(order[s + b])
+    if not pi:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    pi = np.concatenate(pi).astype(np.int64)
+    pj = np.concatenate(pj).astype(np.int64)
+    r = np.where(y[pi] > y[pj], 1.0, np.where(y[pi] < y[pj], 0.0, 0.5))
+    return pi, pj, r
+
+
+class _FSABase(SelectorMixin, BaseEstimator):
+    """Parameter checks, data handling and the fitted state shared by the FSA estimators."""
+
+    _losses = ()
+
+    def _check_params(self):
+        _check_int("k", self.k, 1)
+        _check_int("n_iter", self.n_iter, 1)
+        _check_real("mu", self.mu, 0.0)
+        if self.learning_rate is not None:
+            _check_real("learning_rate", self.learning_rate, 0.0, strict=True)
+        if self.bins is not None:
+            _check_int("bins", self.bins, 1)
+        _check_real("shrinkage", self.shrinkage, 0.0)
+        _check_real("smoothness", self.smoothness, 0.0)
+        if self.max_memory is not None:
+            _check_int("max_memory", self.max_memory, 1)
+        if self.loss not in self._losses:
+            raise ValueError(f"loss must be one of {list(self._losses)}, got {self.loss!r}")
+        return get_prior(self.prior, self.shrinkage, self.smoothness)
+
+    def _validate_X_y(self, X, y, y_numeric):
+        """Arrays are validated by scikit-learn; memmaps and HDF5 datasets are only checked for
+        shape (their values are checked block by block during the fit)."""
+        if is_out_of_core(X):
+            if len(X.shape) != 2:
+                raise ValueError(f"X must be 2-D, got shape {X.shape}")
+            y = np.asarray(y)
+            if y.ndim != 1 or y.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"y must be 1-D with X.shape[0]={X.shape[0]} entries, got shape {y.shape}"
+                )
+            if y_numeric and not np.all(np.isfinite(y.astype(np.float64))):
+                raise ValueError("y contains NaN or infinity")
+            self.n_features_in_ = X.shape[1]
+            return X, y
+        return validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=y_numeric)
+
+    def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True):
+        prior = self._check_params()
+        res = fsa_fit(
+            X, y, self.k, loss=loss, bins=self.bins, prior=prior, n_iter=self.n_iter,
+            mu=self.mu, learning_rate=self.learning_rate, fit_intercept=fit_intercept,
+            pairs=pairs, max_memory=self.max_memory, random_state=self.random_state,
+            verbose=self.verbose,
+        )
+        self.support_ = res.support
+        self.coef_ = res.coef[:, 0] if res.bins == 0 else res.coef
+        self.intercept_ = res.intercept
+        self.response_table_ = res.table
+        self.history_ = res.history
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[self.support_] = True
+        return mask
+
+    def _decision(self, X):
+        """Scores f(x) = intercept_ + sum over selected features of their responses.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "support_")
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        coef = self.coef_.reshape(self.support_.size, -1)
+        bins = 0 if self.bins is None else self.bins
+        return decision_function(X, self.support_, self.response_table_, bins, coef,
+                                 self.intercept_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+_DOC_PARAMS = """
+    k : int, default={k}
+        Number of features to select (capped at the number of columns).
+    n_iter : int, default={n_iter}
+        Iterations N_iter.
+    mu : float, default=300
+        Annealing parameter of the schedule, paper eq. (3).
+    learning_rate : float or None, default=None
+        Fixed step size; None derives a stable step from a Lipschitz estimate on the kept
+        columns (see :mod:`cvfs.core.fsa`).
+    bins : int or None, default={bins}
+        None: linear responses; an int B: piecewise-linear responses with B bins per feature.
+    prior : {{"shrinkage", "second_order"}}, default="shrinkage"
+        Shrinkage s ||beta_j||^2, or eq. (13) with the smoothness term.
+    shrinkage : float, default={shrinkage}
+        s (the paper's lambda).
+    smoothness : float, default=0.0
+        c of eq. (13) (``prior="second_order"`` only).
+    max_memory : int or None, default=None
+        Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
+        row blocks (default: a quarter of physical memory).
+    random_state : None, int or Generator, default=None
+        Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).
+    verbose : bool, default=False
+        Progress bar.
+"""
+
+_DOC_ATTRS = """
+    Attributes
+    ----------
+    support_ : ndarray of shape (k,)
+        Sorted indices of the selected columns of X.
+    coef_ : ndarray of shape (k,) or (k, bins + 1)
+        Coefficients on the raw feature values (linear) or the response at the B + 1 knots.
+    intercept_ : float
+    response_table_ : ndarray of shape (k, 2 + G)
+        Bin offset and scale of each selected feature (piecewise linear).
+    history_ : dict
+        Per-iteration ``loss``, ``n_kept``, ``lr``, ``width`` and ``data_passes``, ``time``.
+    n_features_in_ : int
+"""
+
+
+class FSAClassifier(ClassifierMixin, _FSABase):
+    __doc__ = (
+        """Binary classifier with Feature Selection with Annealing.
+
+    Parameters
+    ----------
+    loss : {"logistic", "lorenz", "svm"}, default="logistic"
+        Logistic (eq. 6), Lorenz (eq. 8, robust to label noise) or Huberised hinge (eq. 7,
+        h = 0.5)."""
+        + _DOC_PARAMS.format(k=10, n_iter=500, bins=None, shrinkage="1e-3")
+        + _DOC_ATTRS
+        + """    classes_ : ndarray of shape (2,)
+
+    References
+    ----------
+    Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big
+    Data Learning", IEEE TPAMI 2017.
+    """
+    )
+
+    _losses = _CLASSIFICATION_LOSSES
+
+    def __init__(self, k=10, loss="logistic", n_iter=500, mu=300, learning_rate=None, bins=None,
+                 prior="shrinkage", shrinkage=1e-3, smoothness=0.0, max_memory=None,
+                 random_state=None, verbose=False):
+        self.k = k
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.learning_rate = learning_rate
+        self.bins = bins
+        self.prior = prior
+        self.shrinkage = shrinkage
+        self.smoothness = smoothness
+        self.max_memory = max_memory
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Fit on X of shape (n_samples, n_features) (array, memmap or HDF5 dataset) and binary
+        labels y of shape (n_samples,).
+
+        Raises
+        ------
+        ValueError
+            If y does not have exactly two classes, or a parameter is invalid.
+        """
+        X, y = self._validate_X_y(X, y, y_numeric=False)
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        if self.classes_.size != 2:
+            raise ValueError(
+                f"Only binary classification is supported: y must have exactly 2 classes, "
+                f"got {self.classes_.size} class(es)"
+            )
+        return self._fit_core(X, np.where(y_idx == 1, 1.0, -1.0), get_loss(self.loss))
+
+    def decision_function(self, X):
+        """Scores (positive: ``classes_[1]``), ndarray of shape (n_samples,)."""
+        return self._decision(X)
+
+    def predict(self, X):
+        """Class labels, ndarray of shape (n_samples,)."""
+        check_is_fitted(self, "support_")
+        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only), ndarray of shape (n_samples, 2)."""
+        p = expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class FSARegressor(RegressorMixin, _FSABase):
+    __doc__ = (
+        """Regression with Feature Selection with Annealing (squared loss, paper eq. 4).
+
+    Parameters
+    ----------
+    loss : {"squared"}, default="squared"
+        1/2 (f(x) - y)^2."""
+        + _DOC_PARAMS.format(k=10, n_iter=500, bins=None, shrinkage="1e-3")
+        + _DOC_ATTRS
+        + """
+    References
+    ----------
+    Barbu et al., TPAMI 2017.
+    """
+    )
+
+    _losses = ("squared",)
+
+    def __init__(self, k=10, loss="squared", n_iter=500, mu=300, learning_rate=None, bins=None,
+                 prior="shrinkage", shrinkage=1e-3, smoothness=0.0, max_memory=None,
+                 random_state=None, verbose=False):
+        self.k = k
+        self.loss = loss
+        self.n_iter = n_iter
+        self.mu = mu
+        self.learning_rate = learning_rate
+        self.bins = bins
+        self.prior = prior
+        self.shrinkage = shrinkage
+        self.smoothness = smoothness
+        self.max_memory = max_memory
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Fit on X of shape (n_samples, n_features) and real targets y of shape (n_samples,)."""
+        X, y = self._validate_X_y(X, y, y_numeric=True)
+        return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss(self.loss))
+
+    def predict(self, X):
+        """Predictions, ndarray of shape (n_samples,)."""
+        return self._decision(X)
+
+
+class FSARanker(_FSABase):
+    __doc__ = (
+        """Learning to rank with Feature Selection with Annealing (pairwise loss, paper eq. 9).
+
+    Pairs are formed only within a group (e.g. the candidates of one sequence), with target
+    r_ij = 1 if y_i > y_j, 1/2 if equal, 0 otherwise; a higher score means better. The defaults
+    are the paper's motion-segmentation settings (B = 4, k = 40, N_iter = 300, lambda = 0.01).
+
+    Parameters
+    ----------"""
+        + _DOC_PARAMS.format(k=40, n_iter=300, bins=4, shrinkage="0.01")
+        + _DOC_ATTRS
+        + """
+    References
+    ----------
+    Barbu et al., TPAMI 2017, sections 2.5.2 and 3.4.
+    """
+    )
+
+    _losses = ("rank",)
+    loss = "rank"
+
+    def __init__(self, k=40, n_iter=300, mu=300, learning_rate=None, bins=4, prior="shrinkage",
+                 shrinkage=0.01, smoothness=0.0, max_memory=None, random_state=None,
+                 verbose=False):
+        self.k = k
+        self.n_iter = n_iter
+        self.mu = mu
+        self.learning_rate = learning_rate
+        self.bins = bins
+        self.prior = prior
+        self.shrinkage = shrinkage
+        self.smoothness = smoothness
+        self.max_memory = max_memory
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y, groups=None):
+        """Fit on X of shape (n_samples, n_features), relevance y (higher = better) and an
+        optional group label per sample (pairs never cross groups).
+
+        Raises
+        ------
+        ValueError
+            If ``groups`` has the wrong length or no group has two samples with any pair.
+        """
+        X, y = self._validate_X_y(X, y, y_numeric=True)
+        if X.shape[0] < 2:
+            raise ValueError(f"FSARanker needs n_samples >= 2 to form pairs, got "
+                             f"n_samples={X.shape[0]}")
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.ndim != 1 or groups.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"groups must be 1-D with X.shape[0]={X.shape[0]} entries, "
+                    f"got shape {groups.shape}"
+                )
+        pairs = ranking_pairs(y, groups)
+        if pairs[0].size == 0:
+            raise ValueError("FSARanker needs at least one group with two or more samples")
+        return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss("rank"), pairs=pairs,
+                              fit_intercept=False)
+
+    def decision_function(self, X):
+        """Ranking scores (higher = better), ndarray of shape (n_samples,)."""
+        return self._decision(X)
+
+    def predict(self, X):
+        """Ranking scores (higher = better), ndarray of shape (n_samples,)."""
+        return self._decision(X)
+
+    def score(self, X, y, groups=None):
+        """Pairwise accuracy within groups: the fraction of pairs with different y that the
+        scores order correctly (score ties count 1/2)."""
+        s = self.decision_function(X)
+        i, j, r = ranking_pairs(y, groups)
+        strict = r != 0.5
+        if not strict.any():
+            return 1.0
+        d = s[i[strict]] - s[j[strict]]
+        want = np.where(r[strict] == 1.0, 1.0, -1.0)
+        return float(np.mean(np.where(d == 0, 0.5, (np.sign(d) == want).astype(float))))

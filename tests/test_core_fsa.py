@@ -1,0 +1,313 @@
+import numpy as np
+import pytest
+
+from cvfs.core import _kernels as K
+from cvfs.core.fsa import _column_table, fsa_fit
+from cvfs.core.losses import LOSSES, HuberSVM, get_loss
+from cvfs.core.priors import SecondOrder, Shrinkage, get_prior
+from cvfs.core.responses import PiecewiseLinear, get_response
+from cvfs.core.schedules import annealing_schedule, check_schedule
+from cvfs.datasets.synthetic import make_ar1_classification, make_ar1_regression
+from tests import naive
+
+
+def _fd(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += eps
+        xm[idx] -= eps
+        g[idx] = (f(xp) - f(xm)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+def test_loss_gradient_matches_finite_differences(name):
+    rng = np.random.default_rng(0)
+    loss = get_loss(name)
+    z = rng.normal(0, 2, 200)
+    y = rng.normal(size=200) if name == "squared" else rng.choice([-1.0, 1.0], 200)
+    if loss.margin:  # keep away from the kinks of Lorenz / hinge
+        u = y * z
+        z = np.where(np.abs(u - 1) < 1e-3, z + 0.01, z)
+    fd = np.array([_fd(lambda t, i=i: loss.value(t, y[i:i + 1]).sum(), z[i:i + 1])[0]
+                   for i in range(z.size)])
+    np.testing.assert_allclose(loss.gradient(z, y), fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+def test_kernel_loss_matches_numpy(name):
+    rng = np.random.default_rng(1)
+    loss = get_loss(name)
+    z = rng.normal(0, 3, 100)
+    y = rng.normal(size=100) if name == "squared" else rng.choice([-1.0, 1.0], 100)
+    out = np.array([K.loss_value_grad(loss.code, loss.param, zi, yi) for zi, yi in zip(z, y)])
+    np.testing.assert_allclose(out[:, 0], loss.value(z, y), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out[:, 1], loss.gradient(z, y), rtol=1e-12, atol=1e-14)
+
+
+def test_loss_curvature_bounds_second_derivative():
+    z = np.linspace(-10, 10, 20001)
+    for name in ["squared", "logistic", "lorenz", "svm"]:
+        loss = get_loss(name)
+        y = np.ones_like(z)
+        d2 = np.diff(loss.gradient(z, y)) / np.diff(z)
+        assert d2.max() <= loss.curvature * (1 + 1e-3), name
+
+
+def test_rank_loss_gradient_matches_finite_differences():
+    rng = np.random.default_rng(2)
+    loss = get_loss("rank")
+    z = rng.normal(size=12)
+    pairs = (rng.integers(0, 12, 30), rng.integers(0, 12, 30), rng.choice([0, 0.5, 1], 30))
+    fd = _fd(lambda t: loss.value(t, pairs), z)
+    np.testing.assert_allclose(loss.gradient(z, pairs), fd, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("prior", [Shrinkage(0.1), SecondOrder(0.05, 0.3)])
+def test_prior_gradient_matches_finite_differences_and_kernel(prior):
+    rng = np.random.default_rng(3)
+    beta = rng.normal(size=(4, 5))
+    fd = _fd(prior.value, beta)
+    np.testing.assert_allclose(prior.gradient(beta), fd, rtol=1e-6, atol=1e-8)
+    g = np.zeros_like(beta)
+    val = K.prior_value_grad(beta, prior.shrinkage, prior.smoothness, g)
+    np.testing.assert_allclose(val, prior.value(beta), rtol=1e-12)
+    np.testing.assert_allclose(g, prior.gradient(beta), rtol=1e-12)
+    # the Lipschitz bound holds
+    H = np.array([prior.gradient(e.reshape(1, 5))[0] for e in np.eye(5)])
+    assert np.linalg.eigvalsh(H).max() <= prior.lipschitz(5) + 1e-12
+
+
+def test_schedule_matches_eq3():
+    s = annealing_schedule(1000, 10, 500, 300)
+    e = np.arange(1, 501)
+    ref = 10 + np.floor(990 * np.maximum(0, (500 - 2 * e) / (2 * e * 300 + 500)) + 1e-9)
+    np.testing.assert_array_equal(s, ref)
+    assert s[0] == 10 + int(990 * 498 / 1100) and s[249] == 10 and np.all(np.diff(s) <= 0)
+    assert np.all(annealing_schedule(50, 50, 10, 300) == 50)
+
+
+def test_schedule_errors():
+    with pytest.raises(ValueError, match="k must be in"):
+        annealing_schedule(10, 11)
+    with pytest.raises(ValueError, match="n_iter must be"):
+        annealing_schedule(10, 2, 0)
+    with pytest.raises(ValueError, match="mu must be"):
+        annealing_schedule(10, 2, 5, -1)
+    with pytest.raises(ValueError, match="non-increasing"):
+        check_schedule([5, 6, 2], 10, 2)
+    with pytest.raises(ValueError, match="end at k"):
+        check_schedule([5, 4, 3], 10, 2)
+    with pytest.raises(ValueError, match="lie in"):
+        check_schedule([11, 2], 10, 2)
+    with pytest.raises(ValueError, match="integers"):
+        check_schedule([5.5, 2], 10, 2)
+    with pytest.raises(ValueError, match="non-empty"):
+        check_schedule([], 10, 2)
+
+
+def test_piecewise_linear_encoding_matches_naive_reference():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 3))
+    resp = PiecewiseLinear(4)
+    fp = _column_table(X, resp, 1 << 20)
+    U = resp.basis(X, fp).reshape(50, 3, 5)
+    for i in range(50):
+        for j in range(3):
+            lo, hi = X[:, j].min(), X[:, j].max()
+            s = (X[i, j] - lo) / (hi - lo) * 4
+            b = min(int(np.floor(s)), 3)
+            ref = np.zeros(5)
+            ref[b], ref[b + 1] = 1 - (s - b), s - b
+            np.testing.assert_allclose(U[i, j], ref, atol=1e-12)
+    # partition of unity, clipping outside the training range, basis means in the table
+    np.testing.assert_allclose(U.sum(axis=2), 1.0)
+    Xo = np.array([[-1e3, 1e3, 0.0]])
+    Uo = resp.basis(Xo, fp).reshape(3, 5)
+    assert Uo[0, 0] == 1.0 and Uo[1, 4] == 1.0
+    np.testing.assert_allclose(fp[:, 2:], U.mean(axis=0))
+
+
+@pytest.mark.parametrize("bins", [0, 3])
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm", "rank"])
+def test_kernel_gradient_matches_naive(bins, name):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 6))
+    loss = get_loss(name)
+    y = rng.normal(size=40) if name == "squared" else rng.choice([-1.0, 1.0], 40)
+    fp = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
+    G = 1 if bins == 0 else bins + 1
+    beta = rng.normal(0, 0.3, (6, G))
+    v = rng.normal(size=(6, G))
+    pairs = (rng.integers(0, 40, 60), rng.integers(0, 40, 60), rng.choice([0, .5, 1], 60))
+    pi, pj, pr = (np.asarray(p) for p in pairs)
+    if name != "rank":
+        pi = pj = np.zeros(0, np.int64)
+        pr = np.zeros(0)
+    cols = np.arange(6)
+    val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, 0.2,
+                                       loss.code, loss.param, True)
+    rval, rg, rgi = naive.fsa_gradient(X, y, fp, bins, beta, 0.2, name,
+                                       pairs if name == "rank" else None)
+    np.testing.assert_allclose(val, rval, rtol=1e-10)
+    np.testing.assert_allclose(g, rg, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(gi, rgi, rtol=1e-9, atol=1e-12)
+    H = naive.curvature_operator(X, fp, bins, pairs if name == "rank" else None)
+    np.testing.assert_allclose(h.ravel(), H @ v.ravel(), rtol=1e-9, atol=1e-12)
+    # and the FSA gradient is the finite-difference gradient of the objective
+    fd = _fd(lambda b: naive.fsa_gradient(X, y, fp, bins, b, 0.2, name,
+                                          pairs if name == "rank" else None)[0], beta)
+    np.testing.assert_allclose(g, fd, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("bins", [0, 4])
+def test_solver_matches_naive_algorithm_with_fixed_step(bins):
+    X, y, _ = make_ar1_classification(120, 30, k_true=2, random_state=6)
+    y = np.where(y > 0, 1.0, -1.0)
+    sched = annealing_schedule(30, 4, 40, 10)
+    res = fsa_fit(X, y, 4, loss="logistic", bins=None if bins == 0 else bins, n_iter=40,
+                  mu=10, learning_rate=0.5, prior=Shrinkage(1e-3))
+    fp = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
+    loss = get_loss("logistic")
+    kept, beta, icpt = naive.fsa_reference(X, y, 4, sched, fp, bins, "logistic", 0.5, 1e-3,
+                                           intercept=loss.init_intercept(y),
+                                           curv=loss.curvature)
+    np.testing.assert_array_equal(res.support, kept)
+    np.testing.assert_allclose(res.decision_function(X),
+                               naive.centred_basis(X[:, kept], fp[kept], bins) @ beta.ravel()
+                               + icpt, rtol=1e-8, atol=1e-10)
+
+
+def test_fsa_recovers_support_and_history():
+    X, y, true = make_ar1_classification(1000, 300, k_true=10, random_state=7)
+    res = fsa_fit(X, np.where(y > 0, 1.0, -1.0), 10, loss="logistic")
+    np.testing.assert_array_equal(res.support, true)
+    h = res.history
+    assert h["n_kept"][-1] == 10 and h["n_kept"][0] == annealing_schedule(300, 10)[0]
+    assert h["width"][0] == 300 and np.all(np.diff(h["width"]) <= 0)
+    # once the set is fixed, the objective decreases monotonically (step 1/L)
+    tail = h["loss"][260:]
+    assert np.all(np.diff(tail) <= 1e-12)
+    sched = annealing_schedule(300, 10)
+    assert h["data_passes"] == pytest.approx((300 + sched[:-1].sum()) / 300)
+    annealing = (300 + (sched[:-1] - 10).sum()) / 300 - 10 / 300
+    assert annealing < 6  # the annealing itself costs under 6 passes at mu=300
+
+
+def test_squared_loss_default_step_is_stable_where_paper_step_diverges():
+    X, y, true = make_ar1_regression(1000, 1000, k_true=30, random_state=8)
+    res = fsa_fit(X, y, 30, loss="squared")
+    np.testing.assert_array_equal(res.support, true)
+    rmse = np.sqrt(np.mean((res.decision_function(X) - y) ** 2))
+    assert rmse < 1.05
+    bad = fsa_fit(X, y, 30, loss="squared", learning_rate=1.0)
+    assert not np.isfinite(bad.history["loss"][-1]) or bad.history["loss"][-1] > 1e6
+
+
+def test_power_iteration_estimate_tracks_largest_eigenvalue():
+    X, y, true = make_ar1_regression(500, 60, k_true=6, random_state=9)
+    res = fsa_fit(X, y, 6, loss="squared")
+    fp = _column_table(X[:, res.support], get_response(None), 1 << 20)
+    lam = np.linalg.eigvalsh(naive.curvature_operator(X[:, res.support], fp, 0)).max()
+    np.testing.assert_allclose(res.history["lipschitz"], lam, rtol=1e-3)
+
+
+def test_fit_is_deterministic_and_seeded():
+    X, y, _ = make_ar1_classification(300, 200, k_true=5, random_state=10)
+    y = np.where(y > 0, 1.0, -1.0)
+    a = fsa_fit(X, y, 5, loss="lorenz", bins=3, random_state=3)
+    b = fsa_fit(X, y, 5, loss="lorenz", bins=3, random_state=3)
+    np.testing.assert_array_equal(a.support, b.support)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.intercept == b.intercept
+
+
+def test_float32_input_is_kept_and_gives_the_same_support():
+    X, y, true = make_ar1_classification(600, 200, k_true=5, random_state=11)
+    y = np.where(y > 0, 1.0, -1.0)
+    a = fsa_fit(X, y, 5, loss="logistic")
+    b = fsa_fit(X.astype(np.float32), y, 5, loss="logistic")
+    np.testing.assert_array_equal(a.support, b.support)
+    np.testing.assert_allclose(a.coef, b.coef, rtol=1e-3)
+
+
+def test_piecewise_linear_learns_nonlinear_response():
+    rng = np.random.default_rng(12)
+    X = rng.uniform(-2, 2, size=(3000, 20))
+    y = np.where(np.abs(X[:, 3]) + 0.3 * X[:, 7] > 1.0, 1.0, -1.0)  # |x| is not linear
+    res = fsa_fit(X, y, 2, loss="logistic", bins=8, prior=SecondOrder(1e-3, 1e-2))
+    np.testing.assert_array_equal(res.support, [3, 7])
+    f3 = res.coef[0]  # response of x3 at its 9 knots: V-shaped
+    assert f3[0] > f3[4] and f3[-1] > f3[4]
+    acc = np.mean(np.sign(res.decision_function(X)) == y)
+    assert acc > 0.95
+
+
+def test_ranking_recovers_relevant_features():
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(600, 50))
+    score = 2 * X[:, 4] - X[:, 17]
+    groups = np.repeat(np.arange(60), 10)
+    from cvfs.estimators import ranking_pairs
+
+    pairs = ranking_pairs(score, groups)
+    res = fsa_fit(X, score, 2, loss="rank", pairs=pairs, n_iter=300)
+    np.testing.assert_array_equal(res.support, [4, 17])
+    assert res.coef[0, 0] > 0 > res.coef[1, 0]
+
+
+def test_out_of_core_inputs_match_in_memory(tmp_path):
+    import h5py
+
+    X, y, true = make_ar1_classification(2000, 400, k_true=8, random_state=14)
+    X = X.astype(np.float32)
+    y = np.where(y > 0, 1.0, -1.0)
+    ref = fsa_fit(X, y, 8, loss="lorenz")
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f["X"] = X
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        # the kept columns may use 1/4 of X's size: the first iterations read row blocks
+        a = fsa_fit(f["X"], y, 8, loss="lorenz", max_memory=X.nbytes // 4,
+                    block_bytes=300 * 400 * 4)
+    b = fsa_fit(np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="r", shape=X.shape), y,
+                8, loss="lorenz", max_memory=X.nbytes // 4)
+    for r in (a, b):
+        np.testing.assert_array_equal(r.support, ref.support)
+        np.testing.assert_allclose(r.coef, ref.coef, rtol=1e-6, atol=1e-9)
+        assert r.history["n_kept"][0] == ref.history["n_kept"][0]
+    np.testing.assert_array_equal(ref.support, true)
+
+
+def test_core_errors():
+    X = np.zeros((5, 3))
+    with pytest.raises(ValueError, match="loss must be one of"):
+        get_loss("hinge")
+    with pytest.raises(TypeError, match="loss must be a name"):
+        get_loss(3)
+    with pytest.raises(ValueError, match="prior must be one of"):
+        get_prior("l1")
+    with pytest.raises(ValueError, match="needs prior='second_order'"):
+        get_prior("shrinkage", smoothness=1.0)
+    with pytest.raises(TypeError, match="prior must be a name"):
+        get_prior(1)
+    with pytest.raises(ValueError, match="shrinkage must be"):
+        Shrinkage(-1)
+    with pytest.raises(ValueError, match="smoothness must be"):
+        SecondOrder(0.1, -1)
+    with pytest.raises(ValueError, match="h must be > 0"):
+        HuberSVM(0)
+    with pytest.raises(ValueError, match="bins must be"):
+        get_response(0)
+    with pytest.raises(ValueError, match="at least one row"):
+        fsa_fit(np.zeros((0, 3)), np.zeros(0), 1)
+    with pytest.raises(ValueError, match="at least one pair"):
+        fsa_fit(X, np.zeros(5), 1, loss="rank")
+    Xn = X.copy()
+    Xn[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity .first in row 2"):
+        fsa_fit(Xn, np.ones(5), 1, loss="squared")
+    assert set(LOSSES) == {"squared", "logistic", "lorenz", "svm", "rank"}

@@ -1,0 +1,125 @@
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from cvfs import FSAClassifier, FSARanker, FSARegressor
+from cvfs.datasets.synthetic import make_ar1_classification, make_ar1_regression
+from cvfs.estimators import ranking_pairs
+
+
+@parametrize_with_checks([
+    FSAClassifier(k=3, n_iter=60),
+    FSAClassifier(k=3, n_iter=60, loss="lorenz", bins=3),
+    FSARegressor(k=3, n_iter=60),
+    FSARanker(k=3, n_iter=60, bins=None),
+])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_classifier_recovers_support_with_string_labels():
+    X, y, true = make_ar1_classification(1000, 500, k_true=10, random_state=0)
+    labels = np.array(["face", "not"])[1 - y]
+    clf = FSAClassifier(k=10).fit(X, labels)
+    np.testing.assert_array_equal(clf.support_, true)
+    assert clf.score(X, labels) > 0.95
+    np.testing.assert_array_equal(clf.get_support(indices=True), true)
+    assert clf.transform(X).shape == (1000, 10)
+    p = clf.predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert set(clf.predict(X)) == {"face", "not"}
+    assert not hasattr(FSAClassifier(loss="lorenz").fit(X, labels), "predict_proba")
+
+
+def test_regressor_and_history():
+    X, y, true = make_ar1_regression(1000, 1000, k_true=30, random_state=1)
+    reg = FSARegressor(k=30).fit(X, y)
+    np.testing.assert_array_equal(reg.support_, true)
+    assert reg.score(X, y) > 0.95
+    assert reg.history_["n_kept"][-1] == 30 and reg.history_["loss"].shape == (500,)
+
+
+def test_ranker_pairs_only_within_groups():
+    y = np.array([3, 1, 1, 2, 0])
+    g = np.array([0, 0, 1, 1, 0])
+    i, j, r = ranking_pairs(y, g)
+    pairs = {(a, b): c for a, b, c in zip(i, j, r)}
+    assert pairs == {(0, 1): 1.0, (0, 4): 1.0, (1, 4): 1.0, (2, 3): 0.0}
+    i, j, r = ranking_pairs([1, 1], None)
+    assert r.tolist() == [0.5]
+
+
+def test_ranker_recovers_features_and_orders_groups():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(800, 60))
+    quality = X[:, 5] - 0.5 * X[:, 40] + 0.1 * rng.normal(size=800)
+    groups = np.repeat(np.arange(80), 10)
+    rk = FSARanker(k=2).fit(X, quality, groups=groups)
+    np.testing.assert_array_equal(rk.support_, [5, 40])
+    assert rk.coef_.shape == (2, 5)
+    assert rk.score(X, quality, groups) > 0.9
+    # the response of x5 increases, that of x40 decreases
+    assert rk.coef_[0, -1] > rk.coef_[0, 0] and rk.coef_[1, -1] < rk.coef_[1, 0]
+
+
+def test_same_random_state_same_model():
+    X, y, _ = make_ar1_classification(400, 100, k_true=4, random_state=3)
+    a = FSAClassifier(k=4, bins=4, random_state=5).fit(X, y)
+    b = FSAClassifier(k=4, bins=4, random_state=5).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+
+
+def test_out_of_core_estimator(tmp_path):
+    import h5py
+
+    X, y, true = make_ar1_classification(1500, 300, k_true=6, random_state=4)
+    with h5py.File(tmp_path / "d.h5", "w") as f:
+        f["X"] = X.astype(np.float32)
+    with h5py.File(tmp_path / "d.h5", "r") as f:
+        clf = FSAClassifier(k=6, loss="lorenz", max_memory=X.nbytes // 8).fit(f["X"], y)
+        with pytest.raises(ValueError, match="y must be 1-D with X.shape"):
+            FSAClassifier().fit(f["X"], y[:-1])
+    np.testing.assert_array_equal(clf.support_, true)
+    assert clf.n_features_in_ == 300
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"k": 0}, "k must be an integer >= 1"),
+    ({"k": 2.5}, "k must be an integer >= 1"),
+    ({"n_iter": 0}, "n_iter must be an integer >= 1"),
+    ({"mu": -1}, "mu must be a finite number >= 0"),
+    ({"learning_rate": 0.0}, "learning_rate must be a finite number > 0"),
+    ({"bins": 0}, "bins must be an integer >= 1"),
+    ({"shrinkage": -1.0}, "shrinkage must be a finite number >= 0"),
+    ({"smoothness": np.nan}, "smoothness must be a finite number >= 0"),
+    ({"max_memory": 0}, "max_memory must be an integer >= 1"),
+    ({"loss": "squared"}, "loss must be one of"),
+    ({"prior": "l1"}, "prior must be one of"),
+    ({"smoothness": 1.0}, "needs prior='second_order'"),
+])
+def test_classifier_parameter_errors(params, match):
+    X, y, _ = make_ar1_classification(50, 20, k_true=1, random_state=0)
+    with pytest.raises(ValueError, match=match):
+        FSAClassifier(**params).fit(X, y)
+
+
+def test_data_errors():
+    X, y, _ = make_ar1_classification(50, 20, k_true=1, random_state=0)
+    with pytest.raises(ValueError, match="exactly 2 classes, got 3"):
+        FSAClassifier().fit(X, np.arange(50) % 3)
+    with pytest.raises(ValueError, match="exactly 2 classes, got 1"):
+        FSAClassifier().fit(X, np.zeros(50))
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        FSAClassifier().fit(Xn, y)
+    with pytest.raises(ValueError, match="groups must be 1-D"):
+        FSARanker().fit(X, y, groups=np.zeros(10))
+    with pytest.raises(ValueError, match="at least one group with two or more"):
+        FSARanker().fit(X, y, groups=np.arange(50))
+    with pytest.raises(ValueError, match="loss must be one of"):
+        FSARegressor(loss="logistic").fit(X, y)
+    clf = FSAClassifier(k=2, n_iter=20).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(X[:, :5])

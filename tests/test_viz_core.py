@@ -1,0 +1,26 @@
+import numpy as np
+import pytest
+
+from cvfs import FSAClassifier
+from cvfs.core.fsa import fsa_fit
+from cvfs.datasets.synthetic import make_ar1_classification
+from cvfs.viz import plot_coefficient_paths, plot_response_functions, plot_schedules, save_figure
+
+
+def test_figures_are_written(tmp_path):
+    X, y, true = make_ar1_classification(300, 100, k_true=3, random_state=0)
+    res = fsa_fit(X, np.where(y > 0, 1.0, -1.0), 3, n_iter=100, record_path=True)
+    assert res.path.shape == (100, 100)
+    assert np.count_nonzero(res.path[-1]) == 3
+    ax = plot_coefficient_paths(res.path, highlight=true)
+    assert len(ax.lines) > 3
+    save_figure(ax.figure, tmp_path / "paths.png")
+    ax = plot_schedules(1000, 10)
+    assert len(ax.lines) == 6
+    save_figure(ax.figure, tmp_path / "sched.png")
+    clf = FSAClassifier(k=3, bins=5, n_iter=100).fit(X, y)
+    axes = plot_response_functions(clf)
+    save_figure(axes.ravel()[0].figure, tmp_path / "resp.png")
+    assert {p.name for p in tmp_path.iterdir()} == {"paths.png", "sched.png", "resp.png"}
+    with pytest.raises(ValueError, match="piecewise-linear"):
+        plot_response_functions(FSAClassifier(k=3, n_iter=50).fit(X, y))
