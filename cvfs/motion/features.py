@@ -39,7 +39,7 @@ from cvfs.motion.candidates import Candidates, _unit_rows, check_points, velocit
 __all__ = ["FEATURE_VERSION", "KNN_KS", "SUBSPACE_DIMS", "THRESHOLDS", "cut_fractions",
            "candidate_features", "feature_names", "n_features", "dim_slots"]
 
-FEATURE_VERSION = 3
+FEATURE_VERSION = 4
 SUBSPACE_DIMS = (1, 2, 3, 4)
 THRESHOLDS = tuple(float(t) for t in np.geomspace(0.002, 0.5, 16))
 KNN_KS = tuple(range(1, 11)) + (12, 14, 16, 18, 20, 25, 30, 35, 40, 45, 50)
