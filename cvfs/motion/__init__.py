@@ -1,7 +1,7 @@
 """Motion segmentation by learned ranking of candidate segmentations (FSA-Rank, Hopkins155).
 
 ``segment(points, n_motions)`` is the one call a user needs: candidates by velocity clustering over
-a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~1700 ranking features per candidate
+a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per candidate
 (:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
 (:mod:`~cvfs.motion.ranking`). :mod:`~cvfs.motion.evaluate` reproduces the paper's Table VII.
 
