@@ -83,7 +83,34 @@ def _motion_part(out, verbose):
     ]
 
 
-PARTS = {"fsa": _fsa_part, "motion": _motion_part}
+def _astro_part(out, verbose):
+    """Screened SBL on a crop of the Hubble Deep Field (bundled with scikit-image)."""
+    import numpy as np
+    from skimage import data
+    from skimage.color import rgb2gray
+
+    from cvfs import astro
+    from cvfs.astro.readers import write_catalogue
+    from cvfs.viz.astro import save_figure_atomic, source_figure
+
+    crop = rgb2gray(data.hubble_deep_field())[:128, :128]
+    t0 = time.perf_counter()
+    res = astro.localise_and_denoise(crop, random_state=0, verbose=verbose)
+    elapsed = time.perf_counter() - t0
+    write_catalogue(out / "astro_catalogue.csv", res.catalogue)
+    save_figure_atomic(source_figure(crop, res.catalogue, res.model), out / "astro_hdf.png")
+    resid = float(np.std(crop - res.model))
+    top = ", ".join(f"({s['x']:.1f}, {s['y']:.1f})" for s in res.catalogue[:3])
+    return [
+        "Astronomy (screened SBL, Hubble Deep Field 128x128 crop, 10,000 PSF atoms per tile):",
+        f"  {len(res.catalogue)} sources in {elapsed:.1f} s; brightest at (x, y) {top}",
+        f"  noise sigma {res.noise_sigma:.4f}, residual std {resid:.4f}, "
+        f"mean atoms screened per tile {np.mean(res.screening):.0%}",
+        "  files: astro_catalogue.csv, astro_hdf.png",
+    ]
+
+
+PARTS = {"fsa": _fsa_part, "astro": _astro_part, "motion": _motion_part}
 
 
 def run(out, parts=None, verbose=True):

@@ -55,6 +55,98 @@ def fsa_reference(X, y, k, schedule, fp, bins, loss, lr, shrink, intercept=0.0,
     return kept, beta, intercept
 
 
+# ---- SBL ----
+
+
+def gram_cd_epoch(G, b, pen, t, q, positive):
+    """Twin of ``cvfs.core._lasso_kernels.gram_cd_epoch``: returns new (t, q)."""
+    t = t.copy()
+    for j in range(t.size):
+        if G[j, j] <= 0:
+            continue
+        z = t[j] + (b[j] - G[j] @ t) / G[j, j]
+        thr = pen[j] / G[j, j]
+        t[j] = max(z - thr, 0.0) if positive else np.sign(z) * max(abs(z) - thr, 0.0)
+    return t, G @ t
+
+
+def gram_gap(b, pen, t, q, yy, positive):
+    """Twin of ``gram_gap``: primal value and gap of the working-set problem."""
+    corr = b - q
+    c = corr if positive else np.abs(corr)
+    scale = max(1.0, np.max(c / pen))
+    rr = yy - 2 * b @ t + t @ q
+    primal = 0.5 * rr + pen @ np.abs(t)
+    # dual at eta = r / scale: 1/2 ||y||^2 - 1/2 ||y - eta||^2 with y^T r = yy - b^T t
+    dual = 0.5 * yy - 0.5 * (yy - 2 * (yy - b @ t) / scale + rr / scale**2)
+    return primal, primal - dual
+
+
+def weighted_lasso_objective(Phi, y, pen, theta):
+    """1/2 ||y - Phi theta||^2 + sum pen |theta|."""
+    r = y - Phi @ theta
+    return 0.5 * r @ r + pen @ np.abs(theta)
+
+
+def gram_cd_solve(G, b, pen, t, yy, tol, max_epochs, positive):
+    """Twin of ``gram_cd_solve`` without extrapolation: plain epochs until the gap is <= tol."""
+    gap = np.inf
+    for epoch in range(1, max_epochs + 1):  # noqa: B007 (returned)
+        t, q = gram_cd_epoch(G, b, pen, t, G @ t, positive)
+        _, gap = gram_gap(b, pen, t, q, yy, positive)
+        if gap <= tol:
+            break
+    return t, epoch, gap
+
+
+# ---- vision ----
+
+
+def naive_hog_cells(channel):
+    """Cell histograms of a 2-D channel at every top-left pixel, skimage's conventions.
+
+    Returns an array of shape (H - 5, W - 5, 8): direct loops over each 6x6 cell.
+    """
+    img = channel.astype(np.float64)
+    g_row = np.zeros_like(img)
+    g_col = np.zeros_like(img)
+    g_row[1:-1, :] = img[2:, :] - img[:-2, :]
+    g_col[:, 1:-1] = img[:, 2:] - img[:, :-2]
+    mag = np.hypot(g_col, g_row)
+    orient = np.rad2deg(np.arctan2(g_row, g_col)) % 180
+    h, w = img.shape
+    out = np.zeros((h - 5, w - 5, 8))
+    for r in range(h - 5):
+        for c in range(w - 5):
+            o = orient[r:r + 6, c:c + 6]
+            m = mag[r:r + 6, c:c + 6]
+            for b in range(8):
+                sel = (o >= 22.5 * b) & (o < 22.5 * (b + 1))
+                out[r, c, b] = m[sel].sum() / 36.0
+    return out
+
+
+def naive_haar(window, feature):
+    """Value of one Haar feature (type, x, y, w, h) on a 2-D window, from explicit means."""
+    t, x, y, w, h = (int(feature[k]) for k in ("type", "x", "y", "w", "h"))
+    r = window[y:y + h, x:x + w].astype(np.float64)
+    if t == 0:  # edge_x: left - right
+        return r[:, : w // 2].mean() - r[:, w // 2:].mean()
+    if t == 1:  # edge_y: top - bottom
+        return r[: h // 2].mean() - r[h // 2:].mean()
+    if t == 2:  # line_x: outer thirds - middle third
+        a = w // 3
+        return np.concatenate([r[:, :a], r[:, 2 * a:]], axis=1).mean() - r[:, a:2 * a].mean()
+    if t == 3:  # line_y
+        a = h // 3
+        return np.concatenate([r[:a], r[2 * a:]], axis=0).mean() - r[a:2 * a].mean()
+    # quad: top-left and bottom-right minus top-right and bottom-left
+    hh, hw = h // 2, w // 2
+    pos = np.concatenate([r[:hh, :hw].ravel(), r[hh:, hw:].ravel()])
+    neg = np.concatenate([r[:hh, hw:].ravel(), r[hh:, :hw].ravel()])
+    return pos.mean() - neg.mean()
+
+
 # ---- motion ----
 
 

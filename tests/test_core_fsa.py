@@ -46,6 +46,18 @@ def test_kernel_loss_matches_numpy(name):
     np.testing.assert_allclose(out[:, 1], loss.gradient(z, y), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+def test_kernel_row_losses_match_numpy(name):
+    rng = np.random.default_rng(16)
+    loss = get_loss(name)
+    z = rng.normal(0, 5, 2000)
+    y = rng.normal(size=2000) if name == "squared" else rng.choice([-1.0, 1.0], 2000)
+    d = np.empty(2000)
+    total = K.loss_rows(loss.code, loss.param, z, y, d)
+    np.testing.assert_allclose(total, loss.value(z, y).sum(), rtol=1e-12)
+    np.testing.assert_allclose(d, loss.gradient(z, y), rtol=1e-12, atol=1e-15)
+
+
 def test_loss_curvature_bounds_second_derivative():
     z = np.linspace(-10, 10, 20001)
     for name in ["squared", "logistic", "lorenz", "svm"]:
@@ -223,6 +235,15 @@ def test_fit_is_deterministic_and_seeded():
     assert a.intercept == b.intercept
 
 
+def test_progress_bar_does_not_change_the_fit():
+    X, y, _ = make_ar1_classification(300, 200, k_true=5, random_state=15)
+    y = np.where(y > 0, 1.0, -1.0)
+    a = fsa_fit(X, y, 5, loss="logistic", verbose=False)
+    b = fsa_fit(X, y, 5, loss="logistic", verbose=True)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.history["lr"], b.history["lr"])
+
+
 def test_float32_input_is_kept_and_gives_the_same_support():
     X, y, true = make_ar1_classification(600, 200, k_true=5, random_state=11)
     y = np.where(y > 0, 1.0, -1.0)
@@ -311,3 +332,19 @@ def test_core_errors():
     with pytest.raises(ValueError, match="NaN or infinity .first in row 2"):
         fsa_fit(Xn, np.ones(5), 1, loss="squared")
     assert set(LOSSES) == {"squared", "logistic", "lorenz", "svm", "rank"}
+
+
+def test_column_statistics_match_numpy_across_blocks():
+    from cvfs.core.responses import _ColumnStats
+
+    rng = np.random.default_rng(17)
+    X = rng.normal(1e4, 2.0, size=(1000, 7))  # a large mean: no cancellation allowed
+    st = _ColumnStats(7)
+    for r0 in range(0, 1000, 300):
+        assert st.update(np.ascontiguousarray(X[r0:r0 + 300]))
+    np.testing.assert_allclose(st.mean, X.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(st.m2 / 1000, X.var(axis=0), rtol=1e-9)
+    np.testing.assert_array_equal(st.lo, X.min(axis=0))
+    np.testing.assert_array_equal(st.hi, X.max(axis=0))
+    X[5, 3] = np.inf
+    assert not _ColumnStats(7).update(X)

@@ -123,3 +123,28 @@ def test_data_errors():
     clf = FSAClassifier(k=2, n_iter=20).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:, :5])
+
+
+def test_out_of_core_validation_errors(tmp_path):
+    import h5py
+
+    from cvfs.base import check_random_state
+
+    with h5py.File(tmp_path / "e.h5", "w") as f:
+        f["X3"] = np.zeros((4, 3, 2))
+        f["X"] = np.zeros((4, 3))
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        with pytest.raises(ValueError, match="X must be 2-D, got shape"):
+            FSARegressor().fit(f["X3"], np.zeros(4))
+        with pytest.raises(ValueError, match="y contains NaN"):
+            FSARegressor().fit(f["X"], np.array([0, 1, np.nan, 2]))
+    with pytest.raises(TypeError, match="random_state must be None, an int or a numpy Gen"):
+        check_random_state("seed")
+    assert isinstance(check_random_state(np.random.RandomState(0)), np.random.Generator)
+
+
+def test_synthetic_generator_errors():
+    from cvfs.datasets.synthetic import true_features
+
+    with pytest.raises(ValueError, match="need n_features >= 100"):
+        true_features(10, 50)

@@ -68,3 +68,11 @@ def test_estimator_roundtrip_gives_identical_predictions(tmp_path):
         save_estimator(tmp_path / "u.h5", FSAClassifier())
     with pytest.raises(ValueError, match="saves cvfs estimators"):
         save_estimator(tmp_path / "u.h5", object())
+
+
+def test_load_estimator_rejects_other_models(tmp_path):
+    from cvfs.io import load_estimator
+
+    path = save_model(tmp_path / "m.h5", "keypoint-detector", {"w": np.zeros(2)})
+    with pytest.raises(ValueError, match="not a cvfs estimator"):
+        load_estimator(path)

@@ -148,10 +148,9 @@ def _column_table(X, response, block_bytes):
     stats = _ColumnStats(M)
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         block = _read_block(X, r0, r1)
-        if not np.all(np.isfinite(block)):
+        if not stats.update(block):
             bad = r0 + int(np.argwhere(~np.isfinite(block))[0, 0])
             raise ValueError(f"X contains NaN or infinity (first in row {bad})")
-        stats.update(block)
     if response.bins == 0:
         return response.table(stats)
     fp = response.bin_table(stats)
@@ -289,11 +288,12 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
             schedule, loss, curv, shrink, smooth, lr_fixed, fit_intercept, hist, path,
             max_memory, block_bytes, itemsize, bar)
     chunk = n_iter if not verbose else max(1, n_iter // 50)
+    track = True
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
-        X, cols, fp, beta, v, support, intercept, lam = K.fsa_loop(
-            X, y, pi, pj, pr, cols, fp, response.bins, beta, v, support, intercept, lam, e, e1,
-            schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed,
+        X, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            X, y, pi, pj, pr, cols, fp, response.bins, beta, v, support, intercept, lam, track,
+            e, e1, schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed,
             fit_intercept, hist, path)
         bar.update(e1 - e)
         e = e1
