@@ -26,9 +26,9 @@ SETTINGS = {"alphas": [1.0, 2.0, 4.0, 8.0], "feature_version": FEATURE_VERSION,
 def synthetic_ranker():
     """A small FSA-Rank model trained on synthetic rigid-motion sequences."""
     X, err, groups = [], [], []
-    for i in range(14):
+    for i in range(10):
         k = 2 + i % 2
-        pts, truth = make_rigid_motions(k, 90, 12, noise=0.004, random_state=100 + i)
+        pts, truth = make_rigid_motions(k, 80, 10, noise=0.004, random_state=100 + i)
         cand = generate_candidates(pts, k)
         X.append(candidate_features(pts, cand))
         err.append(misclassification(cand.labels, truth))
@@ -137,8 +137,8 @@ def test_cli_motion_evaluate_on_a_subset(real_data, tmp_path):
 
 
 def test_cli_motion_segment_synthetic(capsys):
-    assert cli.main(["motion", "segment", "synth:motions=2,frames=12,seed=3", "--motions",
-                     "2"]) == 0
+    assert cli.main(["motion", "segment", "synth:motions=2,frames=8,seed=3,width=200,height=150",
+                     "--motions", "2"]) == 0
     assert "points per motion" in capsys.readouterr().out
 
 
@@ -160,7 +160,7 @@ def test_video_app_on_a_real_video(real_data, tmp_path):
     bad = tmp_path / "bad.avi"
     bad.write_bytes(b"garbage")
     assert app.main([str(bad), "--out", str(tmp_path)]) == 2
-    assert app.main(["synth:motions=2,frames=10", "--motions", "auto", "--out",
+    assert app.main(["synth:motions=2,frames=8,width=200,height=150", "--motions", "auto", "--out",
                      str(tmp_path)]) == 0
 
 
