@@ -208,3 +208,28 @@ def test_summarise_and_table():
     assert rows["all"]["n"] == 4 and rows["traffic_three"]["n"] == 0
     text = format_table({"A": rows, "B": rows})
     assert "All sequences combined [n=4]" in text and "Checkerboard (2 motion)" in text
+
+
+def test_feature_cache_script(real_data, tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from cvfs.motion.cache import cache_matches, load_cache
+
+    root = tmp_path / "h155"
+    root.mkdir()
+    for n in ("1R2RC_g12", "cars1"):
+        (root / n).symlink_to(real_data / "hopkins155" / n)
+    path = Path(__file__).resolve().parents[1] / "data_prep" / "motion_features.py"
+    spec = importlib.util.spec_from_file_location("motion_features", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "cache.h5"
+    assert mod.main(["--data", str(root), "--out", str(out), "--quiet"]) == 0
+    assert cache_matches(out, names=["1R2RC_g12", "cars1"])
+    data, seconds = load_cache(out)
+    assert data.names == ["1R2RC_g12", "cars1"] and seconds.shape == (2,)
+    assert data.X.shape == (data.groups.size, n_features())
+    assert np.all((data.errors >= 0) & (data.errors <= 1)) and data.oracle().max() < 0.02
+    with pytest.raises(ValueError, match="not in the cache"):
+        load_cache(out, names=["nope"])

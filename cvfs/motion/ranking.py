@@ -283,6 +283,9 @@ class MotionRanker:
         None lets FSARanker derive a stable step (the paper's eta = 0.5 is on its scaling).
     shrinkage : float, default 0.01
         The paper's lambda.
+    prior : {"shrinkage", "second_order"}, default "shrinkage"
+    smoothness : float, default 0.0
+        c of the second-order prior (paper eq. 13), ``prior="second_order"`` only.
     random_state : None, int or Generator, default 0
 
     Attributes
@@ -296,21 +299,24 @@ class MotionRanker:
     """
 
     def __init__(self, k=40, bins=4, n_iter=300, mu=300, learning_rate=None, shrinkage=0.01,
-                 random_state=0):
+                 prior="shrinkage", smoothness=0.0, random_state=0):
         self.k = k
         self.bins = bins
         self.n_iter = n_iter
         self.mu = mu
         self.learning_rate = learning_rate
         self.shrinkage = shrinkage
+        self.prior = prior
+        self.smoothness = smoothness
         self.random_state = random_state
 
     def _make(self):
         from cvfs.estimators import FSARanker
 
         return FSARanker(k=self.k, bins=self.bins, n_iter=self.n_iter, mu=self.mu,
-                         learning_rate=self.learning_rate, prior="shrinkage",
-                         shrinkage=self.shrinkage, random_state=self.random_state)
+                         learning_rate=self.learning_rate, prior=self.prior,
+                         shrinkage=self.shrinkage, smoothness=self.smoothness,
+                         random_state=self.random_state)
 
     def fit(self, X, errors, groups):
         """Fit on candidate features; higher score = lower misclassification.
@@ -386,6 +392,7 @@ def load_ranker(path):
     p = est.get_params()
     ranker = MotionRanker(k=p["k"], bins=p["bins"], n_iter=p["n_iter"], mu=p["mu"],
                           learning_rate=p["learning_rate"], shrinkage=p["shrinkage"],
+                          prior=p["prior"], smoothness=p["smoothness"],
                           random_state=p["random_state"])
     ranker.estimator_ = est
     ranker.settings_ = dict(model.settings)
