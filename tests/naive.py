@@ -30,9 +30,10 @@ def curvature_operator(X, fp, bins, pairs=None):
     U = centred_basis(X, fp, bins)
     if pairs is None:
         return U.T @ U / U.shape[0]
-    i, j, _ = pairs
+    i, j = pairs[:2]
+    w = np.full(len(i), 1.0) if len(pairs) < 4 else np.asarray(pairs[3], float)
     D = U[i] - U[j]
-    return D.T @ D / len(i)
+    return D.T @ (D * (w / w.sum())[:, None])
 
 
 def fsa_reference(X, y, k, schedule, fp, bins, loss, lr, shrink, intercept=0.0,
