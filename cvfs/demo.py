@@ -110,7 +110,40 @@ def _astro_part(out, verbose):
     ]
 
 
-PARTS = {"fsa": _fsa_part, "astro": _astro_part, "motion": _motion_part}
+def _keypoints_part(out, verbose):
+    """The shipped keypoint detectors on scikit-image's astronaut photo: detect, draw, summary."""
+    import cv2
+    from skimage import data
+
+    from cvfs.io import atomic_path
+    from cvfs.keypoints import load_detector
+    from cvfs.viz.keypoints import draw_keypoints
+
+    det = load_detector()
+    img = data.astronaut()
+    t0 = time.perf_counter()
+    found = det.detect(img, max_scale=1.0)  # the face is large: no upsampled levels
+    elapsed = time.perf_counter() - t0
+    best = {k: v[:1] for k, v in found.items()}
+    drawn = draw_keypoints(img, best)
+    with atomic_path(out / "keypoints_astronaut.png") as tmp:
+        cv2.imwrite(str(tmp), cv2.cvtColor(drawn, cv2.COLOR_RGB2BGR))
+    lines = [f"Keypoints (shipped detectors {', '.join(det.keypoints)}) on skimage astronaut "
+             f"{img.shape[1]}x{img.shape[0]}: {elapsed:.1f} s"]
+    for k, v in found.items():
+        top = (f"best at x={v[0, 0]:.0f}, y={v[0, 1]:.0f} (score {v[0, 2]:.2f})" if len(v)
+               else "none above threshold")
+        lines.append(f"  {k}: {len(v)} detections, {top}")
+    lines.append("  figure: keypoints_astronaut.png (best detection per keypoint)")
+    return lines
+
+
+PARTS = {
+    "fsa": _fsa_part,
+    "astro": _astro_part,
+    "motion": _motion_part,
+    "keypoints": _keypoints_part,
+}
 
 
 def run(out, parts=None, verbose=True):
