@@ -37,7 +37,7 @@ def _check_real(name, value, low, strict=False):
         raise ValueError(f"{name} must be a finite number {rel} {low}, got {value!r}")
 
 
-def ranking_pairs(y, groups=None):
+def ranking_pairs(y, groups=None, weights="uniform"):
     """All pairs (i, j), i < j, within each group, with r_ij = 1 if y_i > y_j, 1/2 if equal,
     0 if lower (higher y = better).
 
@@ -46,29 +46,37 @@ def ranking_pairs(y, groups=None):
     y : ndarray of shape (N,)
     groups : ndarray of shape (N,), optional
         Group label per sample; pairs never cross groups. None: one group.
+    weights : {"uniform", "group"}, default="uniform"
+        Pair weights (summing to 1): equal for every pair, or equal total weight per group (a
+        group of n samples has n (n - 1) / 2 pairs; "group" keeps large groups from dominating).
 
     Returns
     -------
     i, j : ndarray of shape (P,), int64
     r : ndarray of shape (P,), float64
+    w : ndarray of shape (P,), float64
     """
+    if weights not in ("uniform", "group"):
+        raise ValueError(f"pair weights must be 'uniform' or 'group', got {weights!r}")
     y = np.asarray(y, dtype=np.float64)
     groups = np.zeros(y.size, dtype=np.int64) if groups is None else np.asarray(groups)
     order = np.argsort(groups, kind="stable")
     _, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
-    pi, pj = [], []
+    pi, pj, pw = [], [], []
     for s, c in zip(starts, counts):
         if c < 2:
             continue
         a, b = np.triu_indices(c, 1)
         pi.append(order[s + a])
         pj.append(order[s + b])
+        pw.append(np.full(a.size, 1.0 / a.size if weights == "group" else 1.0))
     if not pi:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     pi = np.concatenate(pi).astype(np.int64)
     pj = np.concatenate(pj).astype(np.int64)
+    pw = np.concatenate(pw)
     r = np.where(y[pi] > y[pj], 1.0, np.where(y[pi] < y[pj], 0.0, 0.5))
-    return pi, pj, r
+    return pi, pj, r, pw / pw.sum()
 
 
 class _FSABase(SelectorMixin, BaseEstimator):
@@ -329,7 +337,11 @@ class FSARanker(_FSABase):
     are the paper's motion-segmentation settings (B = 4, k = 40, N_iter = 300, lambda = 0.01).
 
     Parameters
-    ----------"""
+    ----------
+    pair_weights : {"uniform", "group"}, default="uniform"
+        The loss is the weighted mean over pairs: every pair alike (the paper), or every group
+        alike (a group of n samples contributes n (n - 1) / 2 pairs, so large groups otherwise
+        dominate)."""
         + _DOC_PARAMS.format(k=40, n_iter=300, bins=4, shrinkage="0.01")
         + _DOC_ATTRS
         + """
@@ -343,9 +355,10 @@ class FSARanker(_FSABase):
     loss = "rank"
 
     def __init__(self, k=40, n_iter=300, mu=300, learning_rate=None, bins=4, prior="shrinkage",
-                 shrinkage=0.01, smoothness=0.0, max_memory=None, random_state=None,
-                 verbose=False):
+                 shrinkage=0.01, smoothness=0.0, pair_weights="uniform", max_memory=None,
+                 random_state=None, verbose=False):
         self.k = k
+        self.pair_weights = pair_weights
         self.n_iter = n_iter
         self.mu = mu
         self.learning_rate = learning_rate
@@ -377,7 +390,7 @@ class FSARanker(_FSABase):
                     f"groups must be 1-D with X.shape[0]={X.shape[0]} entries, "
                     f"got shape {groups.shape}"
                 )
-        pairs = ranking_pairs(y, groups)
+        pairs = ranking_pairs(y, groups, self.pair_weights)
         if pairs[0].size == 0:
             raise ValueError("FSARanker needs at least one group with two or more samples")
         return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss("rank"), pairs=pairs,
@@ -395,7 +408,7 @@ class FSARanker(_FSABase):
         """Pairwise accuracy within groups: the fraction of pairs with different y that the
         scores order correctly (score ties count 1/2)."""
         s = self.decision_function(X)
-        i, j, r = ranking_pairs(y, groups)
+        i, j, r, _ = ranking_pairs(y, groups)
         strict = r != 0.5
         if not strict.any():
             return 1.0

@@ -152,13 +152,15 @@ def test_kernel_gradient_matches_naive(bins, name):
     G = 1 if bins == 0 else bins + 1
     beta = rng.normal(0, 0.3, (6, G))
     v = rng.normal(size=(6, G))
-    pairs = (rng.integers(0, 40, 60), rng.integers(0, 40, 60), rng.choice([0, .5, 1], 60))
-    pi, pj, pr = (np.asarray(p) for p in pairs)
+    pairs = (rng.integers(0, 40, 60), rng.integers(0, 40, 60), rng.choice([0, .5, 1], 60),
+             rng.uniform(0.5, 2.0, 60))
+    pi, pj, pr, pw = (np.asarray(p) for p in pairs)
+    pw = pw / pw.sum()
     if name != "rank":
         pi = pj = np.zeros(0, np.int64)
-        pr = np.zeros(0)
+        pr = pw = np.zeros(0)
     cols = np.arange(6)
-    val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, 0.2,
+    val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, 0.2,
                                        loss.code, loss.param, True)
     rval, rg, rgi = naive.fsa_gradient(X, y, fp, bins, beta, 0.2, name,
                                        pairs if name == "rank" else None)

@@ -3,6 +3,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvfs import FSAClassifier, FSARanker, FSARegressor
+from cvfs.core.priors import Shrinkage
 from cvfs.datasets.synthetic import make_ar1_classification, make_ar1_regression
 from cvfs.estimators import ranking_pairs
 
@@ -42,11 +43,30 @@ def test_regressor_and_history():
 def test_ranker_pairs_only_within_groups():
     y = np.array([3, 1, 1, 2, 0])
     g = np.array([0, 0, 1, 1, 0])
-    i, j, r = ranking_pairs(y, g)
+    i, j, r, w = ranking_pairs(y, g)
     pairs = {(a, b): c for a, b, c in zip(i, j, r)}
     assert pairs == {(0, 1): 1.0, (0, 4): 1.0, (1, 4): 1.0, (2, 3): 0.0}
-    i, j, r = ranking_pairs([1, 1], None)
+    np.testing.assert_allclose(w, 0.25)
+    _, _, _, w = ranking_pairs(y, g, weights="group")
+    np.testing.assert_allclose(w, [1 / 6, 1 / 6, 1 / 6, 1 / 2])  # both groups weigh 1/2
+    i, j, r, w = ranking_pairs([1, 1], None)
     assert r.tolist() == [0.5]
+    with pytest.raises(ValueError, match="pair weights must be"):
+        ranking_pairs(y, g, weights="size")
+
+
+def test_ranker_group_weights_match_weighted_naive_gradient():
+    from cvfs.core.fsa import fsa_fit
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 8))
+    q = X[:, 2] + 0.1 * rng.normal(size=60)
+    groups = np.repeat([0, 1, 2], [30, 20, 10])
+    pairs = ranking_pairs(q, groups, "group")
+    a = FSARanker(k=2, bins=None, pair_weights="group", n_iter=50).fit(X, q, groups)
+    b = fsa_fit(X, q, 2, loss="rank", pairs=pairs, n_iter=50, mu=300, prior=Shrinkage(0.01))
+    np.testing.assert_allclose(a.coef_, b.coef[:, 0])
+    assert 2 in a.support_
 
 
 def test_ranker_recovers_features_and_orders_groups():

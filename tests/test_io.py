@@ -47,8 +47,13 @@ def test_failed_write_keeps_previous_file(tmp_path):
 
 
 def test_atomic_write_text(tmp_path):
+    import os
+
     atomic_write_text(tmp_path / "a" / "b.txt", "hi")
     assert (tmp_path / "a" / "b.txt").read_text() == "hi"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "a" / "b.txt").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_estimator_roundtrip_gives_identical_predictions(tmp_path):

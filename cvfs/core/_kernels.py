@@ -299,15 +299,13 @@ def grad_pass(X, cols, fp, bins, r, w, g, h, track):
 
 
 @njit(cache=True)
-def rank_pairs(z, t, pi, pj, pr, r, w, track):
-    """Pairwise ranking loss (mean over pairs): fills r = d loss / dz and w = D^T D t / P
-    (the curvature operator applied to t). Returns the mean pair loss."""
+def rank_pairs(z, t, pi, pj, pr, pw, r, w, track):
+    """Pairwise ranking loss, weighted mean over pairs (weights ``pw`` sum to 1): fills
+    r = d loss / dz and w = D^T W D t (the curvature operator applied to t). Returns the loss."""
     r[:] = 0.0
     w[:] = 0.0
-    P = pi.size
-    inv = 1.0 / P
     lsum = 0.0
-    for p in range(P):
+    for p in range(pi.size):
         i = pi[p]
         j = pj[p]
         d = z[i] - z[j]
@@ -319,15 +317,15 @@ def rank_pairs(z, t, pi, pj, pr, r, w, track):
             e = math.exp(d)
             sp = math.log1p(e)
             sig = e / (1.0 + e)
-        lsum += sp - pr[p] * d
-        s = (sig - pr[p]) * inv
+        lsum += (sp - pr[p] * d) * pw[p]
+        s = (sig - pr[p]) * pw[p]
         r[i] += s
         r[j] -= s
         if track:
-            dt = (t[i] - t[j]) * inv
+            dt = (t[i] - t[j]) * pw[p]
             w[i] += dt
             w[j] -= dt
-    return lsum * inv
+    return lsum
 
 
 @njit(cache=True)
@@ -390,10 +388,11 @@ def top_groups(beta, n_keep):
 
 
 @njit(cache=True)
-def compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, intercept, code, param,
+def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, code, param,
                      track):
     """Mean loss, its gradient on the centred basis (m, G), d loss / d intercept, and
-    H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T D U_c / P for ranking)."""
+    H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T W D U_c for ranking pairs
+    with weights W summing to 1)."""
     m, G = beta.shape
     g = np.zeros((m, G))
     h = np.zeros((m, G))
@@ -404,7 +403,7 @@ def compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, intercept, code,
         r = np.empty(N)
         w = np.empty(N)
         score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track)
-        loss = rank_pairs(z, t, pi, pj, pr, r, w, track)
+        loss = rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
         rsum, wsum = grad_pass(X, cols, fp, bins, r, w, g, h, track)
         finalize(g, fp, bins, rsum, 1.0)
         finalize(h, fp, bins, wsum, 1.0)
@@ -473,7 +472,7 @@ def compact_columns(X, cols):
 
 
 @njit(cache=True)
-def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam, track, e0,
+def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, lam, track, e0,
              e1, schedule, code, param, curv, shrink, smooth, lr_fixed, fit_intercept, hist,
              path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
@@ -490,7 +489,7 @@ def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam,
     G = beta.shape[1]
     for e in range(e0, e1):
         m = cols.size
-        loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v,
+        loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
                                           intercept, code, param, track)
         keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, track, curv,
                                      shrink, smooth, lr_fixed, schedule[e])

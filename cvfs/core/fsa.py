@@ -195,8 +195,9 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         Fixed step eta; None for the automatic step (module docstring).
     fit_intercept : bool, default=True
         Ignored for ranking (no intercept).
-    pairs : tuple (i, j, r) of arrays, optional
-        Ranking pairs (required for ``loss="rank"``), r = 1 if i ranks above j, 1/2 tie, 0 below.
+    pairs : tuple (i, j, r) or (i, j, r, weight) of arrays, optional
+        Ranking pairs (required for ``loss="rank"``), r = 1 if i ranks above j, 1/2 tie, 0 below;
+        the loss is the weighted mean over pairs (default: equal weights).
     max_memory : int, optional
         Bytes the kept columns may occupy in memory when X is read out of core (default: a
         quarter of physical memory).
@@ -242,10 +243,12 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         pi, pj, pr = (np.ascontiguousarray(pairs[0], np.int64),
                       np.ascontiguousarray(pairs[1], np.int64),
                       np.ascontiguousarray(pairs[2], np.float64))
+        pw = (np.full(pi.size, 1.0 / pi.size) if len(pairs) < 4
+              else np.asarray(pairs[3], np.float64) / np.sum(pairs[3]))
         fit_intercept = False
     else:
         pi = pj = np.zeros(0, np.int64)
-        pr = np.zeros(0)
+        pr = pw = np.zeros(0)
     out_of_core = is_out_of_core(X)
     if not out_of_core:
         X = np.asarray(X)
@@ -273,9 +276,9 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     sub = np.unique(np.linspace(0, N - 1, min(N, _POWER_ROWS)).astype(np.int64))
     Xs = np.ascontiguousarray(np.asarray(X[sub]), dtype=X.dtype)
     lam = K.power_estimate(Xs, cols, fp, response.bins, v, _POWER_ITERS)
-    if is_rank:  # ||D^T D|| = largest group size for complete within-group graphs
-        counts = np.bincount(np.concatenate([pi, pj]), minlength=N)
-        lam *= N * (counts.max() + 1) / pi.size
+    if is_rank:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the weighted Laplacian)
+        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
+        lam *= 2.0 * N * degree.max()
 
     hist = np.zeros((n_iter, 4))
     path = np.zeros((n_iter, M)) if record_path else np.zeros((0, 0))
@@ -284,7 +287,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     e = 0
     if out_of_core:
         e, X, cols, fp, beta, v, support, intercept, lam = _out_of_core_iterations(
-            X, y, (pi, pj, pr), cols, fp, response.bins, beta, v, support, intercept, lam,
+            X, y, (pi, pj, pr, pw), cols, fp, response.bins, beta, v, support, intercept, lam,
             schedule, loss, curv, shrink, smooth, lr_fixed, fit_intercept, hist, path,
             max_memory, block_bytes, itemsize, bar)
     chunk = n_iter if not verbose else max(1, n_iter // 50)
@@ -292,7 +295,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
         X, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, y, pi, pj, pr, cols, fp, response.bins, beta, v, support, intercept, lam, track,
+            X, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support, intercept, lam, track,
             e, e1, schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed,
             fit_intercept, hist, path)
         bar.update(e1 - e)
@@ -326,7 +329,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
     """Iterations reading X in row blocks until the kept columns fit in ``max_memory``; then
     the kept columns are loaded. Returns the iteration reached and the in-memory state."""
     N, M = X.shape
-    pi, pj, pr = pairs
+    pi, pj, pr, pw = pairs
     row_bytes = M * itemsize
     blocks = list(_row_blocks(N, row_bytes, block_bytes))
     G = beta.shape[1]
@@ -345,7 +348,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
                              z[r0:r1], t[r0:r1], track)
             r = np.empty(N)
             w = np.empty(N)
-            value = K.rank_pairs(z, t, pi, pj, pr, r, w, track)
+            value = K.rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
             rsum = wsum = 0.0
             for r0, r1 in blocks:
                 a, b = K.grad_pass(_read_block(X, r0, r1), cols, fp, bins, r[r0:r1], w[r0:r1],

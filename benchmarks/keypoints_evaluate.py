@@ -1,0 +1,161 @@
+"""AP per keypoint and eye precision/recall of our detectors and the off-the-shelf baselines.
+
+For every ``--models LABEL=PATH`` it runs the detector on the first ``--n-images`` images of each
+dataset (MTFL's AFLW test crops, Caltech WebFaces multi-face dev images), evaluates with the
+paper's criteria (detected within 5% IED; false positive >= 10% IED from every face), and prints
+
+- AP per keypoint (the keypoints both the model and the dataset have), training and fit time;
+- "eye" (both eye centres as one class, as the baselines report it): our recall at the
+  precision of each baseline operating point, and the baselines' precision/recall.
+
+Baseline detections come from ``benchmarks/keypoints_baselines.py`` (run in a dlib/OpenCV 4
+environment) via ``--baselines``. Results go to ``benchmarks/results/keypoints_evaluate.json``
+and PR figures (like the paper's Fig. 7) to ``benchmarks/results/keypoints_pr_<dataset>.png``.
+
+Example::
+
+    python benchmarks/keypoints_evaluate.py --models FSA-Lorenz=models/keypoints_fsa_lorenz.h5 \\
+        LogitBoost=/tmp/lb.h5 --n-images 300 --baselines benchmarks/results/keypoints_baselines.json
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cvfs.datasets.faces import load_caltech_webfaces, load_image, load_mtfl
+from cvfs.io import atomic_write_text
+from cvfs.keypoints import load_detector
+from cvfs.keypoints.evaluate import (
+    evaluate_detections,
+    evaluate_merged,
+    recall_at_precision,
+)
+from cvfs.viz.keypoints import plot_pr_curves, save_pr_figure
+
+EYES = ["left_eye_center", "right_eye_center"]
+DATASETS = {
+    "mtfl-test": (lambda: load_mtfl("test"), 1.0),
+    "caltech": (load_caltech_webfaces, 2.83),  # median IED ~14 px: scan up to 2^1.5
+}
+
+
+def _op(curve):
+    """Operating point with every detection kept (lowest threshold)."""
+    if curve.recall.size == 0:
+        return 0.0, 0.0
+    return float(curve.precision[-1]), float(curve.recall[-1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", required=True, help="LABEL=PATH ...")
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    ap.add_argument("--n-images", type=int, default=200, help="first N images of each dataset")
+    ap.add_argument("--n-caltech", type=int, default=None, help="Caltech images (default N)")
+    ap.add_argument("--baselines", default=None, help="JSON of keypoints_baselines.py")
+    ap.add_argument("--out", default="benchmarks/results/keypoints_evaluate.json")
+    args = ap.parse_args(argv)
+
+    base = json.loads(Path(args.baselines).read_text()) if args.baselines else {}
+    results = {"n_images": args.n_images, "n_caltech": args.n_caltech, "datasets": {}}
+    for ds in args.datasets:
+        loader, max_scale = DATASETS[ds]
+        n = args.n_caltech if ds == "caltech" and args.n_caltech else args.n_images
+        images = loader()[:n]
+        imgs = [load_image(im.path) for im in images]
+        res = {"max_scale": max_scale, "n_images": len(images), "methods": {}, "baselines": {}}
+        curves_fig, ops_fig = {}, {}
+        for spec in args.models:
+            label, path = spec.split("=", 1)
+            det = load_detector(path)
+            kps = [k for k in det.keypoints if not np.isnan(
+                np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
+            t0 = time.perf_counter()
+            dets = [det.detect(im, threshold=-np.inf, max_scale=max_scale) for im in imgs]
+            spi = (time.perf_counter() - t0) / len(imgs)
+            curves = evaluate_detections(dets, images, kps)
+            eye = evaluate_merged([np.concatenate([d[k] for k in EYES if k in d] or
+                                                  [np.zeros((0, 3))]) for d in dets],
+                                  images, [k for k in EYES if k in det.keypoints])
+            tr = det.info.get("training", {})
+            res["methods"][label] = {
+                "model": path, "seconds_per_image": spi,
+                "train_seconds": tr.get("seconds"),
+                "fit_seconds": {k: v.get("fit_seconds") for k, v in
+                                tr.get("keypoints", {}).items()},
+                "keypoints": {k: c.as_dict() for k, c in curves.items()},
+                "eye": eye.as_dict(), "_eye_curve": eye,
+            }
+            curves_fig[label] = curves
+        # baselines (same images, same criteria)
+        braw = base.get(ds, {})
+        if braw:
+            paths = [str(im.path) for im in images]
+            missing = [p for p in paths if p not in braw]
+            if missing:
+                print(f"{ds}: baselines lack {len(missing)} of the images; skipped")
+            else:
+                dl = [braw[p]["dlib"] for p in paths]
+                kps = [k for k in dl[0] if k in {*EYES, "nose_center", "mouth_left_corner",
+                                                 "mouth_right_corner", "mouth_center"}]
+                kps = [k for k in kps if not np.isnan(
+                    np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
+                dd = [{k: np.asarray(d[k], float).reshape(-1, 3) for k in kps} for d in dl]
+                dcurves = evaluate_detections(dd, images, kps)
+                deye = evaluate_merged([np.concatenate([d[k] for k in EYES]) for d in dd],
+                                       images, EYES)
+                cv = [np.asarray(braw[p]["opencv_eye"]["eye"], float).reshape(-1, 3)
+                      for p in paths]
+                ceye = evaluate_merged(cv, images, EYES)
+                res["baselines"]["dlib-68"] = {
+                    "keypoints": {k: dict(c.as_dict(), operating_point=_op(c))
+                                  for k, c in dcurves.items()},
+                    "eye": dict(deye.as_dict(), operating_point=_op(deye))}
+                res["baselines"]["opencv4-eye-cascade"] = {
+                    "eye": dict(ceye.as_dict(), operating_point=_op(ceye))}
+                ops_fig["dlib-68 (default)"] = {k: _op(c) for k, c in dcurves.items()}
+                for m in res["methods"].values():
+                    m["eye_recall_at_baseline_precision"] = {
+                        b: {"precision": _op(c)[0], "baseline_recall": _op(c)[1],
+                            "our_recall": recall_at_precision(m["_eye_curve"], _op(c)[0])}
+                        for b, c in (("dlib-68", deye), ("opencv4-eye-cascade", ceye))}
+        for m in res["methods"].values():
+            m.pop("_eye_curve")
+        results["datasets"][ds] = res
+        _print(ds, len(images), res)
+        out_fig = Path(args.out).with_name(f"keypoints_pr_{ds}.png")
+        save_pr_figure(plot_pr_curves(curves_fig, baselines=ops_fig), out_fig)
+    atomic_write_text(args.out, json.dumps(results, indent=1))
+    print(f"\nwritten {args.out}")
+    return 0
+
+
+def _kidx(name):
+    from cvfs.datasets.faces import keypoint_index
+
+    return keypoint_index(name)
+
+
+def _print(ds, n, res):
+    print(f"\n== {ds}: {n} images, pyramid up to scale {res['max_scale']} ==")
+    for label, m in res["methods"].items():
+        aps = "  ".join(f"{k} {v['average_precision']:.3f}" for k, v in m["keypoints"].items())
+        fit = sum(v or 0 for v in m["fit_seconds"].values())
+        print(f"{label:14s} AP: {aps} | eye AP {m['eye']['average_precision']:.3f} | train "
+              f"{m['train_seconds'] or 0:.0f} s (fit {fit:.0f} s) | {m['seconds_per_image']:.2f}"
+              " s/image")
+        for b, v in m.get("eye_recall_at_baseline_precision", {}).items():
+            print(f"    eye recall at {b}'s precision {v['precision']:.2f}: ours "
+                  f"{v['our_recall']:.3f} vs {v['baseline_recall']:.3f}")
+    for b, v in res["baselines"].items():
+        p, r = v["eye"]["operating_point"]
+        print(f"{b:22s} eye P/R {p:.2f}/{r:.2f}  AP {v['eye']['average_precision']:.3f}")
+    if not res["baselines"]:
+        print("(no baseline detections given)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

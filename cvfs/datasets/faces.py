@@ -1,0 +1,347 @@
+"""Annotated face images: one keypoint vocabulary and loaders of MTFL, Caltech WebFaces, AFLW2000.
+
+Every loader returns a list of :class:`AnnotatedImage`, one per image, whose ``points`` array holds
+all faces of the image on the common 21-point vocabulary :data:`KEYPOINTS` (AFLW's points in
+AFLW's order, snake_case). A point a dataset does not annotate, or marks invisible, is NaN.
+:data:`ANNOTATED` says which points each dataset annotates. Coordinates are ``(x, y)`` = (column,
+row) in original-image pixels, pixel centres at integers starting at 0 as in the files. "Left"
+is image left in every dataset (AFLW, MTFL and Caltech agree).
+
+The AFLW sqlite loader is in :mod:`cvfs.datasets.aflw`.
+
+References
+----------
+AFLW: Koestinger, Wohlhart, Roth, Bischof, "Annotated Facial Landmarks in the Wild", ICCV-W 2011.
+MTFL: Zhang, Luo, Loy, Tang, "Facial Landmark Detection by Deep Multi-task Learning", ECCV 2014.
+Caltech WebFaces: Angelova, Abu-Mostafa, Perona, "Pruning training sets for learning of object
+categories", CVPR 2005. AFLW2000: Zhu, Lei, Liu, Shi, Li, "Face Alignment Across Large Poses: A
+3D Solution", CVPR 2016.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cvfs.datasets._home import require_path
+
+__all__ = [
+    "ANNOTATED",
+    "KEYPOINTS",
+    "AnnotatedImage",
+    "inter_eye_distance",
+    "keypoint_index",
+    "load_aflw2000",
+    "load_caltech_webfaces",
+    "load_image",
+    "load_mtfl",
+]
+
+log = logging.getLogger(__name__)
+
+#: AFLW's 21 points in AFLW's order (``FeatureCoordTypes.feature_id`` 1..21), snake_case.
+KEYPOINTS = (
+    "left_brow_left_corner",
+    "left_brow_center",
+    "left_brow_right_corner",
+    "right_brow_left_corner",
+    "right_brow_center",
+    "right_brow_right_corner",
+    "left_eye_left_corner",
+    "left_eye_center",
+    "left_eye_right_corner",
+    "right_eye_left_corner",
+    "right_eye_center",
+    "right_eye_right_corner",
+    "left_ear",
+    "nose_left",
+    "nose_center",
+    "nose_right",
+    "right_ear",
+    "mouth_left_corner",
+    "mouth_center",
+    "mouth_right_corner",
+    "chin_center",
+)
+
+_MTFL = ("left_eye_center", "right_eye_center", "nose_center", "mouth_left_corner",
+         "mouth_right_corner")
+_CALTECH = ("left_eye_center", "right_eye_center", "nose_center", "mouth_center")
+
+#: Which vocabulary points each dataset annotates (others are NaN in its ``points``).
+ANNOTATED = {
+    "aflw": KEYPOINTS,
+    "aflw2000": KEYPOINTS,
+    "mtfl": _MTFL,
+    "caltech_webfaces": _CALTECH,
+}
+
+_HOW_MTFL = ("Download MTFL v1.0 (mmlab.ie.cuhk.edu.hk/projects/TCDCN.html) and put it in "
+             "$CVFS_DATA/faces/mtfl.")
+_HOW_CALTECH = ("Download Caltech 10,000 Web Faces (data.caltech.edu) into "
+                "$CVFS_DATA/faces/caltech_webfaces_dev (images/ + WebFaces_GroundThruth.txt).")
+_HOW_AFLW2000 = ("Download AFLW2000-3D (www.cbsr.ia.ac.cn/users/xiangyuzhu) and put the "
+                 ".jpg/.mat pairs in $CVFS_DATA/faces/aflw2000_sample.")
+
+
+def keypoint_index(name):
+    """Index of a keypoint name in :data:`KEYPOINTS`.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not in the vocabulary.
+    """
+    try:
+        return KEYPOINTS.index(name)
+    except ValueError:
+        raise ValueError(
+            f"keypoint must be one of the 21 AFLW names {list(KEYPOINTS)}; got {name!r}"
+        ) from None
+
+
+@dataclass
+class AnnotatedImage:
+    """One image and the keypoints of its faces.
+
+    Attributes
+    ----------
+    path : Path
+        The image file.
+    points : ndarray of shape (n_faces, 21, 2)
+        ``(x, y)`` of every vocabulary point of every face; NaN where not annotated or invisible.
+    dataset : str
+        Key of :data:`ANNOTATED`.
+    attrs : dict
+        Dataset-specific extras (e.g. MTFL's gender/smile/glasses/pose per face, AFLW face ids).
+    """
+
+    path: Path
+    points: np.ndarray
+    dataset: str
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def n_faces(self):
+        """Number of annotated faces."""
+        return self.points.shape[0]
+
+    def ied(self):
+        """Inter-eye distance per face, ndarray of shape (n_faces,); NaN if an eye is missing."""
+        return inter_eye_distance(self.points)
+
+
+def inter_eye_distance(points):
+    """Distance between the left and right eye centres.
+
+    Parameters
+    ----------
+    points : ndarray of shape (..., 21, 2)
+
+    Returns
+    -------
+    ied : ndarray of shape (...)
+    """
+    points = np.asarray(points, dtype=np.float64)
+    d = points[..., KEYPOINTS.index("left_eye_center"), :] - points[
+        ..., KEYPOINTS.index("right_eye_center"), :]
+    return np.hypot(d[..., 0], d[..., 1])
+
+
+def _empty_points(n_faces):
+    return np.full((n_faces, len(KEYPOINTS), 2), np.nan)
+
+
+def load_image(path):
+    """Read an image file as RGB uint8.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    image : ndarray of shape (height, width, 3), uint8
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file cannot be decoded as an image (corrupt or not an image).
+    """
+    import cv2
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"image file not found: {path}")
+    data = np.fromfile(path, dtype=np.uint8)
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        raise ValueError(f"could not decode image file {path}: corrupt or not an image")
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def _parse_mtfl_line(line, lineno, source):
+    parts = line.split()
+    if len(parts) != 15:
+        raise ValueError(
+            f"{source}:{lineno}: expected 15 fields (path, x1..x5, y1..y5, gender, smile, "
+            f"glasses, pose); got {len(parts)}"
+        )
+    rel = parts[0].replace("\\", "/")
+    vals = np.asarray(parts[1:11], dtype=np.float64)
+    return rel, vals[:5], vals[5:], [int(v) for v in parts[11:]]
+
+
+def load_mtfl(split="train", root=None):
+    """Load MTFL's ``training.txt`` (LFW part) or ``testing.txt`` (AFLW crops).
+
+    Parameters
+    ----------
+    split : {"train", "test"}
+    root : str or Path, optional
+        The MTFL folder (holding ``training.txt``, ``testing.txt``, ``lfw_5590/``, ``AFLW/``);
+        default ``$CVFS_DATA/faces/mtfl``.
+
+    Returns
+    -------
+    images : list of AnnotatedImage
+        One face per image; ``attrs`` has ``gender`` (1 male, 2 female), ``smile`` (1 yes),
+        ``glasses`` (1 yes), ``pose`` (1 left profile .. 5 right profile), each a list.
+
+    Raises
+    ------
+    ValueError
+        If ``split`` is not "train" or "test", or a line is malformed.
+    FileNotFoundError
+        If the annotation file is missing.
+
+    Notes
+    -----
+    Paths in the files use backslashes and lines may start with spaces or end in CRLF; all are
+    normalised. Lines whose image is missing (MTFL's web part, ``net_7876``) are skipped with a
+    log message.
+    """
+    files = {"train": "training.txt", "test": "testing.txt"}
+    if split not in files:
+        raise ValueError(f"split must be 'train' or 'test'; got {split!r}")
+    root = Path(root) if root is not None else require_path("faces/mtfl", "MTFL", _HOW_MTFL)
+    ann = root / files[split]
+    if not ann.is_file():
+        raise FileNotFoundError(f"MTFL: {ann} does not exist. {_HOW_MTFL}")
+    cols = [KEYPOINTS.index(n) for n in _MTFL]
+    images, missing = [], 0
+    with open(ann, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            rel, xs, ys, extra = _parse_mtfl_line(line, lineno, ann)
+            path = root / rel
+            if not path.is_file():
+                missing += 1
+                continue
+            pts = _empty_points(1)
+            pts[0, cols, 0] = xs
+            pts[0, cols, 1] = ys
+            attrs = {k: [v] for k, v in zip(("gender", "smile", "glasses", "pose"), extra,
+                                            strict=True)}
+            images.append(AnnotatedImage(path, pts, "mtfl", attrs))
+    if missing:
+        log.info("MTFL %s: skipped %d lines whose image is missing", split, missing)
+    return images
+
+
+def load_caltech_webfaces(root=None):
+    """Load Caltech WebFaces ground truth, grouping the faces of each image.
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        Folder holding ``WebFaces_GroundThruth.txt`` and ``images/`` (or the images directly);
+        default ``$CVFS_DATA/faces/caltech_webfaces_dev``.
+
+    Returns
+    -------
+    images : list of AnnotatedImage
+        In file order of first appearance; points are left eye, right eye, nose tip, mouth
+        centre (see ``ANNOTATED["caltech_webfaces"]``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the ground-truth file is missing.
+    ValueError
+        If a line does not have an image name and 8 numbers.
+
+    Notes
+    -----
+    Profile and very small faces are not annotated, so some true faces have no labels.
+    """
+    root = (Path(root) if root is not None
+            else require_path("faces/caltech_webfaces_dev", "Caltech WebFaces", _HOW_CALTECH))
+    ann = root / "WebFaces_GroundThruth.txt"
+    if not ann.is_file():
+        raise FileNotFoundError(f"Caltech WebFaces: {ann} does not exist. {_HOW_CALTECH}")
+    img_dir = root / "images" if (root / "images").is_dir() else root
+    cols = [KEYPOINTS.index(n) for n in _CALTECH]
+    faces = {}
+    with open(ann, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 9:
+                raise ValueError(
+                    f"{ann}:{lineno}: expected an image name and 8 numbers; got {len(parts)} fields"
+                )
+            xy = np.asarray(parts[1:], dtype=np.float64).reshape(4, 2)
+            faces.setdefault(parts[0], []).append(xy)
+    images = []
+    for name, fl in faces.items():
+        pts = _empty_points(len(fl))
+        pts[:, cols, :] = np.stack(fl)
+        images.append(AnnotatedImage(img_dir / name, pts, "caltech_webfaces"))
+    return images
+
+
+def load_aflw2000(root=None):
+    """Load AFLW2000-3D ``.mat`` files (``pt2d``: 2 x 21 in AFLW's point order).
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        Folder of ``imageNNNNN.jpg`` + ``imageNNNNN.mat`` pairs; default
+        ``$CVFS_DATA/faces/aflw2000_sample``.
+
+    Returns
+    -------
+    images : list of AnnotatedImage
+        Sorted by file name, one face each; invisible points (negative coordinates in the file)
+        are NaN.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the folder does not exist or holds no ``.mat`` files.
+    ValueError
+        If a file has no ``pt2d`` of shape (2, 21).
+    """
+    from scipy.io import loadmat
+
+    root = (Path(root) if root is not None
+            else require_path("faces/aflw2000_sample", "AFLW2000", _HOW_AFLW2000))
+    mats = sorted(root.glob("*.mat"))
+    if not mats:
+        raise FileNotFoundError(f"AFLW2000: no .mat files in {root}. {_HOW_AFLW2000}")
+    images = []
+    for mat in mats:
+        pt = loadmat(mat).get("pt2d")
+        if pt is None or pt.shape != (2, 21):
+            got = None if pt is None else pt.shape
+            raise ValueError(f"{mat}: expected 'pt2d' of shape (2, 21); got {got}")
+        pts = pt.T.astype(np.float64)[None].copy()
+        pts[(pts < 0).any(axis=-1)] = np.nan
+        images.append(AnnotatedImage(mat.with_suffix(".jpg"), pts, "aflw2000"))
+    return images

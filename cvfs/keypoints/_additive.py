@@ -1,0 +1,211 @@
+"""Additive models on a few pool features: the common form of every trained keypoint classifier.
+
+score(x) = intercept + sum_j g_j(x[features[j]]), where g_j is defined on B equal bins of
+[lo_j, hi_j] (s = clip((x - lo_j) * scale_j, 0, B), scale_j = B / (hi_j - lo_j)):
+
+- ``kind="linear"`` (FSA's piecewise-linear response, paper section 2.5.1): ``table`` has B + 1
+  knot values and g_j interpolates linearly between knots;
+- ``kind="step"`` (LogitBoost's piecewise-constant regressors): ``table`` has B values and
+  g_j(x) = table[j, min(floor(s), B - 1)].
+
+Both FSA-PL and LogitBoost classifiers are stored as this model in the detector's model file,
+so detection needs only the selected feature columns.
+
+Soft cascade. A model may carry ``cascade_ends`` (increasing feature counts e_1 < e_2 < ... < k)
+and ``cascade_thresholds`` r_t: a window whose partial score intercept + sum_{j < e_t} g_j is
+below r_t is rejected without computing the remaining features (Bourdev and Brandt, "Robust
+object detection via soft cascade", CVPR 2005). Thresholds are set from the training positives
+(:meth:`AdditiveModel.calibrate_cascade`), so a known fraction of positives is lost.
+"""
+
+import numpy as np
+from numba import njit
+
+__all__ = ["AdditiveModel"]
+
+
+@njit(cache=True)
+def _scores(X, lo, scale, table, step, intercept):
+    n, k = X.shape
+    B = table.shape[1] if step else table.shape[1] - 1
+    out = np.empty(n)
+    for i in range(n):
+        z = intercept
+        for j in range(k):
+            s = (X[i, j] - lo[j]) * scale[j]
+            if s <= 0.0:
+                s = 0.0
+            elif s >= B:
+                s = B
+            b = int(s)
+            if b >= B:
+                b = B - 1
+            if step:
+                z += table[j, b]
+            else:
+                a = s - b
+                z += table[j, b] * (1.0 - a) + table[j, b + 1] * a
+        out[i] = z
+    return out
+
+
+class AdditiveModel:
+    """A trained additive classifier on selected feature-pool columns.
+
+    Parameters
+    ----------
+    features : array_like of int, shape (k,)
+        Feature-pool columns the model reads, in the order of ``table`` rows (FSA order or
+        boosting order; a soft cascade evaluates them in this order).
+    lo, scale : array_like of shape (k,)
+        Bin origin and bins per unit of each feature.
+    table : array_like of shape (k, B + 1) or (k, B)
+        Knot values (``"linear"``) or bin values (``"step"``).
+    intercept : float
+    kind : {"linear", "step"}
+
+    Raises
+    ------
+    ValueError
+        If shapes disagree or ``kind`` is unknown.
+    """
+
+    def __init__(self, features, lo, scale, table, intercept, kind="linear", *,
+                 cascade_ends=(), cascade_thresholds=()):
+        if kind not in ("linear", "step"):
+            raise ValueError(f"kind must be 'linear' or 'step'; got {kind!r}")
+        self.features = np.asarray(features, dtype=np.int64).reshape(-1)
+        self.lo = np.asarray(lo, dtype=np.float64).reshape(-1)
+        self.scale = np.asarray(scale, dtype=np.float64).reshape(-1)
+        self.table = np.ascontiguousarray(table, dtype=np.float64)
+        self.intercept = float(intercept)
+        self.kind = kind
+        k = self.features.size
+        if self.lo.size != k or self.scale.size != k or self.table.ndim != 2 \
+                or self.table.shape[0] != k or self.table.shape[1] < (2 if kind == "linear" else 1):
+            raise ValueError(
+                f"features, lo, scale must have the same length k and table shape (k, T); got "
+                f"k={k}, lo {self.lo.shape}, scale {self.scale.shape}, table {self.table.shape}"
+            )
+        self.cascade_ends = np.asarray(cascade_ends, dtype=np.int64).reshape(-1)
+        self.cascade_thresholds = np.asarray(cascade_thresholds, dtype=np.float64).reshape(-1)
+        e = self.cascade_ends
+        if e.size != self.cascade_thresholds.size or (e.size and (
+                (np.diff(e) <= 0).any() or e[0] < 1 or e[-1] >= k)):
+            raise ValueError(
+                f"cascade_ends must increase within [1, k={k}) and match cascade_thresholds; got "
+                f"ends {e.tolist()} and {self.cascade_thresholds.size} thresholds"
+            )
+
+    def subset(self, start, stop, with_intercept=False):
+        """The model restricted to features ``start:stop`` (intercept 0 unless asked)."""
+        return AdditiveModel(self.features[start:stop], self.lo[start:stop],
+                             self.scale[start:stop], self.table[start:stop],
+                             self.intercept if with_intercept else 0.0, self.kind)
+
+    def influence(self):
+        """Range (max - min) of each g_j over its bins, ndarray of shape (k,)."""
+        return self.table.max(axis=1) - self.table.min(axis=1)
+
+    def reordered(self, order):
+        """The same function with its features evaluated in ``order`` (no cascade)."""
+        order = np.asarray(order, dtype=np.int64)
+        if np.sort(order).tolist() != list(range(self.n_features)):
+            raise ValueError(f"order must be a permutation of range({self.n_features})")
+        return AdditiveModel(self.features[order], self.lo[order], self.scale[order],
+                             self.table[order], self.intercept, self.kind)
+
+    def calibrate_cascade(self, X_pos, ends, miss_rate=0.005):
+        """A copy with cascade thresholds that reject at most ``miss_rate`` of ``X_pos`` per
+        stage.
+
+        Parameters
+        ----------
+        X_pos : ndarray of shape (n_pos, k)
+            Selected features of positive examples (columns in model order).
+        ends : sequence of int
+            Stage ends (feature counts), increasing, each in [1, k).
+        miss_rate : float
+            Fraction of the positives still alive that a stage may reject.
+
+        Returns
+        -------
+        model : AdditiveModel
+        """
+        X_pos = np.asarray(X_pos, dtype=np.float64)
+        ends = [int(e) for e in ends if 1 <= int(e) < self.n_features]
+        alive = np.ones(X_pos.shape[0], dtype=bool)
+        partial = np.full(X_pos.shape[0], self.intercept)
+        thresholds, start = [], 0
+        for e in ends:
+            partial += self.subset(start, e).decision_function(X_pos[:, start:e])
+            r = float(np.quantile(partial[alive], miss_rate)) if alive.any() else -np.inf
+            thresholds.append(r)
+            alive &= partial >= r
+            start = e
+        return AdditiveModel(self.features, self.lo, self.scale, self.table, self.intercept,
+                             self.kind, cascade_ends=ends, cascade_thresholds=thresholds)
+
+    @property
+    def n_features(self):
+        """Number of selected pool features k."""
+        return self.features.size
+
+    def decision_function(self, X):
+        """Scores of rows of the selected features.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, k)
+            Column j holds pool feature ``features[j]``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            If ``X`` does not have k columns.
+        """
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(
+                f"X must have shape (n_samples, {self.n_features}); got {X.shape}"
+            )
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        return _scores(np.ascontiguousarray(X), self.lo, self.scale, self.table,
+                       self.kind == "step", self.intercept)
+
+    def to_arrays(self, prefix):
+        """Named arrays for :func:`cvfs.io.save_model` (``prefix/features`` etc.)."""
+        return {
+            f"{prefix}/features": self.features,
+            f"{prefix}/lo": self.lo,
+            f"{prefix}/scale": self.scale,
+            f"{prefix}/table": self.table,
+            f"{prefix}/intercept": np.array([self.intercept]),
+            f"{prefix}/step": np.array([self.kind == "step"]),
+            f"{prefix}/cascade_ends": self.cascade_ends,
+            f"{prefix}/cascade_thresholds": self.cascade_thresholds,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays, prefix):
+        """Inverse of :meth:`to_arrays`.
+
+        Raises
+        ------
+        ValueError
+            If an array is missing.
+        """
+        names = ("features", "lo", "scale", "table", "intercept", "step")
+        miss = [n for n in names if f"{prefix}/{n}" not in arrays]
+        if miss:
+            raise ValueError(f"model arrays lack {[f'{prefix}/{n}' for n in miss]}")
+        a = {n: arrays[f"{prefix}/{n}"] for n in names}
+        return cls(a["features"], a["lo"], a["scale"], a["table"], float(a["intercept"][0]),
+                   "step" if bool(a["step"][0]) else "linear",
+                   cascade_ends=arrays.get(f"{prefix}/cascade_ends", ()),
+                   cascade_thresholds=arrays.get(f"{prefix}/cascade_thresholds", ()))

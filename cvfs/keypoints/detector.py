@@ -1,0 +1,382 @@
+"""Bottom-up keypoint detectors: scan every pyramid level, score windows, suppress non-maxima.
+
+A :class:`KeypointDetector` holds one classifier per keypoint (an additive piecewise model on a
+few columns of a :class:`cvfs.vision.FeaturePool`, trained by FSA or LogitBoost, see
+:mod:`cvfs.keypoints.train`). :meth:`KeypointDetector.detect` builds the Gaussian pyramid
+(4 levels per octave, upsampled levels up to ``max_scale`` for small faces), computes only the
+selected feature columns at every window centre of every level (in row chunks), scores them, keeps
+per-level local maxima above the threshold, maps them to original-image coordinates and applies a
+greedy non-maximum suppression across levels.
+
+Model files are written by :func:`cvfs.io.save_model` (kind ``"keypoint-detector"``) and read
+by :func:`load_detector`; a reloaded detector gives identical detections.
+
+References
+----------
+Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big Data
+Learning", IEEE TPAMI 2017, section 3.3.
+"""
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+from scipy.ndimage import maximum_filter
+
+from cvfs.datasets import models_dir
+from cvfs.datasets.faces import KEYPOINTS
+from cvfs.io import load_model, save_model
+from cvfs.keypoints._additive import AdditiveModel
+from cvfs.vision import FeaturePool, LevelCache, as_float_rgb, gaussian_pyramid, window_centres
+
+__all__ = ["KIND", "KeypointDetector", "cascade_scores", "load_detector", "nms"]
+
+log = logging.getLogger(__name__)
+
+KIND = "keypoint-detector"
+_CHUNK = 16384  # windows per feature-computation chunk
+
+
+@njit(cache=True)
+def _greedy_nms(xs, ys, radius):
+    """Keep detections (already sorted by decreasing score) with no kept one within their own
+    radius."""
+    n = xs.size
+    keep = np.zeros(n, dtype=np.bool_)
+    kx = np.empty(n)
+    ky = np.empty(n)
+    nk = 0
+    for i in range(n):
+        r2 = radius[i] * radius[i]
+        ok = True
+        for j in range(nk):
+            dx = xs[i] - kx[j]
+            dy = ys[i] - ky[j]
+            if dx * dx + dy * dy < r2:
+                ok = False
+                break
+        if ok:
+            keep[i] = True
+            kx[nk] = xs[i]
+            ky[nk] = ys[i]
+            nk += 1
+    return keep
+
+
+def _parabolic_offsets(smap, rows, cols):
+    """Sub-pixel (dx, dy) of peaks at (rows, cols) of a score map: the vertex of the parabola
+    through each peak and its two neighbours per axis (0 where a neighbour is missing)."""
+    h, w = smap.shape
+    out = np.zeros((rows.size, 2))
+    for axis, (dr, dc) in enumerate(((0, 1), (1, 0))):
+        r0, c0 = rows - dr, cols - dc
+        r1, c1 = rows + dr, cols + dc
+        ok = (r0 >= 0) & (c0 >= 0) & (r1 < h) & (c1 < w)
+        a = np.where(ok, smap[np.clip(r0, 0, h - 1), np.clip(c0, 0, w - 1)], np.nan)
+        b = smap[rows, cols]
+        c = np.where(ok, smap[np.clip(r1, 0, h - 1), np.clip(c1, 0, w - 1)], np.nan)
+        den = a - 2.0 * b + c
+        with np.errstate(invalid="ignore", divide="ignore"):
+            off = np.where(np.isfinite(den) & (den < 0), 0.5 * (a - c) / den, 0.0)
+        out[:, axis] = np.clip(off, -0.5, 0.5)
+    return out
+
+
+def nms(detections, radius):
+    """Greedy non-maximum suppression in original-image coordinates.
+
+    Parameters
+    ----------
+    detections : ndarray of shape (n, 3)
+        x, y, score.
+    radius : ndarray of shape (n,)
+        Suppression radius of each detection (its level's radius mapped to the original).
+
+    Returns
+    -------
+    kept : ndarray of shape (m, 3)
+        Sorted by decreasing score.
+    """
+    if detections.shape[0] == 0:
+        return detections
+    order = np.lexsort((detections[:, 1], detections[:, 0], -detections[:, 2]))
+    d = detections[order]
+    keep = _greedy_nms(d[:, 0].copy(), d[:, 1].copy(), np.asarray(radius, np.float64)[order])
+    return d[keep]
+
+
+def cascade_scores(pool, cache, centres, model, cascade=True):
+    """Scores of windows of one level by one classifier, with early rejection.
+
+    Parameters
+    ----------
+    pool : cvfs.vision.FeaturePool
+    cache : cvfs.vision.LevelCache
+    centres : ndarray of shape (n, 2)
+        ``(row, col)`` window centres.
+    model : AdditiveModel
+    cascade : bool
+        Use the model's soft cascade (windows rejected at a stage get -inf).
+
+    Returns
+    -------
+    scores : ndarray of shape (n,)
+        Exactly ``model.decision_function`` of the windows that pass every stage.
+    """
+    centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
+    ends = list(model.cascade_ends) if cascade else []
+    thr = list(model.cascade_thresholds) if cascade else []
+    partial = np.full(len(centres), model.intercept)
+    alive = np.arange(len(centres))
+    for start, stop, r in zip([0] + ends, ends + [model.n_features], thr + [None], strict=True):
+        sub = model.subset(start, stop)
+        for c0 in range(0, alive.size, _CHUNK):
+            idx = alive[c0:c0 + _CHUNK]
+            X = pool.compute(cache, centres[idx], columns=sub.features)
+            partial[idx] += sub.decision_function(X)
+        if r is not None:
+            ok = partial[alive] >= r
+            partial[alive[~ok]] = -np.inf
+            alive = alive[ok]
+    return partial
+
+
+class KeypointDetector:
+    """Detectors of named face keypoints sharing one feature pool.
+
+    Parameters
+    ----------
+    classifiers : dict of str -> AdditiveModel
+        One classifier per keypoint name (names from :data:`cvfs.datasets.faces.KEYPOINTS`).
+    pool_params : dict
+        ``FeaturePool(**pool_params)`` rebuilds the training feature pool.
+    thresholds : dict of str -> float, optional
+        Default score threshold per keypoint (default: 0.0 for every keypoint).
+    scales_per_octave : int
+    max_scale : float
+        Largest pyramid scale scanned (2.0 adds an upsampled octave for small faces).
+    nms_radius : float
+        Suppression radius in level pixels (mapped to the original as ``nms_radius / scale``).
+    info : dict, optional
+        Training description kept in the model file.
+
+    Raises
+    ------
+    ValueError
+        If a name is not a keypoint, or there are no classifiers.
+    """
+
+    def __init__(self, classifiers, pool_params, *, thresholds=None, scales_per_octave=4,
+                 max_scale=2.0, nms_radius=6.0, info=None):
+        if not classifiers:
+            raise ValueError("classifiers must map at least one keypoint name to a classifier")
+        bad = [n for n in classifiers if n not in KEYPOINTS]
+        if bad:
+            raise ValueError(f"unknown keypoint names {bad}; expected names from {list(KEYPOINTS)}")
+        self.classifiers = dict(classifiers)
+        self.pool_params = dict(pool_params)
+        self.pool = FeaturePool(**self.pool_params)
+        self.thresholds = {n: float((thresholds or {}).get(n, 0.0)) for n in self.classifiers}
+        self.scales_per_octave = int(scales_per_octave)
+        self.max_scale = float(max_scale)
+        self.nms_radius = float(nms_radius)
+        self.info = dict(info or {})
+
+    @property
+    def keypoints(self):
+        """list of str: the keypoint names this detector finds."""
+        return list(self.classifiers)
+
+    def score_level(self, cache, centres=None, keypoints=None, *, cascade=True):
+        """Classifier scores of windows on one level.
+
+        Parameters
+        ----------
+        cache : cvfs.vision.LevelCache
+        centres : ndarray of shape (n, 2) of (row, col), optional
+            Default: every valid centre (stride 1).
+        keypoints : list of str, optional
+            Default: all.
+        cascade : bool
+            Use the classifiers' soft cascades: windows rejected at a stage get score -inf.
+
+        Returns
+        -------
+        centres : ndarray of shape (n, 2)
+        scores : dict of str -> ndarray of shape (n,)
+        """
+        names = self.keypoints if keypoints is None else list(keypoints)
+        if centres is None:
+            centres = window_centres(cache.shape)
+        centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
+        scores = {k: cascade_scores(self.pool, cache, centres, self.classifiers[k], cascade)
+                  for k in names}
+        return centres, scores
+
+    def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
+               refine=True, cascade=True):
+        """Detect every keypoint over the whole pyramid.
+
+        Parameters
+        ----------
+        image : ndarray of shape (H, W, 3)
+            RGB, uint8/uint16 or float in [0, 1].
+        threshold : float or dict of str -> float, optional
+            Minimum score of a detection (default: the detector's thresholds).
+        max_scale : float, optional
+            Largest pyramid scale (default: the detector's ``max_scale``).
+        min_scale : float
+            Smallest pyramid scale scanned (levels below it are skipped).
+        nms_radius : float, optional
+            Suppression radius in level pixels (default: the detector's).
+        refine : bool
+            Sub-pixel peak positions from a parabola through the 3x3 neighbourhood.
+        cascade : bool
+            Early rejection with the classifiers' soft cascades (when they have one).
+
+        Returns
+        -------
+        detections : dict of str -> ndarray of shape (n, 3)
+            ``x, y, score`` in original-image pixels (x = column), sorted by decreasing score.
+
+        Raises
+        ------
+        TypeError
+            If ``image`` is not an ndarray or has an unsupported dtype.
+        ValueError
+            If ``image`` is empty, grayscale, not RGB, smaller than 24x24, or float outside [0, 1].
+        """
+        rgb = as_float_rgb(image, min_size=self.pool.window)
+        thr = self._thresholds(threshold)
+        levels = gaussian_pyramid(rgb, scales_per_octave=self.scales_per_octave,
+                                  max_scale=self.max_scale if max_scale is None else max_scale,
+                                  min_size=self.pool.window)
+        radius = self.nms_radius if nms_radius is None else float(nms_radius)
+        found = {k: [] for k in self.keypoints}
+        radii = {k: [] for k in self.keypoints}
+        for level in levels:
+            if level.scale < min_scale:
+                continue
+            cache = LevelCache(level)
+            centres, scores = self.score_level(cache, cascade=cascade)
+            h, w = cache.shape
+            for k, s in scores.items():
+                smap = np.full((h, w), -np.inf)
+                smap[centres[:, 0], centres[:, 1]] = s
+                peak = (smap >= maximum_filter(smap, size=3, mode="constant", cval=-np.inf)) & (
+                    smap > thr[k])
+                rows, cols = np.nonzero(peak)
+                if rows.size == 0:
+                    continue
+                xy = np.column_stack([cols, rows]).astype(np.float64)
+                if refine:
+                    xy += _parabolic_offsets(smap, rows, cols)
+                xy = level.to_original(xy)
+                found[k].append(np.column_stack([xy, smap[rows, cols]]))
+                radii[k].append(np.full(rows.size, radius / level.scale))
+        out = {}
+        for k in self.keypoints:
+            if found[k]:
+                out[k] = nms(np.concatenate(found[k]), np.concatenate(radii[k]))
+            else:
+                out[k] = np.zeros((0, 3))
+        return out
+
+    def _thresholds(self, threshold):
+        if threshold is None:
+            return dict(self.thresholds)
+        if isinstance(threshold, dict):
+            return {k: float(threshold.get(k, self.thresholds[k])) for k in self.keypoints}
+        if not math.isfinite(float(threshold)) and float(threshold) != -math.inf:
+            raise ValueError(f"threshold must be a number or -inf; got {threshold!r}")
+        return {k: float(threshold) for k in self.keypoints}
+
+    def save(self, path):
+        """Write the detector to an HDF5 model file (atomic; see :func:`cvfs.io.save_model`).
+
+        Returns
+        -------
+        path : Path
+        """
+        arrays = {}
+        for i, m in enumerate(self.classifiers.values()):
+            arrays.update(m.to_arrays(f"clf{i}"))
+        settings = {
+            "keypoints": self.keypoints,
+            "pool": self.pool_params,
+            "thresholds": self.thresholds,
+            "scales_per_octave": self.scales_per_octave,
+            "max_scale": self.max_scale,
+            "nms_radius": self.nms_radius,
+            "window": int(self.pool.window),
+        }
+        return save_model(path, KIND, arrays, params=self.info.get("params", {}),
+                          settings=settings, training=self.info.get("training", {}),
+                          random_state=self.info.get("random_state"))
+
+    @classmethod
+    def from_saved(cls, model):
+        """Build from a :class:`cvfs.io.SavedModel` of kind ``"keypoint-detector"``."""
+        s = model.settings
+        for key in ("keypoints", "pool", "thresholds"):
+            if key not in s:
+                raise ValueError(f"keypoint model file lacks the setting {key!r}")
+        clfs = {name: AdditiveModel.from_arrays(model.arrays, f"clf{i}")
+                for i, name in enumerate(s["keypoints"])}
+        info = {"params": model.params, "training": model.training,
+                "random_state": model.meta.get("random_state"), "meta": model.meta}
+        return cls(clfs, s["pool"], thresholds=s["thresholds"],
+                   scales_per_octave=s.get("scales_per_octave", 4),
+                   max_scale=s.get("max_scale", 2.0), nms_radius=s.get("nms_radius", 6.0),
+                   info=info)
+
+
+def load_detector(path=None):
+    """Load a keypoint detector.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A model file written by :meth:`KeypointDetector.save`. Default: every
+        ``keypoints_*.h5`` in :func:`cvfs.datasets.models_dir` (the shipped models), merged into
+        one detector (they must share the feature pool; a keypoint in several files comes from
+        the first file in name order).
+
+    Returns
+    -------
+    detector : KeypointDetector
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist, or no shipped model is found.
+    ValueError
+        If a file is not a keypoint-detector model, or shipped models use different pools.
+    """
+    if path is not None:
+        return KeypointDetector.from_saved(load_model(path, kind=KIND))
+    files = sorted(Path(models_dir()).glob("keypoints_*.h5"))
+    if not files:
+        raise FileNotFoundError(
+            f"no shipped keypoint models (keypoints_*.h5) in {models_dir()}; train one with "
+            "`cvfs keypoints train` or pass a path"
+        )
+    dets = [KeypointDetector.from_saved(load_model(f, kind=KIND)) for f in files]
+    if len(dets) == 1:
+        return dets[0]
+    first = dets[0]
+    clfs, thr = {}, {}
+    for f, d in zip(files, dets, strict=True):
+        if d.pool_params != first.pool_params:
+            raise ValueError(f"{f} uses feature pool {d.pool_params}, {files[0]} uses "
+                             f"{first.pool_params}: shipped models must share one pool")
+        for k in d.keypoints:
+            if k not in clfs:
+                clfs[k] = d.classifiers[k]
+                thr[k] = d.thresholds[k]
+    return KeypointDetector(clfs, first.pool_params, thresholds=thr,
+                            scales_per_octave=first.scales_per_octave,
+                            max_scale=first.max_scale, nms_radius=first.nms_radius,
+                            info=first.info)

@@ -1,0 +1,272 @@
+"""Hard-negative mining with positions-only bookkeeping and a checkpoint after every round.
+
+A mining run alternates (FSA paper, section 3.3): train the classifier on the positives and the
+current negatives; scan the training images with it and add the ~``n_hard`` highest-scoring
+negatives not yet in the set (the set grows); repeat for ``n_rounds`` rounds. Examples are window
+positions (:data:`cvfs.keypoints.examples.EXAMPLE_DTYPE`), never feature vectors; features are
+recomputed from positions by the caller's ``features`` function.
+
+After every round the state (positives, negatives, completed rounds, the round's classifier and a
+history) is written atomically to an HDF5 checkpoint; :func:`run_mining` started again with the
+same checkpoint resumes after the last completed round.
+
+References
+----------
+Barbu, She, Ding, Gramajo, TPAMI 2017, section 3.3 ("Training examples"); Felzenszwalb,
+Girshick, McAllester, Ramanan, "Object detection with discriminatively trained part-based
+models", IEEE TPAMI 2010 (hard-negative mining).
+"""
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+from tqdm.auto import tqdm
+
+from cvfs.io import atomic_path
+from cvfs.keypoints._additive import AdditiveModel
+from cvfs.keypoints.examples import EXAMPLE_DTYPE
+
+__all__ = [
+    "MiningState",
+    "load_checkpoint",
+    "merge_hardest",
+    "run_mining",
+    "save_checkpoint",
+]
+
+log = logging.getLogger(__name__)
+
+_CKPT_VERSION = 1
+
+
+@dataclass
+class MiningState:
+    """Everything a mining run needs to resume.
+
+    Attributes
+    ----------
+    positives, negatives : ndarray of EXAMPLE_DTYPE
+    round : int
+        Completed rounds.
+    model : AdditiveModel or None
+        Classifier trained in the last completed round.
+    history : list of dict
+        Per round: negatives used, negatives added, fit and scan seconds.
+    config : dict
+        Settings the run was started with; a resume with other settings is refused.
+    """
+
+    positives: np.ndarray
+    negatives: np.ndarray
+    round: int = 0
+    model: AdditiveModel = None
+    history: list = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+
+
+def save_checkpoint(path, state):
+    """Write ``state`` to ``path`` atomically (HDF5).
+
+    Parameters
+    ----------
+    path : str or Path
+    state : MiningState
+    """
+    path = Path(path)
+    with atomic_path(path, suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["checkpoint_version"] = _CKPT_VERSION
+        f.attrs["round"] = int(state.round)
+        f.attrs["history"] = json.dumps(state.history)
+        f.attrs["config"] = json.dumps(state.config, sort_keys=True)
+        f.create_dataset("positives", data=state.positives)
+        f.create_dataset("negatives", data=state.negatives)
+        if state.model is not None:
+            g = f.create_group("model")
+            for name, arr in state.model.to_arrays("clf").items():
+                g.create_dataset(name, data=arr)
+    return path
+
+
+def load_checkpoint(path):
+    """Read a checkpoint written by :func:`save_checkpoint`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is not a mining checkpoint of this version.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"mining checkpoint not found: {path}")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ValueError(f"{path} is not a readable HDF5 mining checkpoint ({exc})") from exc
+    with f:
+        if f.attrs.get("checkpoint_version") != _CKPT_VERSION:
+            raise ValueError(
+                f"{path} is not a version-{_CKPT_VERSION} mining checkpoint "
+                f"(checkpoint_version={f.attrs.get('checkpoint_version')})"
+            )
+        model = None
+        if "model" in f:
+            arrays = {}
+            f["model"].visititems(
+                lambda n, o: arrays.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None
+            )
+            model = AdditiveModel.from_arrays(arrays, "clf")
+        return MiningState(
+            positives=f["positives"][()].astype(EXAMPLE_DTYPE),
+            negatives=f["negatives"][()].astype(EXAMPLE_DTYPE),
+            round=int(f.attrs["round"]),
+            model=model,
+            history=json.loads(f.attrs["history"]),
+            config=json.loads(f.attrs["config"]),
+        )
+
+
+def merge_hardest(candidates, scores, n, exclude=None, *, return_scores=False):
+    """The ``n`` highest-scoring candidates not in ``exclude`` (and without repeats).
+
+    Parameters
+    ----------
+    candidates : ndarray of EXAMPLE_DTYPE, shape (c,)
+    scores : ndarray of shape (c,)
+    n : int
+    exclude : ndarray of EXAMPLE_DTYPE, optional
+    return_scores : bool
+        Also return the scores of the picked records.
+
+    Returns
+    -------
+    hardest : ndarray of EXAMPLE_DTYPE, shape (<= n,)
+        In decreasing order of score (ties broken by position for determinism).
+    hardest_scores : ndarray of shape (<= n,)
+        Only with ``return_scores``.
+    """
+    candidates = np.asarray(candidates, dtype=EXAMPLE_DTYPE)
+    scores = np.asarray(scores, dtype=np.float64)
+    if candidates.size == 0 or n <= 0:
+        empty = np.zeros(0, dtype=EXAMPLE_DTYPE)
+        return (empty, np.zeros(0)) if return_scores else empty
+    keep = np.ones(candidates.size, dtype=bool)
+    if exclude is not None and len(exclude):
+        keep &= ~np.isin(candidates, np.asarray(exclude, dtype=EXAMPLE_DTYPE))
+    order = np.lexsort((candidates["x"], candidates["y"], candidates["level"],
+                        candidates["image"], -scores))
+    order = order[keep[order]]
+    _, first = np.unique(candidates[order], return_index=True)
+    order = order[np.sort(first)][:n]
+    return (candidates[order], scores[order]) if return_scores else candidates[order]
+
+
+def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=10,
+               n_hard=20000, checkpoint=None, config=None, verbose=False):
+    """Train with hard-negative mining, resuming from ``checkpoint`` when it exists.
+
+    Parameters
+    ----------
+    positives, negatives : ndarray of EXAMPLE_DTYPE
+        Initial examples (the negatives are usually random, :func:`random_negatives`).
+    features : callable
+        ``features(examples) -> X`` of shape (n, n_pool_features) for records of
+        EXAMPLE_DTYPE (recomputed from positions every round).
+    fit : callable
+        ``fit(X, y) -> AdditiveModel`` with y in {0, 1}.
+    scan : callable
+        ``scan(model, image_index) -> (candidates, scores)``: the negatives of one training
+        image worth considering (e.g. its highest-scoring ones) and their scores.
+    n_images : int
+        Training images are numbered ``0 .. n_images - 1``.
+    n_rounds : int
+        Training rounds; mining happens between rounds (``n_rounds - 1`` times).
+    n_hard : int
+        Negatives added per mining round.
+    checkpoint : str or Path, optional
+        Written after every round; when it exists at start, the run resumes from it.
+    config : dict, optional
+        JSON-serialisable settings; a checkpoint made with other settings is refused.
+    verbose : bool
+        Progress bars.
+
+    Returns
+    -------
+    state : MiningState
+        With ``state.model`` the classifier of the last round.
+
+    Raises
+    ------
+    ValueError
+        If ``n_rounds`` or ``n_hard`` is not positive, there are no positives or negatives, or
+        the checkpoint was made with another config.
+    """
+    if not (isinstance(n_rounds, (int, np.integer)) and n_rounds >= 1):
+        raise ValueError(f"n_rounds must be a positive int; got {n_rounds!r}")
+    if not (isinstance(n_hard, (int, np.integer)) and n_hard >= 1):
+        raise ValueError(f"n_hard must be a positive int; got {n_hard!r}")
+    config = json.loads(json.dumps(config or {}, sort_keys=True))
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    if ckpt is not None and ckpt.is_file():
+        state = load_checkpoint(ckpt)
+        if state.config != config:
+            raise ValueError(
+                f"checkpoint {ckpt} was made with config {state.config}, not {config}: "
+                "delete it or use another checkpoint path"
+            )
+        log.info("resuming mining from %s after round %d", ckpt, state.round)
+    else:
+        state = MiningState(np.asarray(positives, dtype=EXAMPLE_DTYPE),
+                            np.asarray(negatives, dtype=EXAMPLE_DTYPE), config=config)
+    if state.positives.size == 0 or state.negatives.size == 0:
+        raise ValueError(
+            f"need positives and negatives; got {state.positives.size} positives and "
+            f"{state.negatives.size} negatives"
+        )
+    while state.round < n_rounds:
+        r = state.round
+        t0 = time.perf_counter()
+        examples = np.concatenate([state.positives, state.negatives])
+        y = np.r_[np.ones(state.positives.size, np.int64), np.zeros(state.negatives.size,
+                                                                     np.int64)]
+        X = features(examples)
+        t_feat = time.perf_counter() - t0
+        t0, c0 = time.perf_counter(), time.process_time()
+        model = fit(X, y)
+        del X
+        t_fit, c_fit = time.perf_counter() - t0, time.process_time() - c0
+        added, t_scan = 0, 0.0
+        if r < n_rounds - 1:
+            t0 = time.perf_counter()
+            cands, scores = [], []
+            for i in tqdm(range(n_images), disable=not verbose, desc=f"mining round {r + 1}"):
+                c, s = scan(model, i)
+                if len(c):
+                    best, best_s = merge_hardest(c, s, n_hard, return_scores=True)
+                    cands.append(best)
+                    scores.append(best_s)
+            if cands:
+                new = merge_hardest(np.concatenate(cands), np.concatenate(scores), n_hard,
+                                    exclude=state.negatives)
+                state.negatives = np.concatenate([state.negatives, new])
+                added = int(new.size)
+            t_scan = time.perf_counter() - t0
+        state.round = r + 1
+        state.model = model
+        state.history.append({"round": r + 1, "n_positives": int(state.positives.size),
+                              "n_negatives_trained": int(y.size - state.positives.size),
+                              "n_added": added, "features_s": t_feat, "fit_s": t_fit,
+                              "fit_cpu_s": c_fit,
+                              "scan_s": t_scan})
+        log.info("mining round %d/%d: %d negatives trained, %d added; fit %.1f s, scan %.1f s",
+                 r + 1, n_rounds, y.size - state.positives.size, added, t_fit, t_scan)
+        if ckpt is not None:
+            save_checkpoint(ckpt, state)
+    return state
+

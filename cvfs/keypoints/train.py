@@ -1,0 +1,344 @@
+"""Training keypoint detectors: examples -> features -> classifier -> hard-negative mining.
+
+:func:`train_detector` trains one classifier per keypoint on annotated images
+(:class:`cvfs.datasets.faces.AnnotatedImage`) and returns a :class:`KeypointDetector`:
+
+1. positives within 1 px of the keypoint and random negatives >= 0.5 IED from it, on the pyramid
+   levels where the face's IED is in [20, 40] px (:mod:`cvfs.keypoints.examples`);
+2. features of the examples recomputed from their positions every round (one pyramid level and
+   one :class:`cvfs.vision.LevelCache` per image and level), never stored between rounds;
+3. a classifier (FSA with piecewise-linear learners and the Lorenz, logistic or SVM loss, or the
+   LogitBoost baseline) on all pool columns;
+4. hard-negative mining rounds (:func:`cvfs.keypoints.mining.run_mining`): every training image
+   is scanned on its training levels and the highest-scoring negatives are added; a checkpoint
+   per keypoint is written after every round so an interrupted run resumes.
+
+Every fitted classifier is turned into a soft cascade (cheap Haar features first, thresholds
+that lose 0.5% of the training positives per stage) right after fitting, so the mining scans and
+the returned detector both reject most windows after a few features.
+
+References
+----------
+Barbu, She, Ding, Gramajo, TPAMI 2017, section 3.3.
+"""
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cvfs.base import check_random_state, seed_from
+from cvfs.datasets.faces import keypoint_index, load_image
+from cvfs.keypoints._additive import AdditiveModel
+from cvfs.keypoints.boosting import LogitBoostClassifier
+from cvfs.keypoints.detector import KeypointDetector, cascade_scores
+from cvfs.keypoints.examples import (
+    EXAMPLE_DTYPE,
+    negative_mask,
+    positive_examples,
+    random_negatives,
+    training_levels,
+)
+from cvfs.keypoints.mining import run_mining
+from cvfs.vision import FeaturePool, LevelCache, pyramid_level
+
+__all__ = ["METHODS", "ExampleFeatures", "additive_from_fsa", "cascade_order", "fit_classifier",
+           "train_detector", "with_cascade"]
+
+log = logging.getLogger(__name__)
+
+#: Training methods: FSA with piecewise-linear learners on a loss, or the LogitBoost baseline.
+METHODS = ("fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost")
+
+
+class ExampleFeatures:
+    """Feature rows of examples recomputed from their positions.
+
+    Parameters
+    ----------
+    paths : list of Path
+        Training images; ``examples["image"]`` indexes this list.
+    pool : cvfs.vision.FeaturePool
+    scales_per_octave : int
+    """
+
+    def __init__(self, paths, pool, scales_per_octave=4):
+        self.paths = list(paths)
+        self.pool = pool
+        self.scales_per_octave = scales_per_octave
+
+    def levels(self, i, ks):
+        """LevelCaches of image ``i`` for level exponents ``ks`` (dict k -> LevelCache)."""
+        img = load_image(self.paths[i])
+        return {int(k): LevelCache(pyramid_level(img, int(k),
+                                                 scales_per_octave=self.scales_per_octave))
+                for k in ks}
+
+    def __call__(self, examples, columns=None):
+        """Features of ``examples`` (EXAMPLE_DTYPE) as float32 of shape (n, len(columns))."""
+        examples = np.asarray(examples, dtype=EXAMPLE_DTYPE)
+        m = self.pool.n_features if columns is None else len(columns)
+        X = np.empty((examples.size, m), dtype=np.float32)
+        order = np.lexsort((examples["level"], examples["image"]))
+        ex = examples[order]
+        bounds = np.flatnonzero(np.diff(ex["image"])) + 1
+        for grp in np.split(np.arange(ex.size), bounds):
+            if grp.size == 0:
+                continue
+            i = int(ex["image"][grp[0]])
+            caches = self.levels(i, np.unique(ex["level"][grp]))
+            for k, cache in caches.items():
+                sel = grp[ex["level"][grp] == k]
+                centres = np.column_stack([ex["y"][sel], ex["x"][sel]]).astype(np.int64)
+                X[order[sel]] = self.pool.compute(cache, centres, columns=columns)
+        return X
+
+
+def additive_from_fsa(est):
+    """A fitted piecewise-linear :class:`cvfs.FSAClassifier` as an :class:`AdditiveModel` on
+    its selected columns (``support_`` order; ``response_table_`` rows hold each selected
+    feature's bin origin and bins per unit).
+
+    Raises
+    ------
+    ValueError
+        If the classifier was fitted without piecewise-linear learners (``bins=None``).
+    """
+    if not est.bins:
+        raise ValueError("FSAClassifier must be fitted with piecewise-linear learners "
+                         f"(bins >= 1); got bins={est.bins!r}")
+    coef = np.asarray(est.coef_).reshape(est.support_.size, -1)
+    return AdditiveModel(est.support_, est.response_table_[:, 0], est.response_table_[:, 1],
+                         coef, est.intercept_, "linear")
+
+
+def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=300,
+                   n_estimators=None, random_state=None, verbose=False):
+    """Fit one keypoint classifier and return it as an :class:`AdditiveModel`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,) in {0, 1}
+    method : str
+        One of :data:`METHODS`.
+    k : int
+        Features kept by FSA (the paper: 1500).
+    bins : int
+        Bins of the piecewise-linear (FSA) or piecewise-constant (LogitBoost) learners.
+    n_iter, mu : int
+        FSA iterations and annealing parameter (paper: 500, 300).
+    n_estimators : int, optional
+        LogitBoost rounds (default ``k``).
+    random_state : None, int or Generator
+    verbose : bool
+
+    Returns
+    -------
+    model : AdditiveModel
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if method == "logitboost":
+        clf = LogitBoostClassifier(n_estimators=n_estimators or k, bins=bins,
+                                   random_state=random_state, verbose=verbose)
+        return clf.fit(X, y).model_
+    from cvfs.estimators import FSAClassifier
+
+    est = FSAClassifier(k=k, loss=method.split("-", 1)[1], n_iter=n_iter, mu=mu, bins=bins,
+                        random_state=random_state, verbose=verbose)
+    est.fit(X, y)
+    return additive_from_fsa(est)
+
+
+def cascade_order(model, n_hog, n_first):
+    """Evaluation order for a soft cascade: the ``n_first`` most influential Haar features
+    (columns >= ``n_hog``, cheap), then every other feature by decreasing influence.
+
+    Returns
+    -------
+    order : ndarray of int, a permutation of range(model.n_features)
+    """
+    infl = model.influence()
+    by_infl = np.argsort(-infl, kind="stable")
+    haar = [j for j in by_infl if model.features[j] >= n_hog][:n_first]
+    rest = [j for j in by_infl if j not in set(haar)]
+    return np.array(haar + rest, dtype=np.int64)
+
+
+def with_cascade(model, X_pos, n_hog, ends, miss_rate):
+    """``model`` reordered for a soft cascade (:func:`cascade_order`) with thresholds calibrated
+    on the positives ``X_pos`` (all pool columns); unchanged if ``ends`` is empty."""
+    if not len(ends):
+        return model
+    model = model.reordered(cascade_order(model, n_hog, ends[0]))
+    return model.calibrate_cascade(np.asarray(X_pos)[:, model.features], ends, miss_rate)
+
+
+def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1):
+    kidx = keypoint_index(name)
+
+    def scan(model, i):
+        im = images[i]
+        pts, ieds = im.points[:, kidx], im.ied()
+        ks = sorted({int(k) for p, d in zip(pts, ieds, strict=True) if np.isfinite(p).all()
+                     for k in training_levels(d, ied_range, spo)}, reverse=True)
+        if not ks:
+            return np.zeros(0, EXAMPLE_DTYPE), np.zeros(0)
+        cands, scores = [], []
+        for k, cache in feats.levels(i, ks).items():
+            mask = negative_mask(cache.level, pts, ieds, neg_radius=neg_radius)
+            if stride > 1:
+                grid = np.zeros_like(mask)
+                grid[i % stride::stride, (i // stride) % stride::stride] = True
+                mask &= grid
+            ys, xs = np.nonzero(mask)
+            if xs.size == 0:
+                continue
+            s = cascade_scores(feats.pool, cache, np.column_stack([ys, xs]), model)
+            top = np.argsort(-s, kind="stable")[:n_keep]
+            top = top[np.isfinite(s[top])]
+            rec = np.empty(top.size, EXAMPLE_DTYPE)
+            rec["image"], rec["level"], rec["x"], rec["y"] = i, k, xs[top], ys[top]
+            cands.append(rec)
+            scores.append(s[top])
+        if not cands:
+            return np.zeros(0, EXAMPLE_DTYPE), np.zeros(0)
+        return np.concatenate(cands), np.concatenate(scores)
+
+    return scan
+
+
+def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_iter=300,
+                   mu=300, haar_per_channel=2000, n_rounds=3, n_hard=5000,
+                   neg_per_image=20, max_positives=None, ied_range=(20.0, 40.0),
+                   neg_radius=0.5, scales_per_octave=4, max_scale=2.0, scan_stride=1,
+                   cascade_ends=(10, 30, 100), cascade_miss_rate=0.005, checkpoint_dir=None,
+                   random_state=None, verbose=False):
+    """Train a :class:`KeypointDetector` with hard-negative mining.
+
+    Parameters
+    ----------
+    images : list of cvfs.datasets.faces.AnnotatedImage
+        Training images (their ``points`` must annotate ``keypoints`` and both eye centres).
+    keypoints : list of str
+        Keypoint names to train (one classifier each).
+    method : str
+        One of :data:`METHODS`.
+    k, bins, n_iter, mu
+        Classifier size and FSA settings (see :func:`fit_classifier`).
+    haar_per_channel : int
+        Haar features per RGB channel in the pool (the paper's pool: 20,000 -> 60,864 columns).
+    n_rounds : int
+        Training rounds (mining happens between them; the paper uses 10).
+    n_hard : int
+        Hard negatives added per mining round (the paper: ~20,000).
+    neg_per_image : int
+        Random negatives per image in the first round.
+    max_positives : int, optional
+        Subsample the positives to at most this many.
+    ied_range, neg_radius, scales_per_octave
+        Example rules (:mod:`cvfs.keypoints.examples`).
+    max_scale : float
+        Largest pyramid scale the returned detector scans.
+    scan_stride : int
+        Grid step of the mining scan on each training level (1 = every window; 2 scans a
+        quarter of them, a speed/coverage trade-off).
+    cascade_ends : sequence of int
+        Soft-cascade stage ends (feature counts) of the returned classifiers; the first stage
+        takes the most influential Haar features (cheap to compute), the rest follow in
+        decreasing influence. Empty: no cascade.
+    cascade_miss_rate : float
+        Fraction of the training positives each stage may reject.
+    checkpoint_dir : str or Path, optional
+        Folder of per-keypoint mining checkpoints (``<keypoint>.h5``); resumed when present.
+    random_state : None, int or Generator
+    verbose : bool
+
+    Returns
+    -------
+    detector : KeypointDetector
+        ``detector.info["training"]`` records per-keypoint example counts, rounds and times.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or keypoint, no images, or no positives for a keypoint.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if not images:
+        raise ValueError("images must hold at least one annotated image")
+    for name in keypoints:
+        keypoint_index(name)
+    rng = check_random_state(random_state)
+    pool = FeaturePool(haar_per_channel=haar_per_channel)
+    feats = ExampleFeatures([im.path for im in images], pool, scales_per_octave)
+    classifiers, record = {}, {}
+    for name in keypoints:
+        kidx = keypoint_index(name)
+        t0 = time.perf_counter()
+        pos, neg = [], []
+        for i, im in enumerate(images):
+            shape = _image_shape(im)
+            pts, ieds = im.points[:, kidx], im.ied()
+            pos.append(positive_examples(pts, ieds, shape, image_index=i, ied_range=ied_range,
+                                         scales_per_octave=scales_per_octave))
+            neg.append(random_negatives(pts, ieds, shape, neg_per_image, image_index=i,
+                                        ied_range=ied_range, neg_radius=neg_radius,
+                                        scales_per_octave=scales_per_octave, random_state=rng))
+        pos, neg = np.concatenate(pos), np.concatenate(neg)
+        if pos.size == 0:
+            raise ValueError(f"no positive examples for {name!r}: is it annotated in the images?")
+        if max_positives is not None and pos.size > max_positives:
+            pos = pos[np.sort(rng.choice(pos.size, max_positives, replace=False))]
+        seed = seed_from(rng)
+        n_keep = max(1, int(np.ceil(4 * n_hard / len(images))))
+        config = {"keypoint": name, "method": method, "k": k, "bins": bins, "n_iter": n_iter,
+                  "mu": mu, "pool": pool.get_params(), "n_images": len(images),
+                  "n_hard": n_hard, "seed": seed}
+        ckpt = Path(checkpoint_dir) / f"{name}.h5" if checkpoint_dir is not None else None
+        state = run_mining(
+            pos, neg,
+            features=feats,
+            fit=lambda X, y, _s=seed: with_cascade(
+                fit_classifier(X, y, method, k=k, bins=bins, n_iter=n_iter, mu=mu,
+                               random_state=_s, verbose=verbose),
+                X[y == 1], pool.n_hog, cascade_ends, cascade_miss_rate),
+            scan=_scanner(feats, images, name, n_keep, neg_radius, ied_range, scales_per_octave,
+                          scan_stride),
+            n_images=len(images), n_rounds=n_rounds, n_hard=n_hard, checkpoint=ckpt,
+            config=config, verbose=verbose,
+        )
+        classifiers[name] = state.model
+        record[name] = {"n_positives": int(state.positives.size),
+                        "n_negatives": int(state.negatives.size), "rounds": state.history,
+                        "seconds": time.perf_counter() - t0,
+                        "fit_seconds": float(sum(h["fit_s"] for h in state.history)),
+                        "fit_cpu_seconds": float(sum(h.get("fit_cpu_s", np.nan)
+                                                     for h in state.history))}
+        log.info("%s: %d positives, %d negatives, %.0f s", name, state.positives.size,
+                 state.negatives.size, record[name]["seconds"])
+    params = {"method": method, "k": k, "bins": bins, "n_iter": n_iter, "mu": mu,
+              "n_rounds": n_rounds, "n_hard": n_hard, "neg_per_image": neg_per_image,
+              "scan_stride": scan_stride, "cascade_ends": list(cascade_ends),
+              "cascade_miss_rate": cascade_miss_rate,
+              "max_positives": max_positives, "ied_range": list(ied_range),
+              "neg_radius": neg_radius}
+    info = {"params": params, "training": {"n_images": len(images), "keypoints": record},
+            "random_state": random_state if isinstance(random_state, int) else None}
+    return KeypointDetector(classifiers, pool.get_params(), scales_per_octave=scales_per_octave,
+                            max_scale=max_scale, info=info)
+
+
+def _image_shape(im):
+    """(H, W) of an annotated image (read once, remembered in ``im.attrs["shape"]``)."""
+    if "shape" not in im.attrs:
+        im.attrs["shape"] = load_image(im.path).shape[:2]
+    return tuple(im.attrs["shape"])

@@ -1,0 +1,79 @@
+"""The keypoint app on an image folder, a video file and the synthetic clip; the demo part."""
+
+import importlib.util
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from cvfs.keypoints import KeypointDetector
+from cvfs.keypoints._additive import AdditiveModel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _app():
+    spec = importlib.util.spec_from_file_location("keypoints_detect",
+                                                  ROOT / "apps" / "keypoints_detect.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def toy_models(tmp_path, monkeypatch):
+    m = AdditiveModel([864 + 1, 0], [-0.5, 0.0], [8.0, 10.0], [[0, 1, 2, 3, 4], [0, 1, 0, 1, 0]],
+                      -2.0)
+    d = tmp_path / "models"
+    KeypointDetector({"left_eye_center": m, "nose_center": m}, {"haar_per_channel": 5},
+                     max_scale=1.0).save(d / "keypoints_toy.h5")
+    monkeypatch.setenv("CVFS_MODELS", str(d))
+    return d
+
+
+def test_app_folder_video_synthetic(tmp_path, toy_models, capsys):
+    app = _app()
+    imgs = tmp_path / "imgs"
+    imgs.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(2):
+        cv2.imwrite(str(imgs / f"im{i}.png"), (rng.random((48, 64, 3)) * 255).astype(np.uint8))
+    assert app.main([str(imgs), "--out", str(tmp_path / "o1")]) == 0
+    assert sorted(p.name for p in (tmp_path / "o1").iterdir()) == ["im0_keypoints.png",
+                                                                   "im1_keypoints.png"]
+    video = tmp_path / "clip.avi"
+    w = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 5.0, (64, 48))
+    for _ in range(3):
+        w.write((rng.random((48, 64, 3)) * 255).astype(np.uint8))
+    w.release()
+    assert app.main([str(video), "--out", str(tmp_path / "o2"), "--max-frames", "2"]) == 0
+    assert (tmp_path / "o2" / "clip_keypoints.avi").is_file()
+    assert app.main(["synthetic", "--max-frames", "1", "--out", str(tmp_path / "o3")]) == 0
+    text = capsys.readouterr().out
+    assert "synthetic_0000" in text and "frames/s" in text
+
+
+def test_app_errors(tmp_path, toy_models, capsys):
+    app = _app()
+    assert app.main([str(tmp_path / "none.jpg")]) == 2
+    assert "source not found" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert app.main([str(tmp_path / "empty")]) == 2
+    assert "no images" in capsys.readouterr().err
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"corrupt")
+    assert app.main([str(bad)]) == 2
+    assert "could not decode" in capsys.readouterr().err
+    notvideo = tmp_path / "x.avi"
+    notvideo.write_bytes(b"corrupt")
+    assert app.main([str(notvideo)]) == 2
+    assert "cannot open video file" in capsys.readouterr().err
+
+
+def test_demo_keypoints_part(tmp_path, toy_models):
+    from cvfs import demo
+
+    lines = demo.PARTS["keypoints"](tmp_path, False)
+    assert lines[0].startswith("Keypoints (shipped detectors left_eye_center, nose_center)")
+    assert (tmp_path / "keypoints_astronaut.png").is_file()

@@ -1,0 +1,131 @@
+"""Mining bookkeeping: hardest selection, checkpoints, interrupt and resume."""
+
+import numpy as np
+import pytest
+
+from cvfs.keypoints._additive import AdditiveModel
+from cvfs.keypoints.boosting import LogitBoostClassifier
+from cvfs.keypoints.examples import EXAMPLE_DTYPE
+from cvfs.keypoints.mining import (
+    MiningState,
+    load_checkpoint,
+    merge_hardest,
+    run_mining,
+    save_checkpoint,
+)
+
+
+def _rec(rows):
+    return np.array(rows, dtype=EXAMPLE_DTYPE)
+
+
+def test_merge_hardest():
+    c = _rec([(0, 0, 1, 1), (0, 0, 2, 2), (1, -1, 3, 3), (0, 0, 1, 1), (2, 0, 5, 5)])
+    s = np.array([0.5, 2.0, 1.0, 0.5, 3.0])
+    got, gs = merge_hardest(c, s, 3, exclude=_rec([(2, 0, 5, 5)]), return_scores=True)
+    np.testing.assert_array_equal(got, c[[1, 2, 0]])
+    np.testing.assert_array_equal(gs, [2.0, 1.0, 0.5])
+    assert merge_hardest(c, s, 10).size == 4  # the repeat is dropped
+    assert merge_hardest(c[:0], s[:0], 3).size == 0
+
+
+# A toy "image world": image i has 400 positions (level 0, x in 0..19, y in 0..19); a position's
+# feature vector is a fixed random function of it; positives are 3 special positions per image.
+def _feat(examples):
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((4, 6))
+    base = np.column_stack([examples["image"], examples["x"], examples["y"],
+                            (examples["x"] - 10.0) ** 2 + (examples["y"] - 10.0) ** 2])
+    return np.tanh(base / 10.0 @ W)
+
+
+def _positives(n_images):
+    return _rec([(i, 0, 10 + d, 10) for i in range(n_images) for d in (-1, 0, 1)])
+
+
+def _scan(model, i):
+    yy, xx = np.mgrid[0:20, 0:20]
+    far = np.hypot(xx - 10, yy - 10) >= 5
+    c = np.zeros(int(far.sum()), dtype=EXAMPLE_DTYPE)
+    c["image"], c["x"], c["y"] = i, xx[far], yy[far]
+    return c, model.decision_function(_feat(c)[:, model.features])
+
+
+def _fit(X, y):
+    return LogitBoostClassifier(n_estimators=10, bins=8, sample_fraction=0.5,
+                                random_state=0).fit(X, y).model_
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_run_mining_grows_and_resumes(tmp_path):
+    n_images = 4
+    pos = _positives(n_images)
+    neg = _rec([(i, 0, 0, 0) for i in range(n_images)])
+    kw = dict(features=_feat, fit=_fit, scan=_scan, n_images=n_images, n_hard=15,
+              config={"keypoint": "toy"})
+    full = run_mining(pos, neg, n_rounds=3, **kw)
+    assert full.round == 3 and len(full.history) == 3
+    assert full.negatives.size == neg.size + 2 * 15
+    assert [h["n_added"] for h in full.history] == [15, 15, 0]
+    assert np.unique(full.negatives).size == full.negatives.size
+    # interrupted during round 3 (its fit raises): rounds 1-2 are in the checkpoint
+    ckpt = tmp_path / "mine.h5"
+    calls = {"n": 0}
+
+    def fit_then_fail(X, y):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise _Interrupt
+        return _fit(X, y)
+
+    with pytest.raises(_Interrupt):
+        run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **{**kw, "fit": fit_then_fail})
+    st = load_checkpoint(ckpt)
+    assert st.round == 2 and st.negatives.size == neg.size + 30
+    resumed = run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **kw)
+    assert resumed.round == 3
+    np.testing.assert_array_equal(resumed.negatives, full.negatives)
+    X = np.random.default_rng(1).standard_normal((20, 6))
+    np.testing.assert_array_equal(resumed.model.decision_function(X[:, resumed.model.features]),
+                                  full.model.decision_function(X[:, full.model.features]))
+    # running again with a finished checkpoint does nothing more
+    again = run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **kw)
+    assert again.round == 3 and len(again.history) == 3
+    with pytest.raises(ValueError, match="was made with config"):
+        run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **{**kw, "config": {"k": 1}})
+
+
+def test_checkpoint_round_trip_and_errors(tmp_path):
+    st = MiningState(_positives(1), _rec([(0, -2, 3, 4)]), round=1,
+                     model=AdditiveModel([2], [0.0], [1.0], [[0.0, 1.0]], 0.5),
+                     history=[{"round": 1}], config={"a": 1})
+    p = save_checkpoint(tmp_path / "c.h5", st)
+    back = load_checkpoint(p)
+    np.testing.assert_array_equal(back.negatives, st.negatives)
+    assert back.round == 1 and back.history == [{"round": 1}] and back.config == {"a": 1}
+    assert back.model.intercept == 0.5
+    with pytest.raises(FileNotFoundError, match="mining checkpoint not found"):
+        load_checkpoint(tmp_path / "none.h5")
+    (tmp_path / "bad.h5").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="not a readable HDF5 mining checkpoint"):
+        load_checkpoint(tmp_path / "bad.h5")
+    import h5py
+
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f.attrs["x"] = 1
+    with pytest.raises(ValueError, match="is not a version-1 mining checkpoint"):
+        load_checkpoint(tmp_path / "other.h5")
+
+
+def test_run_mining_errors():
+    kw = dict(features=_feat, fit=_fit, scan=_scan, n_images=1)
+    pos, neg = _positives(1), _rec([(0, 0, 0, 0)])
+    with pytest.raises(ValueError, match="n_rounds must be a positive int"):
+        run_mining(pos, neg, n_rounds=0, **kw)
+    with pytest.raises(ValueError, match="n_hard must be a positive int"):
+        run_mining(pos, neg, n_hard=0, **kw)
+    with pytest.raises(ValueError, match="need positives and negatives"):
+        run_mining(pos, neg[:0], **kw)
