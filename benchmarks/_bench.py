@@ -7,8 +7,7 @@ pins BLAS/OpenMP (threadpoolctl) and numba to one thread, and the peers get ``th
 shared machine the CPU time is the steadier of the two.
 
 FSA is built in one place, ``fsa_estimator``: ``cvfs.FSAClassifier`` / ``FSARegressor`` with
-default parameters, or the classes of the module named by ``CVFS_BENCH_FSA_MODULE`` (to run the
-same benchmarks against another implementation, e.g. a reference FSA).
+default parameters.
 """
 
 import json
@@ -22,7 +21,6 @@ import numpy as np
 __all__ = [
     "THREAD_VARS",
     "fsa_estimator",
-    "fsa_import_error",
     "format_table",
     "limit_threads",
     "machine_info",
@@ -97,41 +95,16 @@ def timed():
         out["wall"] = time.perf_counter() - w0
 
 
-FSA_MODULE_VAR = "CVFS_BENCH_FSA_MODULE"
-
-
-def _fsa_classes():
-    """``(FSAClassifier, FSARegressor)`` from cvfs, or from the module named by the environment
-    variable ``CVFS_BENCH_FSA_MODULE`` (to run the benchmarks against another implementation)."""
-    import importlib
-
-    mod = importlib.import_module(os.environ.get(FSA_MODULE_VAR) or "cvfs")
-    return mod.FSAClassifier, mod.FSARegressor
-
-
-def fsa_import_error():
-    """None if the FSA estimators import, else the error text."""
-    try:
-        _fsa_classes()
-    except (ImportError, AttributeError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
 def fsa_estimator(loss, k, random_state, **params):
     """The one place the benchmarks build FSA: default parameters except ``k`` and the loss.
 
     ``loss`` is ``"logistic"``, ``"lorenz"``, ``"svm"`` (classifier) or ``"squared"``
-    (regressor). Extra ``params`` (e.g. ``max_memory``) are passed only if the estimator has them.
+    (regressor). Extra ``params`` (e.g. ``max_memory``) are estimator parameters.
     """
-    FSAClassifier, FSARegressor = _fsa_classes()
+    from cvfs import FSAClassifier, FSARegressor
+
     cls = FSARegressor if loss == "squared" else FSAClassifier
-    est = cls(k=k, loss=loss, random_state=random_state)
-    known = est.get_params()
-    extra = {key: val for key, val in params.items() if key in known}
-    if extra:
-        est.set_params(**extra)
-    return est
+    return cls(k=k, loss=loss, random_state=random_state, **params)
 
 
 def format_table(headers, rows, title=None):

@@ -64,7 +64,6 @@ try:  # run as a script (benchmarks/ on sys.path) or as benchmarks.synthetic_tab
     from _bench import (
         format_table,
         fsa_estimator,
-        fsa_import_error,
         limit_threads,
         machine_info,
         timed,
@@ -74,7 +73,6 @@ except ImportError:  # pragma: no cover
     from benchmarks._bench import (
         format_table,
         fsa_estimator,
-        fsa_import_error,
         limit_threads,
         machine_info,
         timed,
@@ -546,16 +544,9 @@ def main(argv=None):
     warnings.filterwarnings("ignore")  # peers' ConvergenceWarning on separable data, abess
     runs = 100 if args.full else args.runs
 
-    fsa_error = fsa_import_error()
     methods = {}
     for task, ms in METHODS.items():
-        ms = [m for m in ms if args.methods is None or m in args.methods]
-        if fsa_error is not None:
-            skipped = [m for m in ms if m.startswith("FSA")]
-            if skipped:
-                log.warning("FSA unavailable (%s); skipping %s", fsa_error, ", ".join(skipped))
-            ms = [m for m in ms if not m.startswith("FSA")]
-        methods[task] = ms
+        methods[task] = [m for m in ms if args.methods is None or m in args.methods]
     tasks = {TABLES[t]["task"] for t in args.tables}
     if args.speed_repeats > 0:
         tasks.add("classification")
@@ -563,7 +554,6 @@ def main(argv=None):
 
     meta = machine_info()
     meta.update(runs=runs, argv=sys.argv[1:] if argv is None else list(argv),
-                fsa_available=fsa_error is None, fsa_import_error=fsa_error,
                 bisect_steps=BISECT_STEPS, rfe_fine=RFE_FINE, m_features=M_FEATURES)
     results = {}
     out = {"meta": meta, "tables": results, "speed": None, "acceptance": None,

@@ -302,6 +302,7 @@ def test_out_of_core_inputs_match_in_memory(tmp_path):
         np.testing.assert_array_equal(r.support, ref.support)
         np.testing.assert_allclose(r.coef, ref.coef, rtol=1e-6, atol=1e-9)
         assert r.history["n_kept"][0] == ref.history["n_kept"][0]
+        assert r.history["data_passes"] >= ref.history["data_passes"]
     np.testing.assert_array_equal(ref.support, true)
 
 
@@ -350,3 +351,31 @@ def test_column_statistics_match_numpy_across_blocks():
     np.testing.assert_array_equal(st.hi, X.max(axis=0))
     X[5, 3] = np.inf
     assert not _ColumnStats(7).update(X)
+
+
+def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path):
+    """Peak traced allocations of an HDF5 fit stay under max_memory + 3 blocks + O(M)."""
+    import tracemalloc
+
+    import h5py
+
+    X, y, true = make_ar1_classification(4000, 500, k_true=5, random_state=18)
+    X = X.astype(np.float32)  # 8 MB
+    y = np.where(y > 0, 1.0, -1.0)
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f.create_dataset("X", data=X, chunks=(256, 500))
+    del X
+    max_memory, block = 2 << 20, 1 << 20
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        fsa_fit(f["X"], y, 5, loss="lorenz", max_memory=max_memory, block_bytes=block)  # JIT
+        tracemalloc.start()
+        res = fsa_fit(f["X"], y, 5, loss="lorenz", max_memory=max_memory, block_bytes=block)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    np.testing.assert_array_equal(res.support, true)
+    assert peak <= max_memory + 3 * block + 200 * 500 * 8 + 4000 * 8 * 8
+    # the kept columns were loaded only once half of max_memory could hold them
+    n_ooc = res.history["out_of_core_iterations"]
+    assert n_ooc >= 1 and np.all(res.history["width"][:n_ooc] == 500)
+    loaded = res.history["n_kept"][n_ooc - 1]
+    assert 2 * 4000 * loaded * 4 <= max_memory < 2 * 4000 * res.history["n_kept"][n_ooc - 2] * 4
