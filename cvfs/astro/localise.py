@@ -205,8 +205,11 @@ def _fit(patch, src, bg, s_lo, s_hi, margin):
     def jac(p):
         return _model_and_jac(p, patch.shape)[1]
 
+    # tolerances 1e-6 and a cap on evaluations: positions converge to ~1e-3 px well before the
+    # default 1e-8 tolerances (measured: same F1/RMSE on the synthetic benchmark, 3x faster on
+    # extended objects of the Hubble Deep Field, where the fit crawls)
     out = least_squares(fun, p0, jac=jac, bounds=(lo, hi), method="trf", x_scale="jac",
-                        max_nfev=50 * (k + 1))
+                        ftol=1e-6, xtol=1e-6, gtol=1e-6, max_nfev=40 + 5 * k)
     return out.x[:-1].reshape(k, 4), float(out.x[-1])
 
 
