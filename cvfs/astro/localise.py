@@ -33,7 +33,7 @@ from cvfs.astro.simulate import CATALOGUE_DTYPE
 from cvfs.base import ConvergenceWarning, check_random_state
 from cvfs.core.sbl import sbl_fit
 
-__all__ = ["LAMBDA_FACTOR", "Localisation", "denoise", "estimate_background_noise", "localise",
+__all__ = ["LAMBDA_FACTOR", "Localisation", "estimate_background_noise", "localise",
            "localise_and_denoise"]
 
 log = logging.getLogger(__name__)
@@ -446,22 +446,3 @@ def localise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
     return localise_and_denoise(image, psf_sigma=psf_sigma, n_atoms=n_atoms,
                                 noise_sigma=noise_sigma, random_state=random_state,
                                 **options).catalogue
-
-
-def denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None, random_state=None,
-            **options):
-    """Denoised image: the fitted sources Phi theta plus the background, shaped like ``image``.
-
-    Parameters and errors as :func:`localise`.
-
-    Returns
-    -------
-    ndarray of shape (height, width)
-
-    References
-    ----------
-    Jiang & Chen, Sec. 5-D (eq. 73).
-    """
-    return localise_and_denoise(image, psf_sigma=psf_sigma, n_atoms=n_atoms,
-                                noise_sigma=noise_sigma, random_state=random_state,
-                                **options).model
