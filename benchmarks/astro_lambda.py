@@ -27,12 +27,29 @@ def score(data, **kw):
     return float(np.mean(f1)), float(np.sqrt(sq / max(tp, 1)))
 
 
+def plot(rows):
+    ax = plot_lambda_sensitivity(
+        [r["factor"] for r in rows], {"full pipeline": [r["f1"] for r in rows],
+                                      "SBL atoms (no refinement)": [r["f1_sbl"] for r in rows]},
+        chosen=astro.LAMBDA_FACTOR)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    save_figure_atomic(ax.figure, RESULTS / "astro_lambda.png")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--factors", type=float, nargs="+",
                     default=[1, 2, 4, 8, 16, 32, 64, 128, 256])
+    ap.add_argument("--replot", action="store_true",
+                    help="redraw the figure from results/astro_lambda.json (no runs)")
     args = ap.parse_args(argv)
+    if args.replot:
+        import json
+
+        rows = json.loads((RESULTS / "astro_lambda.json").read_text())["rows"]
+        plot(rows)
+        return
     data = scenes(args.n, seed0=3000)
     rows = []
     print(f"{args.n} held-out 28x28 scenes; default lambda/sigma^2 = {astro.LAMBDA_FACTOR:g}")
@@ -44,12 +61,7 @@ def main(argv=None):
         rows.append({"factor": c, "f1": f_full, "rmse": r_full, "f1_sbl": f_raw,
                      "rmse_sbl": r_raw})
         print(f"{c:15g}{f_full:9.3f}{r_full:11.3f}{f_raw:14.3f}{r_raw:16.3f}", flush=True)
-    ax = plot_lambda_sensitivity(
-        args.factors, {"full pipeline": [r["f1"] for r in rows],
-                       "SBL atoms (no refinement)": [r["f1_sbl"] for r in rows]},
-        chosen=astro.LAMBDA_FACTOR)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    save_figure_atomic(ax.figure, RESULTS / "astro_lambda.png")
+    plot(rows)
     path = write_json("astro_lambda", {"rows": rows, "n": args.n})
     print(f"\nwritten {path} and {RESULTS / 'astro_lambda.png'}")
 

@@ -2,7 +2,7 @@
 and on larger crowded scenes: screened SBL (cvfs) against sep, photutils DAOStarFinder and
 photutils PSF photometry. Prints a table and writes benchmarks/results/astro_localisation.json.
 
-    python benchmarks/astro_localisation.py [--n 30] [--crowded 5]
+    python benchmarks/astro_localisation.py [--n 30] [--crowded 5] [--sparse 20]
 """
 
 import argparse
@@ -52,6 +52,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=30, help="number of 28x28 scenes")
     ap.add_argument("--crowded", type=int, default=5, help="number of 64x64 crowded scenes")
+    ap.add_argument("--sparse", type=int, default=20,
+                    help="number of 28x28 scenes with well-separated sources (>= 5 px, 3 px from "
+                         "the edges), the peers' comfort zone")
     args = ap.parse_args(argv)
     methods = [
         ("cvfs SBL (screened)", lambda im: astro.localise(im, random_state=0)),
@@ -67,8 +70,13 @@ def main(argv=None):
     crowded = scenes(args.crowded, seed0=5000, shape=(64, 64), n_sources=(30, 40))
     res_crowded = [evaluate(n, f, crowded) for n, f in methods]
     table(f"{args.crowded} crowded 64x64 scenes (30-40 sources)", res_crowded)
+    sparse = scenes(args.sparse, seed0=7000, min_separation=5.0, border=3.0)
+    res_sparse = [evaluate(n, f, sparse) for n, f in methods]
+    table(f"{args.sparse} well-separated 28x28 scenes (4-8 sources, min separation 5 px, 3 px "
+          "from the edges)", res_sparse)
     path = write_json("astro_localisation", {"small": res_small, "crowded": res_crowded,
-                                             "n_small": args.n, "n_crowded": args.crowded})
+                                             "sparse": res_sparse, "n_small": args.n,
+                                             "n_crowded": args.crowded, "n_sparse": args.sparse})
     print(f"\nwritten {path}")
 
 

@@ -91,12 +91,11 @@ def weighted_lasso_objective(Phi, y, pen, theta):
 
 def gram_cd_solve(G, b, pen, t, yy, tol, max_epochs, positive):
     """Twin of ``gram_cd_solve`` without extrapolation: plain epochs until the gap is <= tol."""
-    gap = np.inf
-    for epoch in range(1, max_epochs + 1):  # noqa: B007 (returned)
+    gap, epoch = np.inf, 0
+    while epoch < max_epochs and gap > tol:
+        epoch += 1
         t, q = gram_cd_epoch(G, b, pen, t, G @ t, positive)
         _, gap = gram_gap(b, pen, t, q, yy, positive)
-        if gap <= tol:
-            break
     return t, epoch, gap
 
 

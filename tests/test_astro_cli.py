@@ -121,3 +121,34 @@ def test_cli_hubble_deep_field_256(tmp_path):
     d = np.hypot(cat["x"][:, None] - cat["x"][None], cat["y"][:, None] - cat["y"][None])
     np.fill_diagonal(d, np.inf)
     assert d.min() > 0.3
+
+
+def test_viz_functions_return_axes(tmp_path, scene):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cvfs.viz.astro import (
+        plot_detections,
+        plot_lambda_sensitivity,
+        plot_residual,
+        save_figure_atomic,
+    )
+
+    img, truth = scene
+    ax = plot_lambda_sensitivity([1, 4, 16], {"a": [0.5, 0.9, 1.0], "b": [0.4, 0.8, 0.9]},
+                                 chosen=16)
+    assert len(ax.get_lines()) == 3 and ax.get_xscale() == "log"
+    ax2 = plot_detections(img, truth, truth, ax=None)
+    assert len(ax2.patches) == len(truth)
+    assert plot_residual(img, img, ax=ax2) is ax2
+    save_figure_atomic(ax.figure, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_demo_astro_part(tmp_path):
+    from cvfs import demo
+
+    text = demo.run(tmp_path, parts=["astro"], verbose=False)
+    assert "Hubble Deep Field" in text
+    assert (tmp_path / "astro_hdf.png").is_file() and (tmp_path / "astro_catalogue.csv").is_file()

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.linear_model import Lasso
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvfs import SBLRegressor
 from cvfs.base import ConvergenceWarning
@@ -178,3 +179,8 @@ def test_zero_atoms_are_ignored():
     X[:, 7] = 0.0
     m = SBLRegressor(lam=1e-3).fit(X, y)
     assert m.coef_[7] == 0 and np.isfinite(m.coef_).all()
+
+
+@parametrize_with_checks([SBLRegressor()])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)

@@ -5,12 +5,12 @@
 >>> clean = astro.denoise(image)               # shaped like image
 """
 
+from cvfs.astro.denoise import denoise
 from cvfs.astro.dictionary import PSFDictionary, sample_atoms
 from cvfs.astro.evaluate import detection_scores, group_iou, match_sources, psnr
 from cvfs.astro.localise import (
     LAMBDA_FACTOR,
     Localisation,
-    denoise,
     estimate_background_noise,
     localise,
     localise_and_denoise,
