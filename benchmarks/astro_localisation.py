@@ -63,17 +63,25 @@ def main(argv=None):
         ("sep", run_sep),
     ]
     astro.localise(scenes(1)[0][0], random_state=0)  # JIT warm-up, not timed
-    small = scenes(args.n, seed0=1000)
-    res_small = [evaluate(n, f, small) for n, f in methods]
-    table(f"{args.n} synthetic 28x28 scenes (4-8 sources, sigma 1-2 px, peak SNR 5-50, "
-          "min separation 2 px)", res_small)
-    crowded = scenes(args.crowded, seed0=5000, shape=(64, 64), n_sources=(30, 40))
-    res_crowded = [evaluate(n, f, crowded) for n, f in methods]
-    table(f"{args.crowded} crowded 64x64 scenes (30-40 sources)", res_crowded)
-    sparse = scenes(args.sparse, seed0=7000, min_separation=5.0, border=3.0)
-    res_sparse = [evaluate(n, f, sparse) for n, f in methods]
-    table(f"{args.sparse} well-separated 28x28 scenes (4-8 sources, min separation 5 px, 3 px "
-          "from the edges)", res_sparse)
+    sets = [
+        ("small", args.n, dict(seed0=1000),
+         f"{args.n} synthetic 28x28 scenes (4-8 sources, sigma 1-2 px, peak SNR 5-50, "
+         "min separation 2 px)"),
+        ("crowded", args.crowded, dict(seed0=5000, shape=(64, 64), n_sources=(30, 40)),
+         f"{args.crowded} crowded 64x64 scenes (30-40 sources)"),
+        ("sparse", args.sparse, dict(seed0=7000, min_separation=5.0, border=3.0),
+         f"{args.sparse} well-separated 28x28 scenes (4-8 sources, min separation 5 px, 3 px "
+         "from the edges)"),
+    ]
+    res = {}
+    for key, count, kwargs, title in sets:
+        if count <= 0:
+            res[key] = []
+            continue
+        imgs = scenes(count, **kwargs)
+        res[key] = [evaluate(n, f, imgs) for n, f in methods]
+        table(title, res[key])
+    res_small, res_crowded, res_sparse = res["small"], res["crowded"], res["sparse"]
     path = write_json("astro_localisation", {"small": res_small, "crowded": res_crowded,
                                              "sparse": res_sparse, "n_small": args.n,
                                              "n_crowded": args.crowded, "n_sparse": args.sparse})
