@@ -37,7 +37,7 @@ def _check_real(name, value, low, strict=False):
         raise ValueError(f"{name} must be a finite number {rel} {low}, got {value!r}")
 
 
-def ranking_pairs(y, groups=None, weights="uniform"):
+def ranking_pairs(y, groups=None, weights="uniform", min_gap=None):
     """All pairs (i, j), i < j, within each group, with r_ij = 1 if y_i > y_j, 1/2 if equal,
     0 if lower (higher y = better).
 
@@ -49,6 +49,9 @@ def ranking_pairs(y, groups=None, weights="uniform"):
     weights : {"uniform", "group"}, default="uniform"
         Pair weights (summing to 1): equal for every pair, or equal total weight per group (a
         group of n samples has n (n - 1) / 2 pairs; "group" keeps large groups from dominating).
+    min_gap : float or None, default=None
+        None keeps every pair (ties with r = 1/2, the paper); a number g >= 0 keeps only the
+        pairs with ``|y_i - y_j| > g`` (no ties, and near-ties dropped as label noise).
 
     Returns
     -------
@@ -58,6 +61,8 @@ def ranking_pairs(y, groups=None, weights="uniform"):
     """
     if weights not in ("uniform", "group"):
         raise ValueError(f"pair weights must be 'uniform' or 'group', got {weights!r}")
+    if min_gap is not None and not (isinstance(min_gap, numbers.Real) and min_gap >= 0):
+        raise ValueError(f"min_gap must be None or a number >= 0, got {min_gap!r}")
     y = np.asarray(y, dtype=np.float64)
     groups = np.zeros(y.size, dtype=np.int64) if groups is None else np.asarray(groups)
     order = np.argsort(groups, kind="stable")
@@ -67,6 +72,11 @@ def ranking_pairs(y, groups=None, weights="uniform"):
         if c < 2:
             continue
         a, b = np.triu_indices(c, 1)
+        if min_gap is not None:
+            keep = np.abs(y[order[s + a]] - y[order[s + b]]) > min_gap
+            a, b = a[keep], b[keep]
+            if a.size == 0:
+                continue
         pi.append(order[s + a])
         pj.append(order[s + b])
         pw.append(np.full(a.size, 1.0 / a.size if weights == "group" else 1.0))
@@ -341,7 +351,10 @@ class FSARanker(_FSABase):
     pair_weights : {"uniform", "group"}, default="uniform"
         The loss is the weighted mean over pairs: every pair alike (the paper), or every group
         alike (a group of n samples contributes n (n - 1) / 2 pairs, so large groups otherwise
-        dominate)."""
+        dominate).
+    min_gap : float or None, default=None
+        None: every pair within a group, ties included (r = 1/2, the paper). A number g >= 0:
+        only pairs whose targets differ by more than g (see :func:`ranking_pairs`)."""
         + _DOC_PARAMS.format(k=40, n_iter=300, bins=4, shrinkage="0.01")
         + _DOC_ATTRS
         + """
@@ -355,10 +368,11 @@ class FSARanker(_FSABase):
     loss = "rank"
 
     def __init__(self, k=40, n_iter=300, mu=300, learning_rate=None, bins=4, prior="shrinkage",
-                 shrinkage=0.01, smoothness=0.0, pair_weights="uniform", max_memory=None,
-                 random_state=None, verbose=False):
+                 shrinkage=0.01, smoothness=0.0, pair_weights="uniform", min_gap=None,
+                 max_memory=None, random_state=None, verbose=False):
         self.k = k
         self.pair_weights = pair_weights
+        self.min_gap = min_gap
         self.n_iter = n_iter
         self.mu = mu
         self.learning_rate = learning_rate
@@ -390,9 +404,11 @@ class FSARanker(_FSABase):
                     f"groups must be 1-D with X.shape[0]={X.shape[0]} entries, "
                     f"got shape {groups.shape}"
                 )
-        pairs = ranking_pairs(y, groups, self.pair_weights)
+        pairs = ranking_pairs(y, groups, self.pair_weights, self.min_gap)
         if pairs[0].size == 0:
-            raise ValueError("FSARanker needs at least one group with two or more samples")
+            raise ValueError("FSARanker needs at least one group with two or more samples"
+                             + ("" if self.min_gap is None else
+                                f" whose targets differ by more than min_gap={self.min_gap}"))
         return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss("rank"), pairs=pairs,
                               fit_intercept=False)
 

@@ -55,6 +55,22 @@ def test_ranker_pairs_only_within_groups():
         ranking_pairs(y, g, weights="size")
 
 
+def test_ranker_pairs_min_gap_drops_ties_and_near_ties():
+    y = np.array([0.0, 0.004, 0.02, 0.02, 1.0])
+    i, j, r, w = ranking_pairs(y, None, min_gap=0.005)
+    assert {(a, b) for a, b in zip(i, j)} == {(0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4),
+                                              (2, 4), (3, 4)}
+    assert np.all(r == 0.0) and np.isclose(w.sum(), 1.0)
+    i, _, r, _ = ranking_pairs(y, None, min_gap=0.0)  # ties only
+    assert i.size == 9 and 0.5 not in r
+    with pytest.raises(ValueError, match=r"min_gap must be None or a number >= 0, got -1"):
+        ranking_pairs(y, None, min_gap=-1)
+    with pytest.raises(ValueError, match="whose targets differ by more than min_gap=2"):
+        FSARanker(min_gap=2).fit(np.eye(5), y, np.zeros(5))
+    rk = FSARanker(k=1, bins=None, n_iter=20, min_gap=0.005).fit(np.column_stack([y, -y]), y)
+    assert rk.score(np.column_stack([y, -y]), y) == 1.0
+
+
 def test_ranker_group_weights_match_weighted_naive_gradient():
     from cvfs.core.fsa import fsa_fit
 
