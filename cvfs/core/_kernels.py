@@ -59,8 +59,8 @@ def loss_value_grad(code, param, z, y):
 def column_stats(X, shift, s1, s2, lo, hi):
     """One row-wise pass accumulating per column sum(x - shift), sum((x - shift)^2), min, max
     (shifting by a sample value keeps the variance free of cancellation). Returns False if a
-    value is not finite."""
-    finite = True
+    value is not finite (a NaN or infinity propagates into the sums, so the check is done once
+    on them; the loop stays branch-free and vectorised)."""
     for i in range(X.shape[0]):
         row = X[i]
         for j in range(X.shape[1]):
@@ -70,8 +70,10 @@ def column_stats(X, shift, s1, s2, lo, hi):
             s2[j] += d * d
             lo[j] = min(lo[j], x)
             hi[j] = max(hi[j], x)
-            finite &= math.isfinite(x)
-    return finite
+    for j in range(X.shape[1]):
+        if not (math.isfinite(s1[j]) and math.isfinite(s2[j])):
+            return False
+    return True
 
 
 @njit(cache=True)
