@@ -30,9 +30,10 @@ def curvature_operator(X, fp, bins, pairs=None):
     U = centred_basis(X, fp, bins)
     if pairs is None:
         return U.T @ U / U.shape[0]
-    i, j, _ = pairs
+    i, j = pairs[:2]
+    w = np.full(len(i), 1.0) if len(pairs) < 4 else np.asarray(pairs[3], float)
     D = U[i] - U[j]
-    return D.T @ D / len(i)
+    return D.T @ (D * (w / w.sum())[:, None])
 
 
 def fsa_reference(X, y, k, schedule, fp, bins, loss, lr, shrink, intercept=0.0,
@@ -53,6 +54,49 @@ def fsa_reference(X, y, k, schedule, fp, bins, loss, lr, shrink, intercept=0.0,
             keep = np.sort(order)
             kept, beta = kept[keep], beta[keep]
     return kept, beta, intercept
+
+
+# ---- SBL ----
+
+
+def gram_cd_epoch(G, b, pen, t, q, positive):
+    """Twin of ``cvfs.core._lasso_kernels.gram_cd_epoch``: returns new (t, q)."""
+    t = t.copy()
+    for j in range(t.size):
+        if G[j, j] <= 0:
+            continue
+        z = t[j] + (b[j] - G[j] @ t) / G[j, j]
+        thr = pen[j] / G[j, j]
+        t[j] = max(z - thr, 0.0) if positive else np.sign(z) * max(abs(z) - thr, 0.0)
+    return t, G @ t
+
+
+def gram_gap(b, pen, t, q, yy, positive):
+    """Twin of ``gram_gap``: primal value and gap of the working-set problem."""
+    corr = b - q
+    c = corr if positive else np.abs(corr)
+    scale = max(1.0, np.max(c / pen))
+    rr = yy - 2 * b @ t + t @ q
+    primal = 0.5 * rr + pen @ np.abs(t)
+    # dual at eta = r / scale: 1/2 ||y||^2 - 1/2 ||y - eta||^2 with y^T r = yy - b^T t
+    dual = 0.5 * yy - 0.5 * (yy - 2 * (yy - b @ t) / scale + rr / scale**2)
+    return primal, primal - dual
+
+
+def weighted_lasso_objective(Phi, y, pen, theta):
+    """1/2 ||y - Phi theta||^2 + sum pen |theta|."""
+    r = y - Phi @ theta
+    return 0.5 * r @ r + pen @ np.abs(theta)
+
+
+def gram_cd_solve(G, b, pen, t, yy, tol, max_epochs, positive):
+    """Twin of ``gram_cd_solve`` without extrapolation: plain epochs until the gap is <= tol."""
+    gap, epoch = np.inf, 0
+    while epoch < max_epochs and gap > tol:
+        epoch += 1
+        t, q = gram_cd_epoch(G, b, pen, t, G @ t, positive)
+        _, gap = gram_gap(b, pen, t, q, yy, positive)
+    return t, epoch, gap
 
 
 # ---- vision ----
@@ -101,6 +145,28 @@ def naive_haar(window, feature):
     pos = np.concatenate([r[:hh, :hw].ravel(), r[hh:, hw:].ravel()])
     neg = np.concatenate([r[:hh, hw:].ravel(), r[hh:, :hw].ravel()])
     return pos.mean() - neg.mean()
+
+
+# ---- motion ----
+
+
+def cut_fractions(labels, neighbors, ks):
+    """Twin of :func:`cvfs.motion.features.cut_fractions`."""
+    out = np.zeros((labels.shape[0], len(ks)))
+    for c, lab in enumerate(labels):
+        for t, k in enumerate(ks):
+            cut = lab[neighbors[:, :k]] != lab[:, None]
+            out[c, t] = cut.mean()
+    return out
+
+
+def stump_gains(bins, v, n_bins):
+    """Twin of :func:`cvfs.motion.ranking.stump_gains`."""
+    out = np.zeros((bins.shape[1], n_bins))
+    for m in range(bins.shape[1]):
+        for t in range(n_bins):
+            out[m, t] = v[bins[:, m] > t].sum()
+    return out
 
 
 # ---- keypoints ----

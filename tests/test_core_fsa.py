@@ -46,6 +46,18 @@ def test_kernel_loss_matches_numpy(name):
     np.testing.assert_allclose(out[:, 1], loss.gradient(z, y), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+def test_kernel_row_losses_match_numpy(name):
+    rng = np.random.default_rng(16)
+    loss = get_loss(name)
+    z = rng.normal(0, 5, 2000)
+    y = rng.normal(size=2000) if name == "squared" else rng.choice([-1.0, 1.0], 2000)
+    d = np.empty(2000)
+    total = K.loss_rows(loss.code, loss.param, z, y, d)
+    np.testing.assert_allclose(total, loss.value(z, y).sum(), rtol=1e-12)
+    np.testing.assert_allclose(d, loss.gradient(z, y), rtol=1e-12, atol=1e-15)
+
+
 def test_loss_curvature_bounds_second_derivative():
     z = np.linspace(-10, 10, 20001)
     for name in ["squared", "logistic", "lorenz", "svm"]:
@@ -140,13 +152,15 @@ def test_kernel_gradient_matches_naive(bins, name):
     G = 1 if bins == 0 else bins + 1
     beta = rng.normal(0, 0.3, (6, G))
     v = rng.normal(size=(6, G))
-    pairs = (rng.integers(0, 40, 60), rng.integers(0, 40, 60), rng.choice([0, .5, 1], 60))
-    pi, pj, pr = (np.asarray(p) for p in pairs)
+    pairs = (rng.integers(0, 40, 60), rng.integers(0, 40, 60), rng.choice([0, .5, 1], 60),
+             rng.uniform(0.5, 2.0, 60))
+    pi, pj, pr, pw = (np.asarray(p) for p in pairs)
+    pw = pw / pw.sum()
     if name != "rank":
         pi = pj = np.zeros(0, np.int64)
-        pr = np.zeros(0)
+        pr = pw = np.zeros(0)
     cols = np.arange(6)
-    val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, 0.2,
+    val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, 0.2,
                                        loss.code, loss.param, True)
     rval, rg, rgi = naive.fsa_gradient(X, y, fp, bins, beta, 0.2, name,
                                        pairs if name == "rank" else None)
@@ -223,6 +237,15 @@ def test_fit_is_deterministic_and_seeded():
     assert a.intercept == b.intercept
 
 
+def test_progress_bar_does_not_change_the_fit():
+    X, y, _ = make_ar1_classification(300, 200, k_true=5, random_state=15)
+    y = np.where(y > 0, 1.0, -1.0)
+    a = fsa_fit(X, y, 5, loss="logistic", verbose=False)
+    b = fsa_fit(X, y, 5, loss="logistic", verbose=True)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.history["lr"], b.history["lr"])
+
+
 def test_float32_input_is_kept_and_gives_the_same_support():
     X, y, true = make_ar1_classification(600, 200, k_true=5, random_state=11)
     y = np.where(y > 0, 1.0, -1.0)
@@ -279,6 +302,7 @@ def test_out_of_core_inputs_match_in_memory(tmp_path):
         np.testing.assert_array_equal(r.support, ref.support)
         np.testing.assert_allclose(r.coef, ref.coef, rtol=1e-6, atol=1e-9)
         assert r.history["n_kept"][0] == ref.history["n_kept"][0]
+        assert r.history["data_passes"] >= ref.history["data_passes"]
     np.testing.assert_array_equal(ref.support, true)
 
 
@@ -311,3 +335,47 @@ def test_core_errors():
     with pytest.raises(ValueError, match="NaN or infinity .first in row 2"):
         fsa_fit(Xn, np.ones(5), 1, loss="squared")
     assert set(LOSSES) == {"squared", "logistic", "lorenz", "svm", "rank"}
+
+
+def test_column_statistics_match_numpy_across_blocks():
+    from cvfs.core.responses import _ColumnStats
+
+    rng = np.random.default_rng(17)
+    X = rng.normal(1e4, 2.0, size=(1000, 7))  # a large mean: no cancellation allowed
+    st = _ColumnStats(7)
+    for r0 in range(0, 1000, 300):
+        assert st.update(np.ascontiguousarray(X[r0:r0 + 300]))
+    np.testing.assert_allclose(st.mean, X.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(st.m2 / 1000, X.var(axis=0), rtol=1e-9)
+    np.testing.assert_array_equal(st.lo, X.min(axis=0))
+    np.testing.assert_array_equal(st.hi, X.max(axis=0))
+    X[5, 3] = np.inf
+    assert not _ColumnStats(7).update(X)
+
+
+def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path):
+    """Peak traced allocations of an HDF5 fit stay under max_memory + 3 blocks + O(M)."""
+    import tracemalloc
+
+    import h5py
+
+    X, y, true = make_ar1_classification(4000, 500, k_true=5, random_state=18)
+    X = X.astype(np.float32)  # 8 MB
+    y = np.where(y > 0, 1.0, -1.0)
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f.create_dataset("X", data=X, chunks=(256, 500))
+    del X
+    max_memory, block = 2 << 20, 1 << 20
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        fsa_fit(f["X"], y, 5, loss="lorenz", max_memory=max_memory, block_bytes=block)  # JIT
+        tracemalloc.start()
+        res = fsa_fit(f["X"], y, 5, loss="lorenz", max_memory=max_memory, block_bytes=block)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    np.testing.assert_array_equal(res.support, true)
+    assert peak <= max_memory + 3 * block + 200 * 500 * 8 + 4000 * 8 * 8
+    # the kept columns were loaded only once half of max_memory could hold them
+    n_ooc = res.history["out_of_core_iterations"]
+    assert n_ooc >= 1 and np.all(res.history["width"][:n_ooc] == 500)
+    loaded = res.history["n_kept"][n_ooc - 1]
+    assert 2 * 4000 * loaded * 4 <= max_memory < 2 * 4000 * res.history["n_kept"][n_ooc - 2] * 4

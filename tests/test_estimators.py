@@ -3,6 +3,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvfs import FSAClassifier, FSARanker, FSARegressor
+from cvfs.core.priors import Shrinkage
 from cvfs.datasets.synthetic import make_ar1_classification, make_ar1_regression
 from cvfs.estimators import ranking_pairs
 
@@ -42,11 +43,46 @@ def test_regressor_and_history():
 def test_ranker_pairs_only_within_groups():
     y = np.array([3, 1, 1, 2, 0])
     g = np.array([0, 0, 1, 1, 0])
-    i, j, r = ranking_pairs(y, g)
+    i, j, r, w = ranking_pairs(y, g)
     pairs = {(a, b): c for a, b, c in zip(i, j, r)}
     assert pairs == {(0, 1): 1.0, (0, 4): 1.0, (1, 4): 1.0, (2, 3): 0.0}
-    i, j, r = ranking_pairs([1, 1], None)
+    np.testing.assert_allclose(w, 0.25)
+    _, _, _, w = ranking_pairs(y, g, weights="group")
+    np.testing.assert_allclose(w, [1 / 6, 1 / 6, 1 / 6, 1 / 2])  # both groups weigh 1/2
+    i, j, r, w = ranking_pairs([1, 1], None)
     assert r.tolist() == [0.5]
+    with pytest.raises(ValueError, match="pair weights must be"):
+        ranking_pairs(y, g, weights="size")
+
+
+def test_ranker_pairs_min_gap_drops_ties_and_near_ties():
+    y = np.array([0.0, 0.004, 0.02, 0.02, 1.0])
+    i, j, r, w = ranking_pairs(y, None, min_gap=0.005)
+    assert {(a, b) for a, b in zip(i, j)} == {(0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4),
+                                              (2, 4), (3, 4)}
+    assert np.all(r == 0.0) and np.isclose(w.sum(), 1.0)
+    i, _, r, _ = ranking_pairs(y, None, min_gap=0.0)  # ties only
+    assert i.size == 9 and 0.5 not in r
+    with pytest.raises(ValueError, match=r"min_gap must be None or a number >= 0, got -1"):
+        ranking_pairs(y, None, min_gap=-1)
+    with pytest.raises(ValueError, match="whose targets differ by more than min_gap=2"):
+        FSARanker(min_gap=2).fit(np.eye(5), y, np.zeros(5))
+    rk = FSARanker(k=1, bins=None, n_iter=20, min_gap=0.005).fit(np.column_stack([y, -y]), y)
+    assert rk.score(np.column_stack([y, -y]), y) == 1.0
+
+
+def test_ranker_group_weights_match_weighted_naive_gradient():
+    from cvfs.core.fsa import fsa_fit
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 8))
+    q = X[:, 2] + 0.1 * rng.normal(size=60)
+    groups = np.repeat([0, 1, 2], [30, 20, 10])
+    pairs = ranking_pairs(q, groups, "group")
+    a = FSARanker(k=2, bins=None, pair_weights="group", n_iter=50).fit(X, q, groups)
+    b = fsa_fit(X, q, 2, loss="rank", pairs=pairs, n_iter=50, mu=300, prior=Shrinkage(0.01))
+    np.testing.assert_allclose(a.coef_, b.coef[:, 0])
+    assert 2 in a.support_
 
 
 def test_ranker_recovers_features_and_orders_groups():
@@ -123,3 +159,28 @@ def test_data_errors():
     clf = FSAClassifier(k=2, n_iter=20).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:, :5])
+
+
+def test_out_of_core_validation_errors(tmp_path):
+    import h5py
+
+    from cvfs.base import check_random_state
+
+    with h5py.File(tmp_path / "e.h5", "w") as f:
+        f["X3"] = np.zeros((4, 3, 2))
+        f["X"] = np.zeros((4, 3))
+    with h5py.File(tmp_path / "e.h5", "r") as f:
+        with pytest.raises(ValueError, match="X must be 2-D, got shape"):
+            FSARegressor().fit(f["X3"], np.zeros(4))
+        with pytest.raises(ValueError, match="y contains NaN"):
+            FSARegressor().fit(f["X"], np.array([0, 1, np.nan, 2]))
+    with pytest.raises(TypeError, match="random_state must be None, an int or a numpy Gen"):
+        check_random_state("seed")
+    assert isinstance(check_random_state(np.random.RandomState(0)), np.random.Generator)
+
+
+def test_synthetic_generator_errors():
+    from cvfs.datasets.synthetic import true_features
+
+    with pytest.raises(ValueError, match="need n_features >= 100"):
+        true_features(10, 50)

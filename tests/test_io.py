@@ -47,8 +47,13 @@ def test_failed_write_keeps_previous_file(tmp_path):
 
 
 def test_atomic_write_text(tmp_path):
+    import os
+
     atomic_write_text(tmp_path / "a" / "b.txt", "hi")
     assert (tmp_path / "a" / "b.txt").read_text() == "hi"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "a" / "b.txt").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_estimator_roundtrip_gives_identical_predictions(tmp_path):
@@ -68,3 +73,11 @@ def test_estimator_roundtrip_gives_identical_predictions(tmp_path):
         save_estimator(tmp_path / "u.h5", FSAClassifier())
     with pytest.raises(ValueError, match="saves cvfs estimators"):
         save_estimator(tmp_path / "u.h5", object())
+
+
+def test_load_estimator_rejects_other_models(tmp_path):
+    from cvfs.io import load_estimator
+
+    path = save_model(tmp_path / "m.h5", "keypoint-detector", {"w": np.zeros(2)})
+    with pytest.raises(ValueError, match="not a cvfs estimator"):
+        load_estimator(path)

@@ -1,5 +1,7 @@
 """cvfs.vision: HOG against skimage, Haar against naive sums, pyramid mapping, the feature pool."""
 
+import pickle
+
 import numpy as np
 import pytest
 from skimage.feature import hog as sk_hog
@@ -21,6 +23,7 @@ from cvfs.vision import (
     valid_centres,
     window_centres,
 )
+from cvfs.vision.hog import _COS, _SIN, _orient_bin
 from tests.naive import naive_haar, naive_hog_cells
 
 SK = dict(orientations=8, pixels_per_cell=(6, 6), cells_per_block=(2, 2), block_norm="L2-Hys")
@@ -50,9 +53,10 @@ def test_hog_equals_skimage_per_window(images, kind):
     f = as_float_rgb(img)
     rng = np.random.default_rng(1)
     tl = np.stack([rng.integers(0, 50 - 24 + 1, 40), rng.integers(0, 61 - 24 + 1, 40)], 1)
-    ours = hog_windows(hog_level(img), tl)
+    tl = np.vstack([tl, [[0, 0], [26, 37], [0, 37], [26, 0]]])  # windows at the level's corners
+    ours = hog_windows(hog_level(img), tl, border="window")
     ref = np.stack([_sk_window(f, r, c) for r, c in tl])
-    assert ours.shape == (40, N_HOG) and ours.dtype == np.float32
+    assert ours.shape == (44, N_HOG) and ours.dtype == np.float32
     np.testing.assert_allclose(ours, ref, rtol=0, atol=2e-7)
 
 
@@ -77,12 +81,41 @@ def test_hog_cell_maps_equal_naive(images):
         np.testing.assert_allclose(hl.cells[ch], naive_hog_cells(f[:, :, ch]), rtol=0, atol=1e-6)
 
 
-def test_hog_column_subset_and_names(images):
+@pytest.mark.parametrize("border", ["image", "window"])
+def test_hog_column_subset(images, border):
     hl = hog_level(images["float"])
     tl = [[0, 0], [26, 37], [3, 11]]
-    full = hog_windows(hl, tl)
+    full = hog_windows(hl, tl, border=border)
     cols = [863, 0, 300, 300, 577]
-    np.testing.assert_array_equal(hog_windows(hl, tl, columns=cols), full[:, cols])
+    np.testing.assert_array_equal(hog_windows(hl, tl, columns=cols, border=border), full[:, cols])
+
+
+def test_hog_per_window_factors_equal_level_maps(images):
+    img = images["smooth"]
+    tl = [[0, 0], [26, 37], [3, 11], [13, 2]]
+    cols = [863, 0, 300, 300, 577, 100, 101]
+    few = hog_level(img)
+    a = hog_windows(few, tl, columns=cols)
+    assert few._norms is None  # 4 windows: factors computed per window
+    maps = hog_level(img)
+    maps.block_factors()
+    np.testing.assert_array_equal(a, hog_windows(maps, tl, columns=cols))
+    many = hog_level(img)  # a stride-1 scan switches to the level maps
+    hog_windows(many, window_centres(many.shape) - 12)
+    assert many._norms is not None
+
+
+def test_hog_orientation_bins_equal_atan2():
+    rng = np.random.default_rng(6)
+    g = np.concatenate([rng.normal(size=4000), rng.integers(-3, 4, 4000) / 255.0,
+                        [0.0, 1.0, -1.0, 0.5, -0.5]])
+    g_row, g_col = np.meshgrid(g[::37], g[::41])
+    g_row = np.concatenate([g_row.ravel(), g, -g, g, np.zeros_like(g)])
+    g_col = np.concatenate([g_col.ravel(), g, g, np.zeros_like(g), g])
+    orient = np.rad2deg(np.arctan2(g_row, g_col)) % 180
+    ref = np.floor(orient / 22.5).astype(int)
+    ours = np.array([_orient_bin(c, r, _COS, _SIN) for r, c in zip(g_row, g_col, strict=True)])
+    np.testing.assert_array_equal(ours, ref)
 
 
 def test_haar_feature_list_is_deterministic():
@@ -111,6 +144,21 @@ def test_haar_equals_naive_sums():
     np.testing.assert_array_equal(haar_windows(integral_image(img), tl, feats), vals)
     flat = np.full((24, 24, 3), 0.3, dtype=np.float32)
     assert np.abs(haar_windows(flat, [[0, 0]], feats)).max() < 1e-6
+
+
+def test_haar_contiguous_and_gathered_windows_agree():
+    rng = np.random.default_rng(7)
+    img = rng.random((30, 140, 3)).astype(np.float32)
+    feats = select_haar(400)
+    tl = np.stack([np.full(100, 3), np.arange(100)], 1)  # one run of adjacent windows
+    perm = rng.permutation(100)
+    run = haar_windows(img, tl, feats)
+    np.testing.assert_array_equal(haar_windows(img, tl[perm], feats), run[perm])  # patch table
+    few = haar_windows(img, tl[perm], feats[:50])  # 150 columns: direct gathers
+    np.testing.assert_array_equal(few, run[perm][:, np.r_[0:50, 400:450, 800:850]])
+    for i in (0, 63, 64, 99):
+        ref = [naive_haar(img[3:27, i:i + 24, 1], f) for f in feats]
+        np.testing.assert_allclose(run[i, 400:800], ref, rtol=0, atol=1e-6)
 
 
 def test_pyramid_scales_and_mapping():
@@ -157,14 +205,62 @@ def test_pool_columns_and_subsets():
     X = pool.compute(cache, centres)
     assert X.shape == (3, pool.n_features) and X.dtype == np.float32
     # HOG block equals hog_windows, Haar block equals haar_windows on the same windows
-    np.testing.assert_array_equal(X[:, :864], hog_windows(img, centres - 12))
+    np.testing.assert_array_equal(X[:, :864], hog_windows(img, centres - 12, border="image"))
     np.testing.assert_array_equal(X[:, 864:], haar_windows(img, centres - 12, pool.haar))
     cols = rng.choice(pool.n_features, 200, replace=False)
     np.testing.assert_array_equal(pool.compute(cache, centres, cols), X[:, cols])
+    skimage_pool = FeaturePool(haar_per_channel=500, hog_border="window")
+    np.testing.assert_allclose(skimage_pool.compute(cache, centres, np.arange(864)),
+                               np.stack([_sk_window(img, r - 12, c - 12) for r, c in centres]),
+                               rtol=0, atol=2e-7)
     out = np.empty((3, 200), dtype=np.float32)
     assert pool.compute(img, centres, cols, out=out) is out
     np.testing.assert_array_equal(out, X[:, cols])
     assert pool.compute(cache, np.empty((0, 2), dtype=int), cols).shape == (0, 200)
+
+
+def test_pool_on_pyramid_levels_and_names():
+    pool = FeaturePool(haar_per_channel=300)
+    names = pool.names()
+    assert len(set(names)) == pool.n_features
+    np.testing.assert_array_equal(pool.is_hog([0, 863, 864, 1763]), [True, True, False, False])
+    rng = np.random.default_rng(8)
+    img = (rng.random((70, 90, 3)) * 255).astype(np.uint8)
+    level = gaussian_pyramid(img, max_scale=2.0)[2]
+    cache = LevelCache(level)
+    assert cache.level is level and cache.shape == level.shape
+    assert np.shares_memory(cache.image, level.image)  # float32 levels are not copied
+    centres = window_centres(cache.shape, stride=9)
+    X = pool.compute(cache, centres)
+    np.testing.assert_array_equal(X, pool.compute(level, centres))
+    np.testing.assert_array_equal(X, pool.compute(level.image, centres))
+    # pool and cache survive pickling (one worker process per image)
+    twin_pool, twin_cache = pickle.loads(pickle.dumps((pool, cache)))
+    np.testing.assert_array_equal(twin_pool.compute(twin_cache, centres), X)
+    # uint8 and the same image as float give the same features
+    np.testing.assert_array_equal(pool.compute(img, [[20, 30]]),
+                                  pool.compute(img.astype(np.float32) / 255, [[20, 30]]))
+
+
+def test_as_float_rgb_conversions():
+    u16 = np.full((2, 3, 3), 65535, np.uint16)
+    np.testing.assert_array_equal(as_float_rgb(u16), np.ones((2, 3, 3), np.float32))
+    f64 = np.full((2, 3, 3), 0.25)
+    out = as_float_rgb(f64)
+    assert out.dtype == np.float32 and out.flags.c_contiguous and f64.dtype == np.float64
+    view = np.zeros((3, 4, 3), np.float32)[:, ::2]
+    assert as_float_rgb(view).flags.c_contiguous
+
+
+def test_haar_terms_per_type():
+    from cvfs.vision.haar import haar_terms
+
+    feats = haar_features(24)
+    _, _, weight, n_terms = haar_terms(feats)
+    for t, k in enumerate([6, 6, 8, 8, 9]):
+        assert (n_terms[feats["type"] == t] == k).all()
+    # weights sum to zero: constant images give zero
+    np.testing.assert_allclose(weight.sum(1), 0, atol=1e-12)
 
 
 def test_window_centres_grid():
@@ -224,10 +320,16 @@ def test_bad_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="border must be one of"):
         FeaturePool(hog_border="zero")
     with pytest.raises(ValueError, match="leave the level"):
-        hog_windows(img, [[7, 17]])
+        hog_windows(img, [[7, 17]], border="window")
     with pytest.raises(ValueError, match="n must be an int"):
         select_haar(0)
     with pytest.raises(ValueError, match="scales_per_octave"):
         pyramid_scales((100, 100), scales_per_octave=0)
+    with pytest.raises(ValueError, match="index must be an int"):
+        pyramid_level(img, 1.5)
+    with pytest.raises(ValueError, match="stride must be a positive int"):
+        window_centres((30, 40), stride=0)
+    with pytest.raises(TypeError, match="structured array"):
+        haar_windows(img, [[0, 0]], np.zeros(3))
     with pytest.raises(ValueError, match="outside the image"):
         haar_windows(img, [[7, 39]], select_haar(10))

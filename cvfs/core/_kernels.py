@@ -3,7 +3,8 @@
 Conventions shared by every kernel (see :mod:`cvfs.core.fsa` for the orchestration):
 
 - ``X`` (N, W) C-contiguous float32/float64 working matrix; ``cols`` (m,) int64 the positions in
-  ``X`` of the m kept features (the solver compacts ``X`` when m falls to half its width).
+  ``X`` of the m kept features (the solver compacts ``X`` when m falls to half its width, and
+  once more when the schedule reaches its final size).
 - ``fp`` (m, 2 + G) per-feature table: offset, scale, then the training mean of each of the G
   basis columns (:mod:`cvfs.core.responses`). ``bins == 0``: linear, u = x * scale (G = 1);
   ``bins >= 1``: piecewise linear with G = bins + 1.
@@ -54,6 +55,79 @@ def loss_value_grad(code, param, z, y):
     return q * q / (4.0 * h), -y * q / (2.0 * h)
 
 
+@njit(cache=True)
+def column_stats(X, shift, s1, s2, lo, hi):
+    """One row-wise pass accumulating per column sum(x - shift), sum((x - shift)^2), min, max
+    (shifting by a sample value keeps the variance free of cancellation). Returns False if a
+    value is not finite (a NaN or infinity propagates into the sums, so the check is done once
+    on them; the loop stays branch-free and vectorised)."""
+    for i in range(X.shape[0]):
+        row = X[i]
+        for j in range(X.shape[1]):
+            x = row[j]
+            d = x - shift[j]
+            s1[j] += d
+            s2[j] += d * d
+            lo[j] = min(lo[j], x)
+            hi[j] = max(hi[j], x)
+    for j in range(X.shape[1]):
+        if not (math.isfinite(s1[j]) and math.isfinite(s2[j])):
+            return False
+    return True
+
+
+@njit(cache=True)
+def loss_rows(code, param, z, y, d):
+    """Sum of the loss over rows and its derivative per row (into ``d``).
+
+    The Lorenz branch accumulates sum_i log1p(t_i^2) as the log of the running product of
+    (1 + t_i^2), flushed to a log before it could overflow (relative error ~1e-13).
+
+    The logistic branch needs one exp per row: sum_i log1p(e_i) is accumulated as the log of
+    the running product of (1 + e_i) in (1, 2], taken every 512 rows (relative error of the
+    sum ~1e-13; the derivatives are exact).
+    """
+    if code == LORENZ:  # sum of log1p(t^2) as the log of a product, flushed before overflow
+        total = 0.0
+        prod = 1.0
+        for i in range(z.size):
+            u = y[i] * z[i]
+            if u >= 1.0:
+                d[i] = 0.0
+                continue
+            t = u - 1.0
+            q = 1.0 + t * t
+            d[i] = y[i] * 2.0 * t / q
+            prod *= q
+            if prod > 1e250:
+                total += math.log(prod)
+                prod = 1.0
+        return total + math.log(prod)
+    if code != LOGISTIC:
+        total = 0.0
+        for i in range(z.size):
+            val, di = loss_value_grad(code, param, z[i], y[i])
+            total += val
+            d[i] = di
+        return total
+    total = 0.0
+    prod = 1.0
+    for i in range(z.size):
+        u = y[i] * z[i]
+        if u > 0:
+            e = math.exp(-u)
+            d[i] = -y[i] * e / (1.0 + e)
+        else:
+            e = math.exp(u)
+            total -= u
+            d[i] = -y[i] / (1.0 + e)
+        prod *= 1.0 + e
+        if (i & 511) == 511:
+            total += math.log(prod)
+            prod = 1.0
+    return total + math.log(prod)
+
+
 @njit(cache=True, inline="always")
 def _bins_of_row(row, cols, fp, bins, jbuf, abuf):
     for j in range(cols.size):
@@ -67,51 +141,6 @@ def _bins_of_row(row, cols, fp, bins, jbuf, abuf):
             b = bins - 1
         jbuf[j] = b
         abuf[j] = s - b
-
-
-@njit(cache=True, inline="always")
-def _dot2(row, cols, c1, c2, track):
-    """(row[cols] . c1, row[cols] . c2) with two accumulators per sum (latency hiding)."""
-    m = cols.size
-    z0 = 0.0
-    z1 = 0.0
-    t0 = 0.0
-    t1 = 0.0
-    j = 0
-    if track:
-        while j + 1 < m:
-            x0 = row[cols[j]]
-            x1 = row[cols[j + 1]]
-            z0 += x0 * c1[j]
-            z1 += x1 * c1[j + 1]
-            t0 += x0 * c2[j]
-            t1 += x1 * c2[j + 1]
-            j += 2
-        if j < m:
-            x0 = row[cols[j]]
-            z0 += x0 * c1[j]
-            t0 += x0 * c2[j]
-    else:
-        while j + 1 < m:
-            z0 += row[cols[j]] * c1[j]
-            z1 += row[cols[j + 1]] * c1[j + 1]
-            j += 2
-        if j < m:
-            z0 += row[cols[j]] * c1[j]
-    return z0 + z1, t0 + t1
-
-
-@njit(cache=True, inline="always")
-def _axpy2(row, cols, d, t, g, h, track):
-    """g += d * row[cols], h += t * row[cols]."""
-    if track:
-        for j in range(cols.size):
-            x = row[cols[j]]
-            g[j] += d * x
-            h[j] += t * x
-    else:
-        for j in range(cols.size):
-            g[j] += d * row[cols[j]]
 
 
 @njit(cache=True, inline="always")
@@ -153,96 +182,82 @@ def _effective(fp, bins, coef):
     return coef.copy(), off
 
 
+_BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two BLAS products
+
+
+@njit(cache=True)
+def _block_rows(X):
+    return min(X.shape[0], max(8, _BLOCK_BYTES // max(1, X.shape[1] * X.itemsize)))
+
+
+@njit(cache=True)
+def _linear_weights(X, cols, fp, beta, v, track):
+    """Full-width (W, 2) weights in X's dtype (zero for columns not kept) so that
+    X @ W2 gives the uncentred scores and the power-iteration products; and the centring
+    offsets of both columns."""
+    W2 = np.zeros((X.shape[1], 2), dtype=X.dtype)
+    z0 = 0.0
+    t0 = 0.0
+    for j in range(cols.size):
+        W2[cols[j], 0] = beta[j, 0] * fp[j, 1]
+        z0 -= beta[j, 0] * fp[j, 2]
+        if track:
+            W2[cols[j], 1] = v[j, 0] * fp[j, 1]
+            t0 -= v[j, 0] * fp[j, 2]
+    return W2, z0, t0
+
+
+@njit(cache=True)
+def _gather(acc, cols, g, h):
+    for j in range(cols.size):
+        g[j, 0] += acc[cols[j], 0]
+        h[j, 0] += acc[cols[j], 1]
+
+
 @njit(cache=True)
 def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track):
-    """One fused pass for a row-separable loss: scores, loss, and the raw sums
-    g += d_i u_i, h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t)."""
-    m = cols.size
-    bz, z0 = _effective(fp, bins, beta)
-    vz, t0 = _effective(fp, bins, v)
+    """One pass for a row-separable loss: scores, loss, and the raw sums g += d_i u_i,
+    h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t).
+
+    Linear responses: per block of rows (~512 KiB, cache resident) one BLAS product for the
+    scores and one for the gradient, over the working width (columns not kept have zero
+    weight); piecewise-linear responses: bin index and offset per element, never a basis.
+    """
     lsum = 0.0
     dsum = 0.0
     tsum = 0.0
+    N = X.shape[0]
     if bins == 0:
-        b1 = bz[:, 0].copy()
-        v1 = vz[:, 0].copy()
-        g1 = np.zeros(m)
-        h1 = np.zeros(m)
-        off = z0 + intercept
-        N = X.shape[0]
-        i = 0
-        # four rows at a time: 8 independent accumulation chains, one index load per column
-        while i + 3 < N:
-            ra = X[i]
-            rb = X[i + 1]
-            rc = X[i + 2]
-            rd = X[i + 3]
-            za = zb = zc = zd = 0.0
-            ta = tb = tc = td = 0.0
-            if track:
-                for j in range(m):
-                    c = cols[j]
-                    bj = b1[j]
-                    vj = v1[j]
-                    xa = ra[c]
-                    xb = rb[c]
-                    xc = rc[c]
-                    xd = rd[c]
-                    za += xa * bj
-                    zb += xb * bj
-                    zc += xc * bj
-                    zd += xd * bj
-                    ta += xa * vj
-                    tb += xb * vj
-                    tc += xc * vj
-                    td += xd * vj
-            else:
-                for j in range(m):
-                    c = cols[j]
-                    bj = b1[j]
-                    za += ra[c] * bj
-                    zb += rb[c] * bj
-                    zc += rc[c] * bj
-                    zd += rd[c] * bj
-            va, da = loss_value_grad(code, param, za + off, y[i])
-            vb, db = loss_value_grad(code, param, zb + off, y[i + 1])
-            vc, dc = loss_value_grad(code, param, zc + off, y[i + 2])
-            vd, dd = loss_value_grad(code, param, zd + off, y[i + 3])
-            lsum += va + vb + vc + vd
-            dsum += da + db + dc + dd
-            ta += t0
-            tb += t0
-            tc += t0
-            td += t0
-            tsum += ta + tb + tc + td
-            if track:
-                for j in range(m):
-                    c = cols[j]
-                    xa = ra[c]
-                    xb = rb[c]
-                    xc = rc[c]
-                    xd = rd[c]
-                    g1[j] += da * xa + db * xb + dc * xc + dd * xd
-                    h1[j] += ta * xa + tb * xb + tc * xc + td * xd
-            else:
-                for j in range(m):
-                    c = cols[j]
-                    g1[j] += da * ra[c] + db * rb[c] + dc * rc[c] + dd * rd[c]
-            i += 4
-        for r in range(i, N):
-            row = X[r]
-            z, t = _dot2(row, cols, b1, v1, track)
-            val, d = loss_value_grad(code, param, z + off, y[r])
-            lsum += val
-            dsum += d
-            tsum += t + t0
-            _axpy2(row, cols, d, t + t0, g1, h1, track)
-        g[:, 0] += g1
-        h[:, 0] += h1
+        W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
+        z0 += intercept
+        R = _block_rows(X)
+        D = np.empty((R, 2), dtype=X.dtype)
+        zb = np.empty(R)
+        db = np.empty(R)
+        acc = np.zeros((X.shape[1], 2))
+        for r0 in range(0, N, R):
+            r1 = min(N, r0 + R)
+            nb = r1 - r0
+            Xb = X[r0:r1]
+            Z = np.dot(Xb, W2)
+            for i in range(nb):
+                zb[i] = Z[i, 0] + z0
+            lsum += loss_rows(code, param, zb[:nb], y[r0:r1], db)
+            for i in range(nb):
+                t = Z[i, 1] + t0
+                dsum += db[i]
+                tsum += t
+                D[i, 0] = db[i]
+                D[i, 1] = t
+            acc += np.dot(Xb.T, D[:nb])
+        _gather(acc, cols, g, h)
         return lsum, dsum, tsum
+    m = cols.size
+    bz, z0 = _effective(fp, bins, beta)
+    vz, t0 = _effective(fp, bins, v)
     jbuf = np.empty(m, dtype=np.int64)
     abuf = np.empty(m, dtype=np.float64)
-    for i in range(X.shape[0]):
+    for i in range(N):
         _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
         z, t = _pl_dot2(bins, jbuf, abuf, bz, vz, track)
         val, d = loss_value_grad(code, param, z + z0 + intercept, y[i])
@@ -256,19 +271,25 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
 @njit(cache=True)
 def score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track):
     """Scores z = U_c beta + intercept and t = U_c v for every row (non-separable losses)."""
+    N = X.shape[0]
+    if bins == 0:
+        W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
+        R = _block_rows(X)
+        for r0 in range(0, N, R):
+            r1 = min(N, r0 + R)
+            Z = np.dot(X[r0:r1], W2)
+            for i in range(r1 - r0):
+                z[r0 + i] = Z[i, 0] + z0 + intercept
+                t[r0 + i] = Z[i, 1] + t0
+        return
     m = cols.size
     bz, z0 = _effective(fp, bins, beta)
     vz, t0 = _effective(fp, bins, v)
     jbuf = np.empty(m, dtype=np.int64)
     abuf = np.empty(m, dtype=np.float64)
-    b1 = bz[:, 0].copy()
-    v1 = vz[:, 0].copy()
-    for i in range(X.shape[0]):
-        if bins == 0:
-            zi, ti = _dot2(X[i], cols, b1, v1, track)
-        else:
-            _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-            zi, ti = _pl_dot2(bins, jbuf, abuf, bz, vz, track)
+    for i in range(N):
+        _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
+        zi, ti = _pl_dot2(bins, jbuf, abuf, bz, vz, track)
         z[i] = zi + z0 + intercept
         t[i] = ti + t0
 
@@ -276,37 +297,36 @@ def score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track):
 @njit(cache=True)
 def grad_pass(X, cols, fp, bins, r, w, g, h, track):
     """Raw sums g += r_i u_i, h += w_i u_i over every row. Returns (sum r, sum w)."""
+    N = X.shape[0]
+    if bins == 0:
+        R = _block_rows(X)
+        D = np.empty((R, 2), dtype=X.dtype)
+        acc = np.zeros((X.shape[1], 2))
+        for r0 in range(0, N, R):
+            r1 = min(N, r0 + R)
+            for i in range(r1 - r0):
+                D[i, 0] = r[r0 + i]
+                D[i, 1] = w[r0 + i] if track else 0.0
+            acc += np.dot(X[r0:r1].T, D[:r1 - r0])
+        _gather(acc, cols, g, h)
+        return r.sum(), w.sum()
     m = cols.size
     jbuf = np.empty(m, dtype=np.int64)
     abuf = np.empty(m, dtype=np.float64)
-    g1 = np.zeros(m)
-    h1 = np.zeros(m)
-    rsum = 0.0
-    wsum = 0.0
-    for i in range(X.shape[0]):
-        if bins == 0:
-            _axpy2(X[i], cols, r[i], w[i], g1, h1, track)
-        else:
-            _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-            _pl_axpy2(jbuf, abuf, r[i], w[i], g, h, track)
-        rsum += r[i]
-        wsum += w[i]
-    if bins == 0:
-        g[:, 0] += g1
-        h[:, 0] += h1
-    return rsum, wsum
+    for i in range(N):
+        _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
+        _pl_axpy2(jbuf, abuf, r[i], w[i], g, h, track)
+    return r.sum(), w.sum()
 
 
 @njit(cache=True)
-def rank_pairs(z, t, pi, pj, pr, r, w, track):
-    """Pairwise ranking loss (mean over pairs): fills r = d loss / dz and w = D^T D t / P
-    (the curvature operator applied to t). Returns the mean pair loss."""
+def rank_pairs(z, t, pi, pj, pr, pw, r, w, track):
+    """Pairwise ranking loss, weighted mean over pairs (weights ``pw`` sum to 1): fills
+    r = d loss / dz and w = D^T W D t (the curvature operator applied to t). Returns the loss."""
     r[:] = 0.0
     w[:] = 0.0
-    P = pi.size
-    inv = 1.0 / P
     lsum = 0.0
-    for p in range(P):
+    for p in range(pi.size):
         i = pi[p]
         j = pj[p]
         d = z[i] - z[j]
@@ -318,15 +338,15 @@ def rank_pairs(z, t, pi, pj, pr, r, w, track):
             e = math.exp(d)
             sp = math.log1p(e)
             sig = e / (1.0 + e)
-        lsum += sp - pr[p] * d
-        s = (sig - pr[p]) * inv
+        lsum += (sp - pr[p] * d) * pw[p]
+        s = (sig - pr[p]) * pw[p]
         r[i] += s
         r[j] -= s
         if track:
-            dt = (t[i] - t[j]) * inv
+            dt = (t[i] - t[j]) * pw[p]
             w[i] += dt
             w[j] -= dt
-    return lsum * inv
+    return lsum
 
 
 @njit(cache=True)
@@ -389,10 +409,11 @@ def top_groups(beta, n_keep):
 
 
 @njit(cache=True)
-def compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, intercept, code, param,
+def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, code, param,
                      track):
     """Mean loss, its gradient on the centred basis (m, G), d loss / d intercept, and
-    H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T D U_c / P for ranking)."""
+    H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T W D U_c for ranking pairs
+    with weights W summing to 1)."""
     m, G = beta.shape
     g = np.zeros((m, G))
     h = np.zeros((m, G))
@@ -403,7 +424,7 @@ def compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v, intercept, code,
         r = np.empty(N)
         w = np.empty(N)
         score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track)
-        loss = rank_pairs(z, t, pi, pj, pr, r, w, track)
+        loss = rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
         rsum, wsum = grad_pass(X, cols, fp, bins, r, w, g, h, track)
         finalize(g, fp, bins, rsum, 1.0)
         finalize(h, fp, bins, wsum, 1.0)
@@ -472,23 +493,24 @@ def compact_columns(X, cols):
 
 
 @njit(cache=True)
-def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam, e0, e1,
-             schedule, code, param, curv, shrink, smooth, lr_fixed, fit_intercept, hist,
+def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, lam, track, e0,
+             e1, schedule, code, param, curv, shrink, smooth, lr_fixed, fit_intercept, hist,
              path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
     ``hist`` (n_iter, 4) receives per iteration: objective (mean loss + prior) before the
     step, kept count after it, step size, and width processed. ``path`` (n_iter, M) receives
     the coefficients by original feature (signed for G = 1, group norm otherwise) unless it has
-    zero rows. Returns the updated (X, cols, fp, beta, v, support, intercept, lam).
+    zero rows. ``track`` says whether the power iteration is still running (it stops once the
+    kept set and the estimate are stable). Returns the updated
+    (X, cols, fp, beta, v, support, intercept, lam, track).
     """
-    track = True
     lam_prev = lam
     lam0 = lam
     G = beta.shape[1]
     for e in range(e0, e1):
         m = cols.size
-        loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, cols, fp, bins, beta, v,
+        loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
                                           intercept, code, param, track)
         keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, track, curv,
                                      shrink, smooth, lr_fixed, schedule[e])
@@ -509,7 +531,7 @@ def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam,
             fp = fp[keep]
             support = support[keep]
             cols = cols[keep]
-            if 2 * cols.size <= X.shape[1]:
+            if 2 * cols.size <= X.shape[1] or schedule[e] == schedule[-1]:
                 X = compact_columns(X, cols)
                 cols = np.arange(cols.size)
             track = True
@@ -522,7 +544,7 @@ def fsa_loop(X, y, pi, pj, pr, cols, fp, bins, beta, v, support, intercept, lam,
                     path[e, support[j]] = beta[j, 0]
                 else:
                     path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
-    return X, cols, fp, beta, v, support, intercept, lam
+    return X, cols, fp, beta, v, support, intercept, lam, track
 
 
 @njit(cache=True)

@@ -33,11 +33,18 @@ Step size (``learning_rate=None``)
 
 Data that does not fit in memory
     ``X`` may be an ``h5py.Dataset`` or an ``np.memmap``. Then it is read in row blocks of at most
-    ``block_bytes`` (statistics passes, and each iteration while the kept columns do not fit in
-    ``max_memory``); as soon as N * m * itemsize <= ``max_memory`` the kept columns are read once
-    into memory and the remaining iterations run there. Memory bound: at most
-    ``max_memory + block_bytes + O(M * G)`` bytes besides ``y`` (and, for ranking, O(N + P)),
-    whatever the size of X.
+    ``block_bytes`` (statistics passes, and each iteration while the kept columns do not fit);
+    as soon as N * m * itemsize <= ``max_memory`` / 2 the kept columns are read once into memory
+    and the remaining iterations run there (their compactions copy at most half of that, so the
+    working matrices never exceed ``max_memory``). Memory bound: at most
+    ``max_memory + 3 * block_bytes + O(M * G)`` bytes besides ``y`` (and, for ranking,
+    O(N + P)), whatever the size of X (the three blocks: the block read, its contiguous copy and
+    its kept columns; the power-iteration subsample is capped at one block).
+
+In memory
+    An ndarray X is used as it is (C-contiguous float32/float64; anything else is copied once).
+    The first compaction copies the kept columns (M_1 ~ 0.45 M at mu = 300) while X is still
+    referenced by the caller, so the peak is about 1.5 x the size of X.
 """
 
 import logging
@@ -81,9 +88,10 @@ class FSAResult:
         0 for linear responses, else B.
     history : dict
         ``loss`` (objective before each step), ``n_kept`` (after each step), ``lr`` (step size),
-        ``width`` (columns processed) -- arrays of shape (n_iter,) -- and ``data_passes``
-        (sum of width / M), ``stat_passes``, ``lipschitz`` (final curvature estimate),
-        ``time`` (seconds).
+        ``width`` (columns processed; M while X is read in row blocks) -- arrays of shape
+        (n_iter,) -- and ``data_passes`` (sum of width / M), ``stat_passes``,
+        ``out_of_core_iterations`` (iterations that read X in row blocks), ``lipschitz`` (final
+        curvature estimate), ``time`` (seconds).
     path : ndarray of shape (n_iter, M) or None
         Coefficient (G = 1) or group norm per iteration and original feature, if recorded.
     """
@@ -148,10 +156,9 @@ def _column_table(X, response, block_bytes):
     stats = _ColumnStats(M)
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         block = _read_block(X, r0, r1)
-        if not np.all(np.isfinite(block)):
+        if not stats.update(block):
             bad = r0 + int(np.argwhere(~np.isfinite(block))[0, 0])
             raise ValueError(f"X contains NaN or infinity (first in row {bad})")
-        stats.update(block)
     if response.bins == 0:
         return response.table(stats)
     fp = response.bin_table(stats)
@@ -196,11 +203,12 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         Fixed step eta; None for the automatic step (module docstring).
     fit_intercept : bool, default=True
         Ignored for ranking (no intercept).
-    pairs : tuple (i, j, r) of arrays, optional
-        Ranking pairs (required for ``loss="rank"``), r = 1 if i ranks above j, 1/2 tie, 0 below.
+    pairs : tuple (i, j, r) or (i, j, r, weight) of arrays, optional
+        Ranking pairs (required for ``loss="rank"``), r = 1 if i ranks above j, 1/2 tie, 0 below;
+        the loss is the weighted mean over pairs (default: equal weights).
     max_memory : int, optional
-        Bytes the kept columns may occupy in memory when X is read out of core (default: a
-        quarter of physical memory).
+        Bytes the working matrices of the kept columns may occupy when X is read out of core
+        (default: a quarter of physical memory); see "Data that does not fit in memory".
     block_bytes : int, default=64 MiB
         Size of a row block read from an out-of-core X.
     random_state : None, int or Generator
@@ -243,10 +251,12 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         pi, pj, pr = (np.ascontiguousarray(pairs[0], np.int64),
                       np.ascontiguousarray(pairs[1], np.int64),
                       np.ascontiguousarray(pairs[2], np.float64))
+        pw = (np.full(pi.size, 1.0 / pi.size) if len(pairs) < 4
+              else np.asarray(pairs[3], np.float64) / np.sum(pairs[3]))
         fit_intercept = False
     else:
         pi = pj = np.zeros(0, np.int64)
-        pr = np.zeros(0)
+        pr = pw = np.zeros(0)
     out_of_core = is_out_of_core(X)
     if not out_of_core:
         X = np.asarray(X)
@@ -271,12 +281,13 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     curv = float(loss.curvature)
 
     # start vector and initial curvature from a few power iterations on a row subsample
-    sub = np.unique(np.linspace(0, N - 1, min(N, _POWER_ROWS)).astype(np.int64))
+    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
+    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
     Xs = np.ascontiguousarray(np.asarray(X[sub]), dtype=X.dtype)
     lam = K.power_estimate(Xs, cols, fp, response.bins, v, _POWER_ITERS)
-    if is_rank:  # ||D^T D|| = largest group size for complete within-group graphs
-        counts = np.bincount(np.concatenate([pi, pj]), minlength=N)
-        lam *= N * (counts.max() + 1) / pi.size
+    if is_rank:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the weighted Laplacian)
+        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
+        lam *= 2.0 * N * degree.max()
 
     hist = np.zeros((n_iter, 4))
     path = np.zeros((n_iter, M)) if record_path else np.zeros((0, 0))
@@ -285,15 +296,17 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     e = 0
     if out_of_core:
         e, X, cols, fp, beta, v, support, intercept, lam = _out_of_core_iterations(
-            X, y, (pi, pj, pr), cols, fp, response.bins, beta, v, support, intercept, lam,
+            X, y, (pi, pj, pr, pw), cols, fp, response.bins, beta, v, support, intercept, lam,
             schedule, loss, curv, shrink, smooth, lr_fixed, fit_intercept, hist, path,
             max_memory, block_bytes, itemsize, bar)
+    n_ooc = e
     chunk = n_iter if not verbose else max(1, n_iter // 50)
+    track = True
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
-        X, cols, fp, beta, v, support, intercept, lam = K.fsa_loop(
-            X, y, pi, pj, pr, cols, fp, response.bins, beta, v, support, intercept, lam, e, e1,
-            schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed,
+        X, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            X, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support, intercept, lam, track,
+            e, e1, schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed,
             fit_intercept, hist, path)
         bar.update(e1 - e)
         e = e1
@@ -309,6 +322,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         "width": hist[:, 3].astype(np.int64),
         "data_passes": float(hist[:, 3].sum() / M),
         "stat_passes": response.n_stat_passes,
+        "out_of_core_iterations": n_ooc,
         "lipschitz": float(curv * lam),
         "time": time.perf_counter() - t_start,
     }
@@ -326,14 +340,14 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
     """Iterations reading X in row blocks until the kept columns fit in ``max_memory``; then
     the kept columns are loaded. Returns the iteration reached and the in-memory state."""
     N, M = X.shape
-    pi, pj, pr = pairs
+    pi, pj, pr, pw = pairs
     row_bytes = M * itemsize
     blocks = list(_row_blocks(N, row_bytes, block_bytes))
     G = beta.shape[1]
     e = 0
     track = True
     lam0 = lam
-    while e < schedule.size and N * cols.size * itemsize > max_memory:
+    while e < schedule.size and 2 * N * cols.size * itemsize > max_memory:
         m = cols.size
         g = np.zeros((m, G))
         h = np.zeros((m, G))
@@ -345,7 +359,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
                              z[r0:r1], t[r0:r1], track)
             r = np.empty(N)
             w = np.empty(N)
-            value = K.rank_pairs(z, t, pi, pj, pr, r, w, track)
+            value = K.rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
             rsum = wsum = 0.0
             for r0, r1 in blocks:
                 a, b = K.grad_pass(_read_block(X, r0, r1), cols, fp, bins, r[r0:r1], w[r0:r1],
@@ -370,7 +384,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
                                        curv, shrink, smooth, lr_fixed, schedule[e])
         if fit_intercept:
             intercept -= min(lr, 1.0 / curv) * gi
-        hist[e] = (value + pval, keep.size, lr, m)
+        hist[e] = (value + pval, keep.size, lr, M)  # every column of every row was read
         if keep.size < m:
             beta, v, fp, support, cols = beta[keep], v[keep], fp[keep], support[keep], cols[keep]
             nv = np.linalg.norm(v)

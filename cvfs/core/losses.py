@@ -157,18 +157,23 @@ class PairwiseRank:
     curvature = 0.25
     margin = False
 
+    @staticmethod
+    def _weights(pairs):
+        w = np.full(len(pairs[0]), 1.0) if len(pairs) < 4 else np.asarray(pairs[3], float)
+        return w / w.sum()
+
     def value(self, z, pairs):
-        """Mean pair loss; ``pairs`` = (i, j, r) arrays."""
-        i, j, r = pairs
+        """Weighted mean pair loss; ``pairs`` = (i, j, r) or (i, j, r, weight) arrays."""
+        i, j, r = pairs[:3]
         d = np.asarray(z, dtype=float)[i] - np.asarray(z, dtype=float)[j]
-        return np.mean(np.logaddexp(0.0, d) - r * d)
+        return np.sum(self._weights(pairs) * (np.logaddexp(0.0, d) - r * d))
 
     def gradient(self, z, pairs):
-        """d mean-loss / dz, ndarray of shape (n_samples,)."""
-        i, j, r = pairs
+        """d loss / dz, ndarray of shape (n_samples,)."""
+        i, j, r = pairs[:3]
         z = np.asarray(z, dtype=float)
         d = z[i] - z[j]
-        s = (expit(d) - r) / len(i)
+        s = (expit(d) - r) * self._weights(pairs)
         g = np.zeros_like(z)
         np.add.at(g, i, s)
         np.add.at(g, j, -s)

@@ -19,29 +19,36 @@ __all__ = ["Linear", "PiecewiseLinear", "get_response"]
 
 
 class _ColumnStats:
-    """Streaming column statistics over row blocks (Chan et al. parallel mean/variance)."""
+    """Streaming column statistics over row blocks: mean, sum of squared deviations (m2),
+    min and max, from shifted sums (shift = the first row seen)."""
 
     def __init__(self, m):
         self.n = 0
-        self.mean = np.zeros(m)
-        self.m2 = np.zeros(m)
+        self.shift = None
+        self.s1 = np.zeros(m)
+        self.s2 = np.zeros(m)
         self.lo = np.full(m, np.inf)
         self.hi = np.full(m, -np.inf)
 
     def update(self, block):
-        block = np.asarray(block, dtype=np.float64)
-        nb = block.shape[0]
-        if nb == 0:
-            return
-        bmean = block.mean(axis=0)
-        bm2 = ((block - bmean) ** 2).sum(axis=0)
-        delta = bmean - self.mean
-        n = self.n + nb
-        self.mean += delta * (nb / n)
-        self.m2 += bm2 + delta * delta * (self.n * nb / n)
-        self.n = n
-        np.minimum(self.lo, block.min(axis=0), out=self.lo)
-        np.maximum(self.hi, block.max(axis=0), out=self.hi)
+        """Add the rows of ``block`` (C-contiguous float32/float64). Returns False if a value
+        is NaN or infinite."""
+        from cvfs.core._kernels import column_stats
+
+        if block.shape[0] == 0:
+            return True
+        if self.shift is None:
+            self.shift = np.where(np.isfinite(block[0]), block[0], 0.0).astype(np.float64)
+        self.n += block.shape[0]
+        return column_stats(block, self.shift, self.s1, self.s2, self.lo, self.hi)
+
+    @property
+    def mean(self):
+        return self.shift + self.s1 / max(self.n, 1)
+
+    @property
+    def m2(self):
+        return np.maximum(self.s2 - self.s1 * self.s1 / max(self.n, 1), 0.0)
 
 
 class Linear:

@@ -127,8 +127,12 @@ def write_equicorrelated_h5(path, n_samples, n_features, k_true=500, alpha=0.5,
     rng = check_random_state(random_state)
     true = true_features(k_true, n_features)
     with atomic_path(path, suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
+        # HDF5 chunks of about 4 MiB: a chunk of chunk_rows full rows would be 1.6 GB at
+        # M = 1e5 float32, more than a reader limited by max_memory may hold.
+        row_bytes = n_features * np.dtype(dtype).itemsize
+        chunk = max(1, min(chunk_rows, n_samples, (4 << 20) // row_bytes))
         dX = f.create_dataset("X", (n_samples, n_features), dtype=dtype,
-                              chunks=(min(chunk_rows, n_samples), n_features))
+                              chunks=(chunk, n_features))
         dy = f.create_dataset("y", (n_samples,), dtype=np.int64)
         for r0 in range(0, n_samples, chunk_rows):
             r1 = min(n_samples, r0 + chunk_rows)

@@ -38,6 +38,10 @@ def atomic_path(path, suffix=None):
     tmp = Path(tmp)
     try:
         yield tmp
+        # mkstemp creates 0600 files; give the result the mode a plain open() would
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

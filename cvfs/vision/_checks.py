@@ -27,7 +27,8 @@ def as_float_rgb(image, *, name="image", min_size=1):
     Returns
     -------
     rgb : ndarray of shape (H, W, 3), dtype float32
-        A new array (the input is never modified).
+        C-contiguous; the input itself when it already is a C-contiguous float32 array in
+        ``[0, 1]`` (it is never modified), else a new array.
 
     Raises
     ------
@@ -56,7 +57,7 @@ def as_float_rgb(image, *, name="image", min_size=1):
     if dtype in _INT_SCALE:
         rgb = image.astype(np.float32) / np.float32(_INT_SCALE[dtype])
     elif dtype.kind == "f":
-        rgb = np.array(image, dtype=np.float32, order="C", copy=True)
+        rgb = np.ascontiguousarray(image, dtype=np.float32)
         if not np.isfinite(rgb).all():
             raise ValueError(f"{name} contains NaN or infinite values")
         lo, hi = float(rgb.min()), float(rgb.max())

@@ -182,8 +182,9 @@ def haar_names(features, channels="rgb"):
     -------
     list of str of length ``len(channels) * m``
     """
-    return [f"haar_{c}_{HAAR_TYPES[f['type']]}_x{f['x']}_y{f['y']}_w{f['w']}_h{f['h']}"
-            for c in channels for f in features]
+    rows = [f"{HAAR_TYPES[t]}_x{x}_y{y}_w{w}_h{h}" for t, x, y, w, h in
+            zip(*(features[k].tolist() for k in ("type", "x", "y", "w", "h")), strict=True)]
+    return [f"haar_{c}_{r}" for c in channels for r in rows]
 
 
 def integral_image(image):
@@ -212,20 +213,82 @@ def _integral(rgb):
     return np.ascontiguousarray(np.moveaxis(s, 2, 0))
 
 
+_BATCH = 64  # windows per batch of the kernel
+_MIN_RUN = 8  # shortest run of horizontally adjacent windows worth the contiguous path
+_FCHUNK = 256  # columns per block of the output written row by row
+_PATCH_MIN_COLS = 512  # scattered windows: copy corner patches when at least this many columns
+
+
 @njit(cache=True)
-def _haar_kernel(integral, top_left, feat_ch, dy, dx, weight, n_terms, out, out_cols):
-    """``out[w, out_cols[j]] = sum_t weight[j, t] * S[ch[j], r0 + dy[j, t], c0 + dx[j, t]]``."""
-    n = top_left.shape[0]
-    m = feat_ch.shape[0]
-    for w in range(n):
-        r0 = top_left[w, 0]
-        c0 = top_left[w, 1]
-        for j in range(m):
-            ch = feat_ch[j]
-            s = 0.0
-            for t in range(n_terms[j]):
-                s += weight[j, t] * integral[ch, r0 + dy[j, t], c0 + dx[j, t]]
-            out[w, out_cols[j]] = s
+def _haar_kernel(flat, base, off, off_local, weight, n_terms, out, out_cols, side, plane, w1):
+    """Haar columns of many windows from a flattened integral image.
+
+    ``flat`` is ``S.ravel()`` of the ``(3, H + 1, W + 1)`` integral images, ``base[w]`` the flat
+    index of window ``w``'s top-left corner, ``off[j, t]`` the flat offset of corner term ``t`` of
+    column ``j`` (channel included) and ``weight[j, t]`` its weight:
+    ``out[w, out_cols[j]] = sum_t weight[j, t] * flat[base[w] + off[j, t]]`` (float64 sums).
+    ``off_local[j, t]`` is the same corner in a ``(3, side, side)`` patch of corners
+    (``side = window + 1``); ``plane = (H + 1) (W + 1)`` and ``w1 = W + 1``.
+
+    Windows are processed in batches; a batch of horizontally adjacent windows (consecutive
+    ``base``) reads contiguous slices; other batches gather, through a position-major copy of their
+    corner patches when there are many columns. All paths add the same terms in the same order, so
+    results do not depend on the batching.
+    """
+    n = base.shape[0]
+    m = off.shape[0]
+    tmp = np.empty((_FCHUNK, _BATCH))
+    patch = np.empty((3 * side * side, _BATCH))
+    k0 = 0
+    while k0 < n:
+        run = 1
+        while run < _BATCH and k0 + run < n and base[k0 + run] == base[k0] + run:
+            run += 1
+        contiguous = run >= _MIN_RUN
+        nb = run if contiguous else min(_BATCH, n - k0)
+        b0 = base[k0]
+        # scattered windows and many columns: copy the batch's corner patches transposed
+        # (position-major) so every term reads a contiguous row; few columns: gather directly
+        use_patch = not contiguous and m >= _PATCH_MIN_COLS
+        if use_patch:
+            for ch in range(3):
+                for i in range(side):
+                    for jj in range(side):
+                        p = (ch * side + i) * side + jj
+                        src = ch * plane + i * w1 + jj
+                        for k in range(nb):
+                            patch[p, k] = flat[base[k0 + k] + src]
+        for j0 in range(0, m, _FCHUNK):
+            nf = min(_FCHUNK, m - j0)
+            for jj in range(nf):
+                j = j0 + jj
+                acc = tmp[jj, :nb]
+                for t in range(n_terms[j]):
+                    wt = weight[j, t]
+                    if contiguous or use_patch:
+                        if contiguous:
+                            row = flat[b0 + off[j, t]:b0 + off[j, t] + nb]
+                        else:
+                            row = patch[off_local[j, t], :nb]
+                        if t == 0:
+                            for k in range(nb):
+                                acc[k] = wt * row[k]
+                        else:
+                            for k in range(nb):
+                                acc[k] += wt * row[k]
+                    else:
+                        o = off[j, t]
+                        if t == 0:
+                            for k in range(nb):
+                                acc[k] = wt * flat[base[k0 + k] + o]
+                        else:
+                            for k in range(nb):
+                                acc[k] += wt * flat[base[k0 + k] + o]
+            # write window rows (contiguous when out_cols are)
+            for k in range(nb):
+                for jj in range(nf):
+                    out[k0 + k, out_cols[j0 + jj]] = tmp[jj, k]
+        k0 += nb
 
 
 class _HaarPlan:
@@ -246,11 +309,17 @@ class _HaarPlan:
         return p
 
     def run(self, integral, top_left, out, out_cols):
+        """``out[:, out_cols] =`` the plan's columns at windows with the given top-lefts."""
         if len(self.ch) == 0 or len(top_left) == 0:
             return
-        _haar_kernel(integral, np.ascontiguousarray(top_left, dtype=np.int64), self.ch, self.dy,
-                     self.dx, self.weight, self.n_terms, out,
-                     np.asarray(out_cols, dtype=np.int64))
+        _, h1, w1 = integral.shape
+        tl = np.asarray(top_left, dtype=np.int64)
+        base = np.ascontiguousarray(tl[:, 0] * w1 + tl[:, 1])
+        off = self.ch[:, None] * (h1 * w1) + self.dy * w1 + self.dx
+        side = int(max(self.dy.max(), self.dx.max())) + 1
+        off_local = (self.ch[:, None] * side + self.dy) * side + self.dx
+        _haar_kernel(integral.reshape(-1), base, off, off_local, self.weight, self.n_terms, out,
+                     np.asarray(out_cols, dtype=np.int64), side, h1 * w1, w1)
 
 
 def haar_windows(image_or_integral, top_left, features, *, channels=(0, 1, 2)):

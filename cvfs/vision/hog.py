@@ -13,25 +13,38 @@ Two steps:
    pixel is ``(r, c)`` for *every* ``(r, c)`` (cells at stride 1): ``cells`` of shape
    ``(3, H - 5, W - 5, 8)``, plus per-pixel orientation bins and magnitudes.
 2. :func:`hog_windows` assembles windows (any top-left, so stride 1 scanning works) from the maps:
-   16 cells are read, the 9 blocks normalised.
+   with ``border='image'`` each feature is gathered from the per-level block maps, with
+   ``border='window'`` the 16 cells are read, border-corrected and the 9 blocks normalised.
 
 Gradient conventions are scikit-image's: central differences ``I[r+1] - I[r-1]`` (zero on the first
-and last row/column), magnitude ``hypot``, orientation ``rad2deg(arctan2(g_row, g_col)) % 180``
+and last row/column), magnitude ``hypot`` (computed as ``sqrt(g_col**2 + g_row**2)``, within
+one ulp), orientation ``rad2deg(arctan2(g_row, g_col)) % 180``
 binned without interpolation (bin ``i`` holds ``[22.5 i, 22.5 (i + 1))``), cell value = sum of
 magnitudes / 36, L2-Hys with ``eps = 1e-5`` and clipping at 0.2.
 
-``border='window'`` (default) reproduces ``skimage.feature.hog`` applied to the 24x24 crop exactly:
-skimage computes gradients inside the crop, so on the crop's first/last row the row gradient is 0
-and on its first/last column the column gradient is 0. The assembly corrects the 92 border pixels of
-each window from per-pixel maps (cheap). ``border='image'`` uses the gradients of the whole level
-at the window border (true image gradients; equals ``skimage.feature.hog`` of the whole level for
-cell-aligned windows).
+Window border. ``border='image'`` (default) uses the gradients of the whole level on the window
+border (true image gradients): a window's blocks are then the level's blocks, so the L2-Hys
+factors are computed once per level (:meth:`HogLevel.block_factors`) and a window only gathers
+``min(v * a, 0.2) * b`` (while few windows of a level have been evaluated, the factors of their
+blocks are computed per window instead, with the same arithmetic); it equals
+``skimage.feature.hog`` of the whole level for cell-aligned windows. ``border='window'``
+reproduces ``skimage.feature.hog`` applied to each 24x24 crop exactly: skimage computes gradients
+inside the crop, so on the crop's first/last row the row gradient is 0 and on its first/last column
+the column gradient is 0; the assembly corrects the 92 border pixels of each window from per-pixel
+maps.
+
+Orientation bins are found without ``atan2`` (comparisons with the bin boundaries, exact at 0, 45,
+90 and 135 degrees); they equal skimage's except for gradients within ~1e-16 (relative) of the
+irrational boundaries 22.5 + 45 k degrees or with ``|g_row / g_col| < 2.5e-16`` (skimage's
+``% 180`` then rounds to 180 and drops the pixel).
 
 References
 ----------
 Dalal and Triggs, "Histograms of Oriented Gradients for Human Detection", CVPR 2005.
 Barbu et al., TPAMI 2017, section 3.3 (288 HOG features per RGB channel on a 24x24 window).
 """
+
+import math
 
 import numpy as np
 from numba import njit
@@ -71,8 +84,7 @@ class HogLevel:
         ``cells[ch, r, c, o]``: orientation-``o`` histogram of the 6x6 cell with top-left pixel
         ``(r, c)`` in channel ``ch`` (sum of magnitudes / 36).
     bins : ndarray of shape (3, H, W), dtype int8
-        Orientation bin of every pixel (-1 if the pixel falls in no bin, which skimage allows for an
-        orientation rounding to exactly 180).
+        Orientation bin (0..7) of every pixel.
     mag : ndarray of shape (3, H, W), dtype float32
         Gradient magnitude of every pixel.
     abs_g_row, abs_g_col : ndarray of shape (3, H, W), dtype float32
@@ -80,9 +92,14 @@ class HogLevel:
         (``g_col`` zeroed) or horizontal (``g_row`` zeroed) window border.
     shape : tuple of int
         ``(H, W)`` of the level.
+
+    Notes
+    -----
+    :meth:`block_factors` adds the per-level L2-Hys factors used by ``border='image'`` (computed on
+    first use). Memory: ~180 bytes per level pixel with the factors (a 640x480 level: ~55 MB).
     """
 
-    __slots__ = ("cells", "bins", "mag", "abs_g_row", "abs_g_col", "shape")
+    __slots__ = ("cells", "bins", "mag", "abs_g_row", "abs_g_col", "shape", "_norms", "_fly")
 
     def __init__(self, cells, bins, mag, abs_g_row, abs_g_col, shape):
         self.cells = cells
@@ -91,76 +108,120 @@ class HogLevel:
         self.abs_g_row = abs_g_row
         self.abs_g_col = abs_g_col
         self.shape = shape
+        self._norms = None
+        self._fly = 0  # blocks normalised per window so far (see _use_maps)
+
+    def _use_maps(self, n_blocks, n_channels):
+        """Whether ``border='image'`` reads the level factor maps for ``n_blocks`` more blocks.
+
+        Per-window factors are used until their cumulative count would exceed the cost of the maps
+        (a per-window block costs about three map positions, measured; the maps have ``n_channels``
+        x block positions), then the maps are built; both give the same values.
+        """
+        if self._norms is None:
+            _, hc, wc, _ = self.cells.shape
+            budget = n_channels * (hc - CELL) * (wc - CELL) // 3
+            if self._fly + n_blocks <= budget:
+                self._fly += n_blocks
+                return False
+        return True
+
+    def block_factors(self):
+        """L2-Hys factors of the 2x2-cell block at every top-left pixel (computed once).
+
+        Returns
+        -------
+        a, b : ndarray of shape (3, H - 11, W - 11), dtype float64
+            Reciprocals of the two L2-Hys norms: a block value ``v`` normalises to
+            ``min(v * a, 0.2) * b`` (``border='image'``; skimage divides, which differs by at
+            most an ulp).
+        """
+        if self._norms is None:
+            nch, hc, wc, _ = self.cells.shape
+            a = np.empty((nch, hc - CELL, wc - CELL))
+            b = np.empty_like(a)
+            _norms_kernel(self.cells, a, b)
+            self._norms = (a, b)
+        return self._norms
 
     @property
     def nbytes(self):
         """int: memory held by the maps."""
-        return sum(getattr(self, a).nbytes for a in ("cells", "bins", "mag", "abs_g_row",
-                                                      "abs_g_col"))
+        total = sum(getattr(self, a).nbytes for a in ("cells", "bins", "mag", "abs_g_row",
+                                                       "abs_g_col"))
+        return total + (0 if self._norms is None else 2 * self._norms[0].nbytes)
 
 
 # ---------------------------------------------------------------------------- kernels (no checks)
 
-
-@njit(cache=True)
-def _orientation_bin(o, n_orient):
-    """skimage's bin of orientation ``o`` (degrees): ``i`` with ``w i <= o < w (i + 1)``."""
-    width = 180.0 / n_orient
-    for i in range(n_orient):
-        if o < width * (i + 1) and o >= width * i:
-            return i
-    return -1
+# Orientation boundaries phi_k = 22.5 k degrees (k = 1..7). For a gradient flipped into the upper
+# half-plane (y = g_row >= 0), theta >= phi_k  <=>  y cos(phi_k) - x sin(phi_k) >= 0; the
+# boundaries 45, 90 and 135 degrees are tested exactly (y >= x, x <= 0, y <= -x), as atan2 is
+# exact there; the others are irrational, where atan2 and this test agree but for gradients
+# within ~1e-16 relative of a boundary.
+_COS = np.cos(np.arange(1, N_ORIENT) * np.pi / N_ORIENT)
+_SIN = np.sin(np.arange(1, N_ORIENT) * np.pi / N_ORIENT)
 
 
 @njit(cache=True)
-def _bins_kernel(orient, bins):
-    """Orientation bins of a (3, H, W) orientation map (degrees) into int8 ``bins``."""
-    nch, h, w = orient.shape
-    width = 180.0 / N_ORIENT
-    for ch in range(nch):
-        for r in range(h):
-            for c in range(w):
-                o = orient[ch, r, c]
-                b = int(o / width)
-                # exact comparisons as skimage (guards the rounding of the division)
-                if b > N_ORIENT - 1:
-                    b = N_ORIENT - 1
-                if o < width * b:
-                    b -= 1
-                elif o >= width * (b + 1):
-                    b += 1
-                if b < 0 or b >= N_ORIENT or not (o >= width * b and o < width * (b + 1)):
-                    b = _orientation_bin(o, N_ORIENT)
-                bins[ch, r, c] = b
+def _orient_bin(g_col, g_row, cs, sn):
+    """skimage's bin of ``rad2deg(arctan2(g_row, g_col)) % 180`` without calling atan2.
+
+    Branch-free: the gradient is flipped into the upper half-plane and the bin counts the
+    boundaries it has passed (orientations are random, so branches would mispredict).
+    """
+    flip = (g_row < 0.0) | ((g_row == 0.0) & (g_col < 0.0))
+    sgn = -1.0 if flip else 1.0
+    x = sgn * g_col
+    y = sgn * g_row
+    b = (np.int64(y * cs[0] - x * sn[0] >= 0.0) + np.int64(y >= x)
+         + np.int64(y * cs[2] - x * sn[2] >= 0.0) + np.int64(x <= 0.0)
+         + np.int64(y * cs[4] - x * sn[4] >= 0.0) + np.int64(y <= -x)
+         + np.int64(y * cs[6] - x * sn[6] >= 0.0))
+    return 0 if (x == 0.0) & (y == 0.0) else b
 
 
 @njit(cache=True)
-def _cells_kernel(bins, mag, cells):
-    """Dense 6x6 cell histograms at every top-left pixel (sliding sums in float64)."""
-    nch, h, w = bins.shape
+def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
+    """Gradients, bins and dense 6x6 cell histograms of a (H, W, 3) float32 level.
+
+    Horizontal 6-pixel sums slide along each row; vertical sums of 6 rows slide with a ring of the
+    last 6 rows (exactly re-summed every 64 rows, so no drift builds up).
+    """
+    h, w, nch = rgb.shape
     wc = w - CELL + 1
     inv = 1.0 / (CELL * CELL)
     ring = np.zeros((CELL, wc, N_ORIENT))
     acc = np.zeros((wc, N_ORIENT))
     row = np.zeros(N_ORIENT)
+    rbin = np.zeros(w, dtype=np.int64)
+    rmag = np.zeros(w)
     for ch in range(nch):
         acc[:] = 0.0
         for r in range(h):
-            # horizontal 6-pixel sums of row r into the ring slot r % CELL
+            for c in range(w):
+                gr = 0.0
+                if 0 < r < h - 1:
+                    gr = np.float64(rgb[r + 1, c, ch]) - np.float64(rgb[r - 1, c, ch])
+                gc = 0.0
+                if 0 < c < w - 1:
+                    gc = np.float64(rgb[r, c + 1, ch]) - np.float64(rgb[r, c - 1, ch])
+                m = math.sqrt(gc * gc + gr * gr)
+                b = _orient_bin(gc, gr, cs, sn)
+                rbin[c] = b
+                rmag[c] = m
+                bins[ch, r, c] = b
+                mag[ch, r, c] = m
+                agr[ch, r, c] = abs(gr)
+                agc[ch, r, c] = abs(gc)
             slot = r % CELL
             row[:] = 0.0
             for c in range(CELL):
-                b = bins[ch, r, c]
-                if b >= 0:
-                    row[b] += mag[ch, r, c]
+                row[rbin[c]] += rmag[c]
             for c in range(wc):
                 if c > 0:
-                    b = bins[ch, r, c + CELL - 1]
-                    if b >= 0:
-                        row[b] += mag[ch, r, c + CELL - 1]
-                    b = bins[ch, r, c - 1]
-                    if b >= 0:
-                        row[b] -= mag[ch, r, c - 1]
+                    row[rbin[c + CELL - 1]] += rmag[c + CELL - 1]
+                    row[rbin[c - 1]] -= rmag[c - 1]
                 for o in range(N_ORIENT):
                     if r >= CELL:
                         acc[c, o] -= ring[slot, c, o]
@@ -169,32 +230,149 @@ def _cells_kernel(bins, mag, cells):
             if r >= CELL - 1:
                 rr = r - CELL + 1
                 if rr % 64 == 0:
-                    # exact re-summation now and then: no drift of the sliding sums
                     for c in range(wc):
                         for o in range(N_ORIENT):
-                            s = 0.0
+                            t = 0.0
                             for k in range(CELL):
-                                s += ring[k, c, o]
-                            acc[c, o] = s
+                                t += ring[k, c, o]
+                            acc[c, o] = t
                 for c in range(wc):
                     for o in range(N_ORIENT):
                         cells[ch, rr, c, o] = acc[c, o] * inv
 
 
 @njit(cache=True)
-def _load_window_cells(hog_cells, bins, mag, agr, agc, ch, r0, c0, window_border, b_row0,
-                       b_col0, buf):
-    """Copy the 4x4 cells of a window into ``buf`` and apply the window-border correction.
+def _cell_stats(cells, ch, r, c):
+    """Energy (sum of squares) and maximum of one cell histogram."""
+    e = 0.0
+    mx = 0.0
+    for o in range(N_ORIENT):
+        x = np.float64(cells[ch, r, c, o])
+        e += x * x
+        if x > mx:
+            mx = x
+    return e, mx
 
-    ``b_row0[s]`` / ``b_col0[s]``: bin of a pixel whose row / column gradient is zeroed, for
-    the sign ``s`` (0: other gradient >= 0, 1: < 0).
+
+@njit(cache=True)
+def _block_factors(cells, ch, r, c, e00, e01, e10, e11, m00, m01, m10, m11):
+    """Reciprocal L2-Hys norms of the block with top-left cell (r, c), from its cells' stats.
+
+    The sum of ``min(v / a, 0.2) ** 2`` is ``sum(min(v, 0.2 a) ** 2) / a ** 2``; a cell whose
+    maximum is not clipped contributes its energy, the others are read again.
+    """
+    s = e00 + e01 + e10 + e11
+    a = np.sqrt(s + _EPS * _EPS)
+    lim = 0.2 * a
+    t = 0.0
+    for k in range(4):
+        i = k // 2
+        j = k % 2
+        e = e00 if k == 0 else (e01 if k == 1 else (e10 if k == 2 else e11))
+        m = m00 if k == 0 else (m01 if k == 1 else (m10 if k == 2 else m11))
+        if m <= lim:
+            t += e
+        else:
+            for o in range(N_ORIENT):
+                x = min(np.float64(cells[ch, r + CELL * i, c + CELL * j, o]), lim)
+                t += x * x
+    t = t / (a * a)
+    return 1.0 / a, 1.0 / np.sqrt(t + _EPS * _EPS)
+
+
+@njit(cache=True)
+def _norms_kernel(cells, inv1, inv2):
+    """L2-Hys factors of every 2x2-cell block: value = min(v * inv1, 0.2) * inv2.
+
+    Cell statistics are kept for the last ``CELL + 1`` cell rows only (a ring), so they stay in
+    cache.
+    """
+    nch, hc, wc, _ = cells.shape
+    wb = wc - CELL
+    ring = CELL + 1
+    energy = np.empty((ring, wc))
+    vmax = np.empty((ring, wc))
+    for ch in range(nch):
+        for r in range(hc):
+            k = r % ring
+            for c in range(wc):
+                energy[k, c], vmax[k, c] = _cell_stats(cells, ch, r, c)
+            if r < CELL:
+                continue
+            rb = r - CELL  # block row whose lower cells are row r
+            k0 = rb % ring
+            for c in range(wb):
+                inv1[ch, rb, c], inv2[ch, rb, c] = _block_factors(
+                    cells, ch, rb, c, energy[k0, c], energy[k0, c + CELL], energy[k, c],
+                    energy[k, c + CELL], vmax[k0, c], vmax[k0, c + CELL], vmax[k, c],
+                    vmax[k, c + CELL])
+
+
+@njit(cache=True)
+def _fly_kernel(cells, top_left, blk_ch, blk_r, blk_c, blk_ptr, col_dr, col_dc, col_o, out,
+                out_cols):
+    """Image-border HOG columns with the block factors computed per window (no level maps).
+
+    Same arithmetic as :func:`_norms_kernel` + :func:`_gather_kernel`, so bitwise the same
+    values; cheaper when few windows are evaluated on a level.
+    """
+    n = top_left.shape[0]
+    nk = blk_ch.shape[0]
+    for w in range(n):
+        r0 = top_left[w, 0]
+        c0 = top_left[w, 1]
+        for k in range(nk):
+            ch = blk_ch[k]
+            r = r0 + blk_r[k]
+            c = c0 + blk_c[k]
+            e00, m00 = _cell_stats(cells, ch, r, c)
+            e01, m01 = _cell_stats(cells, ch, r, c + CELL)
+            e10, m10 = _cell_stats(cells, ch, r + CELL, c)
+            e11, m11 = _cell_stats(cells, ch, r + CELL, c + CELL)
+            a, b = _block_factors(cells, ch, r, c, e00, e01, e10, e11, m00, m01, m10, m11)
+            for j in range(blk_ptr[k], blk_ptr[k + 1]):
+                x = np.float64(cells[ch, r0 + col_dr[j], c0 + col_dc[j], col_o[j]]) * a
+                if x > 0.2:
+                    x = 0.2
+                out[w, out_cols[j]] = x * b
+
+
+@njit(cache=True)
+def _gather_kernel(cells_flat, inv1_flat, inv2_flat, cell_base, fac_base, blk_off, blk_ptr,
+                   col_off, out, out_cols):
+    """Image-border HOG columns: ``min(cell * inv1, 0.2) * inv2`` read from the level maps.
+
+    Flat indexing: window ``w``'s cells start at ``cell_base[w]`` and its block factors at
+    ``fac_base[w]``; needed block ``k`` has factor offset ``blk_off[k]`` and columns
+    ``blk_ptr[k]:blk_ptr[k + 1]`` with cell offsets ``col_off`` written to ``out_cols``.
+    """
+    n = cell_base.shape[0]
+    nk = blk_off.shape[0]
+    for w in range(n):
+        cb = cell_base[w]
+        fb = fac_base[w]
+        for k in range(nk):
+            a = inv1_flat[fb + blk_off[k]]
+            b = inv2_flat[fb + blk_off[k]]
+            for j in range(blk_ptr[k], blk_ptr[k + 1]):
+                x = np.float64(cells_flat[cb + col_off[j]]) * a
+                if x > 0.2:
+                    x = 0.2
+                out[w, out_cols[j]] = x * b
+
+
+@njit(cache=True)
+def _load_window_cells(hog_cells, bins, mag, agr, agc, ch, r0, c0, b_row0, b_col0, buf):
+    """Copy the 4x4 cells of a window into ``buf`` with skimage's window-border gradients.
+
+    On the window's first/last row the row gradient is zero (the pixel moves to bin ``b_row0``
+    with magnitude ``|g_col|``), on its first/last column the column gradient is zero (bin
+    ``b_col0``, magnitude ``|g_row|``), and the four corners have no gradient.
     """
     for i in range(N_CELLS):
         for j in range(N_CELLS):
             for o in range(N_ORIENT):
                 buf[i, j, o] = hog_cells[ch, r0 + CELL * i, c0 + CELL * j, o]
-    if not window_border:
-        return
     inv = 1.0 / (CELL * CELL)
     last = WINDOW - 1
     for a in range(WINDOW):
@@ -206,19 +384,12 @@ def _load_window_cells(hog_cells, bins, mag, agr, agc, ch, r0, c0, window_border
             c = c0 + b
             ci = a // CELL
             cj = b // CELL
-            k = bins[ch, r, c]
-            if k >= 0:
-                buf[ci, cj, k] -= mag[ch, r, c] * inv
+            buf[ci, cj, bins[ch, r, c]] -= mag[ch, r, c] * inv
             left_right = b == 0 or b == last
             if top_bottom and not left_right:
-                # g_row zeroed: magnitude |g_col|, orientation of (0, g_col)
-                m = agc[ch, r, c]
-                if m > 0:
-                    buf[ci, cj, b_row0[0]] += m * inv  # both signs share a bin (checked)
+                buf[ci, cj, b_row0] += agc[ch, r, c] * inv
             elif left_right and not top_bottom:
-                m = agr[ch, r, c]
-                if m > 0:
-                    buf[ci, cj, b_col0[0]] += m * inv
+                buf[ci, cj, b_col0] += agr[ch, r, c] * inv
             b += step
 
 
@@ -249,8 +420,8 @@ def _normalize_block(buf, bi, bj, out32):
 
 @njit(cache=True)
 def _windows_kernel(hog_cells, bins, mag, agr, agc, top_left, block_ch, block_i, block_j,
-                    col_block, col_off, out, out_cols, window_border, b_row0, b_col0):
-    """Write selected HOG columns of many windows.
+                    col_block, col_off, out, out_cols, b_row0, b_col0):
+    """Window-border HOG columns of many windows (skimage per crop).
 
     ``block_*`` (K,): channel and block position of each needed block; ``col_block`` (m,) the
     needed-block slot and ``col_off`` (m,) the offset in the block's 32 values of each requested
@@ -269,8 +440,8 @@ def _windows_kernel(hog_cells, bins, mag, agr, agc, top_left, block_ch, block_i,
         for k in range(nk):
             ch = block_ch[k]
             if not loaded[ch]:
-                _load_window_cells(hog_cells, bins, mag, agr, agc, ch, r0, c0, window_border,
-                                   b_row0, b_col0, buf[ch])
+                _load_window_cells(hog_cells, bins, mag, agr, agc, ch, r0, c0, b_row0, b_col0,
+                                   buf[ch])
                 loaded[ch] = True
             _normalize_block(buf[ch], block_i[k], block_j[k], blocks[k])
         for j in range(m):
@@ -278,33 +449,6 @@ def _windows_kernel(hog_cells, bins, mag, agr, agc, top_left, block_ch, block_i,
 
 
 # ---------------------------------------------------------------------------- orchestration
-
-
-def _gradients(rgb):
-    """skimage's central differences, magnitude and orientation, channels first, float64."""
-    img = np.moveaxis(rgb, 2, 0).astype(np.float64)
-    g_row = np.zeros_like(img)
-    g_col = np.zeros_like(img)
-    g_row[:, 1:-1, :] = img[:, 2:, :] - img[:, :-2, :]
-    g_col[:, :, 1:-1] = img[:, :, 2:] - img[:, :, :-2]
-    mag = np.hypot(g_col, g_row)
-    orient = np.rad2deg(np.arctan2(g_row, g_col)) % 180
-    return g_row, g_col, mag, orient
-
-
-def _border_bins():
-    """Bins of a pixel on a horizontal / vertical window border, as skimage computes them."""
-    g = np.array([1.0, -1.0])
-    z = np.zeros(2)
-    row0 = np.rad2deg(np.arctan2(z, g)) % 180  # g_row zeroed, g_col = +-1
-    col0 = np.rad2deg(np.arctan2(g, z)) % 180  # g_col zeroed, g_row = +-1
-    b_row0 = np.array([_orientation_bin(float(o), N_ORIENT) for o in row0], dtype=np.int64)
-    b_col0 = np.array([_orientation_bin(float(o), N_ORIENT) for o in col0], dtype=np.int64)
-    if b_row0[0] != b_row0[1] or b_col0[0] != b_col0[1] or min(b_row0.min(), b_col0.min()) < 0:
-        raise RuntimeError(  # pragma: no cover - would need a broken arctan2
-            f"unexpected border orientation bins {b_row0}, {b_col0}"
-        )
-    return b_row0, b_col0
 
 
 def hog_level(image):
@@ -336,15 +480,13 @@ def hog_level(image):
 
 def _hog_level(rgb):
     h, w = rgb.shape[:2]
-    g_row, g_col, mag, orient = _gradients(rgb)
-    bins = np.empty((3, h, w), dtype=np.int8)
-    _bins_kernel(orient, bins)
-    del orient
     cells = np.empty((3, h - CELL + 1, w - CELL + 1, N_ORIENT), dtype=np.float32)
-    _cells_kernel(bins, mag, cells)
-    return HogLevel(cells=cells, bins=bins, mag=mag.astype(np.float32),
-                    abs_g_row=np.abs(g_row).astype(np.float32),
-                    abs_g_col=np.abs(g_col).astype(np.float32), shape=(h, w))
+    bins = np.empty((3, h, w), dtype=np.int8)
+    mag = np.empty((3, h, w), dtype=np.float32)
+    agr = np.empty((3, h, w), dtype=np.float32)
+    agc = np.empty((3, h, w), dtype=np.float32)
+    _level_kernel(rgb, _COS, _SIN, cells, bins, mag, agr, agc)
+    return HogLevel(cells=cells, bins=bins, mag=mag, abs_g_row=agr, abs_g_col=agc, shape=(h, w))
 
 
 def _check_border(border):
@@ -372,14 +514,47 @@ def _hog_into(hl, top_left, columns, out, out_cols, window_border):
     """Fill ``out[:, out_cols]`` with HOG ``columns`` (no validation)."""
     if len(columns) == 0 or len(top_left) == 0:
         return
-    b_ch, b_i, b_j, slot, off = _hog_plan(columns)
-    b_row0, b_col0 = _border_bins()
-    _windows_kernel(hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col,
-                    np.ascontiguousarray(top_left, dtype=np.int64), b_ch, b_i, b_j, slot, off,
-                    out, np.asarray(out_cols, dtype=np.int64), window_border, b_row0, b_col0)
+    tl = np.ascontiguousarray(top_left, dtype=np.int64)
+    out_cols = np.asarray(out_cols, dtype=np.int64)
+    if window_border:
+        b_ch, b_i, b_j, slot, off = _hog_plan(columns)
+        b_row0 = _orient_bin(1.0, 0.0, _COS, _SIN)  # g_row zeroed
+        b_col0 = _orient_bin(0.0, 1.0, _COS, _SIN)  # g_col zeroed
+        _windows_kernel(hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col, tl, b_ch, b_i,
+                        b_j, slot, off, out, out_cols, b_row0, b_col0)
+    else:
+        ch, dr, dc, o, br, bc = _hog_offsets(columns)
+        _, hc, wc, _ = hl.cells.shape
+        blk = (ch * hc + br) * wc + bc  # block key (channel, block offset in the window)
+        order = np.argsort(blk, kind="stable")
+        keys, first, counts = np.unique(blk[order], return_index=True, return_counts=True)
+        blk_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        first = order[first]
+        if hl._use_maps(len(tl) * len(keys), len(np.unique(ch))):
+            inv1, inv2 = hl.block_factors()
+            _, hb, wb = inv1.shape
+            col_off = ((ch * hc + dr) * wc + dc) * N_ORIENT + o
+            blk_off = (ch[first] * hb + br[first]) * wb + bc[first]
+            _gather_kernel(hl.cells.reshape(-1), inv1.reshape(-1), inv2.reshape(-1),
+                           (tl[:, 0] * wc + tl[:, 1]) * N_ORIENT, tl[:, 0] * wb + tl[:, 1],
+                           blk_off, blk_ptr, col_off[order], out, out_cols[order])
+        else:
+            _fly_kernel(hl.cells, tl, ch[first], br[first], bc[first], blk_ptr, dr[order],
+                        dc[order], o[order], out, out_cols[order])
 
 
-def hog_windows(level, top_left, *, columns=None, border="window"):
+def _hog_offsets(columns):
+    """Channel, cell offset (rows, cols), orientation and block offset of HOG columns."""
+    columns = np.asarray(columns, dtype=np.int64)
+    ch, within = np.divmod(columns, N_HOG_PER_CHANNEL)
+    block, off = np.divmod(within, BLOCK_LEN)
+    bi, bj = np.divmod(block, N_BLOCKS)
+    cell, o = np.divmod(off, N_ORIENT)
+    ci, cj = np.divmod(cell, 2)
+    return ch, CELL * (bi + ci), CELL * (bj + cj), o, CELL * bi, CELL * bj
+
+
+def hog_windows(level, top_left, *, columns=None, border="image"):
     """HOG features of 24x24 windows assembled from per-level maps.
 
     Parameters
@@ -391,9 +566,10 @@ def hog_windows(level, top_left, *, columns=None, border="window"):
         ``row .. row + 23`` and columns ``col .. col + 23`` and must lie inside the level.
     columns : array_like of int of shape (m,), optional
         Feature indices in ``[0, 864)`` to compute (default: all 864, in order).
-    border : {'window', 'image'}, default='window'
-        ``'window'``: identical to ``skimage.feature.hog`` on each 24x24 crop; ``'image'``: use
-        the level's gradients on the window border (see module docstring).
+    border : {'image', 'window'}, default='image'
+        ``'image'``: the level's gradients on the window border, blocks read from shared per-level
+        maps (fast); ``'window'``: identical to ``skimage.feature.hog`` on each 24x24 crop
+        (gradients zeroed on the crop border, corrected per window; ~3x slower).
 
     Returns
     -------

@@ -1,0 +1,163 @@
+"""Shared helpers of the benchmark scripts: threads, timing, the FSA plug, tables, JSON.
+
+Not a benchmark itself. Every comparison in ``benchmarks/`` is single-threaded: ``limit_threads``
+pins BLAS/OpenMP (threadpoolctl) and numba to one thread, and the peers get ``thread=1`` /
+``n_jobs=None`` where they have such a parameter. Times are CPU seconds of the process
+(``time.process_time``, all threads counted) next to wall seconds (``time.perf_counter``); on a
+shared machine the CPU time is the steadier of the two.
+
+FSA is built in one place, ``fsa_estimator``: ``cvfs.FSAClassifier`` / ``FSARegressor`` with
+default parameters.
+"""
+
+import json
+import os
+import platform
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+__all__ = [
+    "THREAD_VARS",
+    "fsa_estimator",
+    "format_table",
+    "limit_threads",
+    "machine_info",
+    "timed",
+    "to_jsonable",
+    "write_json",
+]
+
+THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_threads():
+    """Pin BLAS, OpenMP and numba to one thread (also for child processes via the environment)."""
+    for var in THREAD_VARS:
+        os.environ.setdefault(var, "1")
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+    try:
+        import numba
+
+        numba.set_num_threads(1)
+    except (ImportError, ValueError):  # pragma: no cover - numba always present in cvfs
+        pass
+
+
+def machine_info():
+    """What ran the benchmark: CPU, cores, memory, load, library versions, thread settings."""
+    import importlib.metadata as md
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        mem = None
+    versions = {}
+    for pkg in ("cvfs", "numpy", "scipy", "numba", "scikit-learn", "abess", "h5py"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "n_cpus": os.cpu_count(),
+        "memory_bytes": mem,
+        "loadavg_start": list(os.getloadavg()),
+        "threads": {var: os.environ.get(var) for var in THREAD_VARS},
+        "versions": versions,
+    }
+
+
+@contextmanager
+def timed():
+    """Measure a block: yields a dict that gets ``cpu`` and ``wall`` seconds on exit."""
+    out = {}
+    c0, w0 = time.process_time(), time.perf_counter()
+    try:
+        yield out
+    finally:
+        out["cpu"] = time.process_time() - c0
+        out["wall"] = time.perf_counter() - w0
+
+
+def fsa_estimator(loss, k, random_state, **params):
+    """The one place the benchmarks build FSA: default parameters except ``k`` and the loss.
+
+    ``loss`` is ``"logistic"``, ``"lorenz"``, ``"svm"`` (classifier) or ``"squared"``
+    (regressor). Extra ``params`` (e.g. ``max_memory``) are estimator parameters.
+    """
+    from cvfs import FSAClassifier, FSARegressor
+
+    cls = FSARegressor if loss == "squared" else FSAClassifier
+    return cls(k=k, loss=loss, random_state=random_state, **params)
+
+
+def format_table(headers, rows, title=None):
+    """Plain-text table: text columns left-aligned, numbers right-aligned.
+
+    ``rows`` hold already formatted strings (or None, shown as ``-``); a row ``None`` draws a rule.
+    """
+    cells = [[("-" if c is None else str(c)) for c in r] if r is not None else None for r in rows]
+    width = [len(h) for h in headers]
+    for r in cells:
+        if r is not None:
+            width = [max(w, len(c)) for w, c in zip(width, r, strict=True)]
+
+    def is_num(text):
+        return text[:1].isdigit() or (text[:1] in "-+." and text[1:2].isdigit())
+
+    data = [r for r in cells if r is not None]
+    right = [
+        any(is_num(r[i]) for r in data) and all(is_num(r[i]) or r[i] == "-" for r in data)
+        for i in range(len(headers))
+    ]
+
+    def fmt(r):
+        return "  ".join(
+            c.rjust(w) if rj else c.ljust(w) for c, w, rj in zip(r, width, right, strict=True)
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in width)
+    out = []
+    if title:
+        out.append(title)
+    out += [fmt(list(headers)), rule]
+    out += [rule if r is None else fmt(r) for r in cells]
+    return "\n".join(out)
+
+
+def to_jsonable(obj):
+    """Turn numpy scalars/arrays (and NaN) into plain JSON values."""
+    if isinstance(obj, dict):
+        return {str(key): to_jsonable(val) for key, val in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(val) for val in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+def write_json(path, obj):
+    """Write ``obj`` as indented JSON, atomically (``cvfs.io.atomic_write_text``)."""
+    from cvfs.io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(to_jsonable(obj), indent=1) + "\n")

@@ -1,0 +1,38 @@
+"""Astronomy: point-source localisation and denoising by screened SBL over sampled PSFs.
+
+>>> from cvfs import astro
+>>> catalogue = astro.localise(image)          # fields x (column), y (row), sigma, flux
+>>> clean = astro.denoise(image)               # shaped like image
+"""
+
+from cvfs.astro.denoise import denoise
+from cvfs.astro.dictionary import PSFDictionary, sample_atoms
+from cvfs.astro.evaluate import detection_scores, group_iou, match_sources, psnr
+from cvfs.astro.localise import (
+    LAMBDA_FACTOR,
+    Localisation,
+    estimate_background_noise,
+    localise,
+    localise_and_denoise,
+)
+from cvfs.astro.psf import delta_e, render_psf
+from cvfs.astro.simulate import CATALOGUE_DTYPE, make_scene
+
+__all__ = [
+    "CATALOGUE_DTYPE",
+    "LAMBDA_FACTOR",
+    "Localisation",
+    "PSFDictionary",
+    "delta_e",
+    "denoise",
+    "detection_scores",
+    "estimate_background_noise",
+    "group_iou",
+    "localise",
+    "localise_and_denoise",
+    "make_scene",
+    "match_sources",
+    "psnr",
+    "render_psf",
+    "sample_atoms",
+]

@@ -1,0 +1,28 @@
+"""Denoising of point-source images: the fitted sources plus the background (SBL paper Sec. 5-D).
+
+The model is the one :func:`cvfs.astro.localise.localise_and_denoise` fits; use that function to
+get the catalogue and the denoised image from a single run.
+"""
+
+from cvfs.astro.localise import localise_and_denoise
+
+__all__ = ["denoise"]
+
+
+def denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None, random_state=None,
+            **options):
+    """Denoised image: the fitted sources Phi theta plus the background, shaped like ``image``.
+
+    Parameters and errors as :func:`cvfs.astro.localise.localise`.
+
+    Returns
+    -------
+    ndarray of shape (height, width)
+
+    References
+    ----------
+    Jiang & Chen, Sec. 5-D (eq. 73).
+    """
+    return localise_and_denoise(image, psf_sigma=psf_sigma, n_atoms=n_atoms,
+                                noise_sigma=noise_sigma, random_state=random_state,
+                                **options).model

@@ -1,0 +1,162 @@
+"""Dictionaries of sampled PSF atoms (SBL paper Sec. 5-B), built on the fly.
+
+A :class:`PSFDictionary` holds only the atom parameters (x0, y0, sigma) and their separable
+factors (n_atoms x (height + width) numbers), never the dense (height * width) x n_atoms matrix:
+products with it cost one (n_atoms x height) @ (height x width) matrix product. It implements the
+operator protocol of :class:`cvfs.core.screening.DenseOperator`, so the SBL core uses it directly.
+"""
+
+import numbers
+
+import numpy as np
+
+from cvfs.astro.psf import psf_factors
+from cvfs.base import check_random_state
+
+__all__ = ["PSFDictionary", "sample_atoms"]
+
+
+def sample_atoms(shape, n_atoms=10_000, psf_sigma=(1.0, 2.0), *, method="grid", margin=1.0,
+                 random_state=None):
+    """Sample n atom parameters (x0, y0, sigma) over an image patch.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (height, width) of the patch.
+    n_atoms : int
+        Number of atoms (approximately, for ``"grid"``: the product of the grid sizes).
+    psf_sigma : float or (float, float)
+        PSF width, or the range [sigma_min, sigma_max] to sample.
+    method : {"grid", "uniform"} or callable
+        ``"grid"``: a regular grid of positions and widths with uniform jitter of one cell;
+        ``"uniform"``: independent uniform draws; a callable ``prior(n, rng)`` returning an
+        (n, 3) array of (x0, y0, sigma) (a user prior).
+    margin : float
+        Positions extend ``margin`` pixels beyond the patch, so sources on its border are
+        represented.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n, 3)
+        Columns x0 (column), y0 (row), sigma.
+
+    Raises
+    ------
+    ValueError
+        On a bad ``n_atoms``, ``psf_sigma`` or ``method``.
+    """
+    if not isinstance(n_atoms, numbers.Integral) or n_atoms < 1:
+        raise ValueError(f"n_atoms must be a positive int; got {n_atoms!r}")
+    lo, hi = _sigma_range(psf_sigma)
+    rng = check_random_state(random_state)
+    h, w = shape
+    xlo, xhi, ylo, yhi = -margin, w - 1 + margin, -margin, h - 1 + margin
+    if callable(method):
+        out = np.asarray(method(n_atoms, rng), dtype=np.float64)
+        if out.ndim != 2 or out.shape[1] != 3:
+            raise ValueError(f"a prior must return an (n, 3) array; got shape {out.shape}")
+        return out
+    if method == "uniform":
+        return np.column_stack([rng.uniform(xlo, xhi, n_atoms), rng.uniform(ylo, yhi, n_atoms),
+                                rng.uniform(lo, hi, n_atoms)])
+    if method != "grid":
+        raise ValueError(f"method must be 'grid', 'uniform' or a callable; got {method!r}")
+    n_s = 1 if hi == lo else max(2, int(round((n_atoms / (w * h)) ** (1 / 3) * 1.5)))
+    per = n_atoms / n_s
+    ratio = (xhi - xlo) / (yhi - ylo)
+    n_y = max(1, int(round(np.sqrt(per / ratio))))
+    n_x = max(1, int(round(per / n_y)))
+    dx, dy = (xhi - xlo) / n_x, (yhi - ylo) / n_y
+    ds = (hi - lo) / n_s
+    gx = xlo + dx * (np.arange(n_x) + 0.5)
+    gy = ylo + dy * (np.arange(n_y) + 0.5)
+    gs = lo + ds * (np.arange(n_s) + 0.5) if n_s > 1 else np.array([lo])
+    X, Y, S = (a.ravel() for a in np.meshgrid(gx, gy, gs, indexing="ij"))
+    X = X + rng.uniform(-dx / 2, dx / 2, X.size)
+    Y = Y + rng.uniform(-dy / 2, dy / 2, Y.size)
+    if n_s > 1:
+        S = S + rng.uniform(-ds / 2, ds / 2, S.size)
+    return np.column_stack([X, Y, S])
+
+
+def _sigma_range(psf_sigma):
+    s = np.atleast_1d(np.asarray(psf_sigma, dtype=np.float64))
+    if s.size not in (1, 2) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(
+            f"psf_sigma must be a positive float or a (min, max) pair; got {psf_sigma!r}"
+        )
+    lo, hi = float(s.min()), float(s.max())
+    return lo, hi
+
+
+class PSFDictionary:
+    """Unit-norm pixel-integrated Gaussian atoms at given (x0, y0, sigma), built on the fly.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (height, width) of the patch.
+    params : ndarray of shape (n_atoms, 3)
+        x0 (column), y0 (row), sigma of each atom.
+
+    Attributes
+    ----------
+    shape : tuple
+        (height * width, n_atoms), the shape of the matrix Phi it stands for.
+    flux_per_unit : ndarray of shape (n_atoms,)
+        1 / ||raw atom||: a coefficient c on the unit-norm atom is a source of flux
+        c * flux_per_unit.
+    """
+
+    def __init__(self, shape, params):
+        self.image_shape = tuple(int(v) for v in shape)
+        self.params = np.asarray(params, dtype=np.float64)
+        Ey, Ex = psf_factors(self.image_shape, *self.params.T)
+        raw = np.sqrt((Ey**2).sum(1) * (Ex**2).sum(1))
+        raw = np.where(raw > 0, raw, 1.0)
+        self.flux_per_unit = 1.0 / raw
+        s = np.sqrt(self.flux_per_unit)
+        self.Ey = np.ascontiguousarray(Ey * s[:, None])
+        self.Ex = np.ascontiguousarray(Ex * s[:, None])
+        self.shape = (self.image_shape[0] * self.image_shape[1], self.params.shape[0])
+
+    def rmatvec(self, R):
+        """Phi^T R for R of shape (n_pixels,) or (n_pixels, m)."""
+        h, w = self.image_shape
+        R = np.asarray(R, dtype=np.float64)
+        if R.ndim == 1:
+            return np.einsum("nw,nw->n", self.Ey @ R.reshape(h, w), self.Ex)
+        m = R.shape[1]
+        T = (self.Ey @ R.reshape(h, w * m)).reshape(-1, w, m)
+        return np.einsum("nwm,nw->nm", T, self.Ex)
+
+    def columns(self, idx):
+        """Phi[:, idx], shape (n_pixels, len(idx))."""
+        idx = np.atleast_1d(idx)
+        cols = self.Ey[idx][:, :, None] * self.Ex[idx][:, None, :]
+        return cols.reshape(idx.size, -1).T
+
+    def column_norms(self):
+        return np.ones(self.shape[1])
+
+    def gram_columns(self, idx):
+        """Phi^T Phi[:, idx], shape (n_atoms, len(idx)); separable, so two small products."""
+        idx = np.atleast_1d(idx)
+        return (self.Ey @ self.Ey[idx].T) * (self.Ex @ self.Ex[idx].T)
+
+    def subset(self, idx):
+        """The dictionary restricted to atoms ``idx`` (no PSF re-evaluation)."""
+        out = object.__new__(PSFDictionary)
+        out.image_shape = self.image_shape
+        out.params = self.params[idx]
+        out.flux_per_unit = self.flux_per_unit[idx]
+        out.Ey = np.ascontiguousarray(self.Ey[idx])
+        out.Ex = np.ascontiguousarray(self.Ex[idx])
+        out.shape = (self.shape[0], out.params.shape[0])
+        return out
+
+    def matrix(self):
+        """The dense matrix Phi of shape (n_pixels, n_atoms)."""
+        return self.columns(np.arange(self.shape[1]))

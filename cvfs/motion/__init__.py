@@ -1,0 +1,194 @@
+"""Motion segmentation by learned ranking of candidate segmentations (FSA-Rank, Hopkins155).
+
+``segment(points, n_motions)`` is the one call a user needs: candidates by velocity clustering over
+a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per candidate
+(:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
+(:mod:`~cvfs.motion.ranking`). :mod:`~cvfs.motion.evaluate` reproduces the paper's Table VII.
+
+References
+----------
+Barbu, She, Ding, Gramajo, "Feature selection with annealing for computer vision and big data
+learning", TPAMI 2017, section 3.4 and appendix "Ranking for Motion Segmentation".
+"""
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from cvfs.motion.candidates import DEFAULT_ALPHAS, check_points, generate_candidates
+from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
+
+__all__ = ["load_default_ranker", "normalise_points", "rank_candidates", "segment",
+           "segment_tracks"]
+
+log = logging.getLogger(__name__)
+
+_MODEL_NAME = "motion_ranker.h5"
+
+
+def normalise_points(points):
+    """Centre trajectories on their bounding box and scale it into [-1, 1] (isotropic).
+
+    Parameters
+    ----------
+    points : ndarray of shape (P, F, 2)
+
+    Returns
+    -------
+    normalised : ndarray of shape (P, F, 2)
+    """
+    lo = points.reshape(-1, 2).min(axis=0)
+    hi = points.reshape(-1, 2).max(axis=0)
+    half = max(float(np.max(hi - lo)) / 2.0, 1e-12)
+    return (points - (lo + hi) / 2.0) / half
+
+
+def load_default_ranker():
+    """The shipped ranker, ``cvfs.datasets.models_dir() / "motion_ranker.h5"``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the model file is missing (train it with ``data_prep/train_motion_ranker.py``).
+    """
+    from cvfs.datasets import models_dir
+    from cvfs.motion.ranking import load_ranker
+
+    path = Path(models_dir()) / _MODEL_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"model: the shipped motion ranker {path} is missing; train it "
+                                "with `python data_prep/train_motion_ranker.py`")
+    return load_ranker(path)
+
+
+def _resolve(model):
+    from cvfs.motion.ranking import load_ranker
+
+    if model is None:
+        return load_default_ranker()
+    if isinstance(model, (str, Path)):
+        return load_ranker(model)
+    if not hasattr(model, "decision_function"):
+        raise TypeError("model must be None, a path to a motion-ranker file or a fitted ranker "
+                        f"with decision_function; got {type(model).__name__}")
+    return model
+
+
+def rank_candidates(points, n_motions, *, model=None):
+    """Candidates of one sequence and their ranking scores.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+        Image coordinates (any scale; normalised inside).
+    n_motions : int
+    model : None, str, Path or fitted ranker
+        None loads the shipped ranker.
+
+    Returns
+    -------
+    labels : ndarray of shape (C, P)
+        Candidate segmentations.
+    scores : ndarray of shape (C,)
+        Higher = better.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`segment`.
+    """
+    points, n_motions = check_points(points, n_motions)
+    ranker = _resolve(model)
+    settings = getattr(ranker, "settings_", {})
+    if settings.get("feature_version", FEATURE_VERSION) != FEATURE_VERSION or \
+            settings.get("n_features", n_features()) != n_features():
+        raise ValueError(f"model was trained on feature version {settings.get('feature_version')} "
+                         f"({settings.get('n_features')} features); this cvfs computes version "
+                         f"{FEATURE_VERSION} ({n_features()}): retrain the ranker")
+    alphas = tuple(settings.get("alphas", DEFAULT_ALPHAS))
+    pts = normalise_points(points)
+    cand = generate_candidates(pts, n_motions, alphas=alphas,
+                               random_state=int(settings.get("seed", 0)))
+    X = candidate_features(pts, cand)
+    return cand.labels, np.asarray(ranker.decision_function(X), dtype=np.float64)
+
+
+def segment(points, n_motions, *, model=None):
+    """Segment point trajectories into ``n_motions`` motions.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+        Image coordinates (x, y) of P trajectories over F frames; any scale (they are centred and
+        scaled into [-1, 1] inside). Every trajectory must be complete (no NaN).
+    n_motions : int
+        K >= 2; at least 4 trajectories per motion are needed (P >= 4K).
+    model : None, str, Path or fitted ranker, optional
+        None loads the shipped ranker (``models/motion_ranker.h5``); a path loads that file; an
+        object with ``decision_function`` (e.g. a fitted :class:`~cvfs.motion.ranking.MotionRanker`)
+        is used as it is.
+
+    Returns
+    -------
+    labels : ndarray of shape (P,), int64
+        Motion of each trajectory, in 0..K-1.
+
+    Raises
+    ------
+    ValueError
+        If ``points`` is not (P, F, 2), has NaN/inf or fewer than 2 frames, ``n_motions < 2`` or
+        ``P < 4 n_motions``, or the model was trained on other features.
+    TypeError
+        If ``n_motions`` is not an int or ``model`` is of an unknown type.
+    FileNotFoundError
+        If the model file is missing.
+
+    References
+    ----------
+    FSA paper, appendix, Algorithm 2.
+    """
+    labels, scores = rank_candidates(points, n_motions, model=model)
+    return labels[int(np.argmax(scores))].astype(np.int64)
+
+
+def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4)):
+    """Segment trajectories with K given or chosen by the ranker.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+    n_motions : int or None
+        K; None tries every K in ``candidates_k`` (that the points allow) and keeps the K whose
+        best candidate has the highest ranking score. The ranker was trained to compare
+        candidates of the same K, so this choice is a heuristic; pass K when you know it.
+    model : None, str, Path or fitted ranker
+    candidates_k : sequence of int, default (2, 3, 4)
+
+    Returns
+    -------
+    labels : ndarray of shape (P,), int64
+    n_motions : int
+        The K used.
+
+    Raises
+    ------
+    ValueError
+        As :func:`segment`; also if no K in ``candidates_k`` fits the number of points.
+    """
+    ranker = _resolve(model)
+    if n_motions is not None:
+        return segment(points, n_motions, model=ranker), int(n_motions)
+    n_pts = np.asarray(points).shape[0]
+    ks = [int(k) for k in candidates_k if 4 * int(k) <= n_pts]
+    if not ks:
+        raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
+                         f"{tuple(candidates_k)} (4 per motion needed)")
+    best = None
+    for k in ks:
+        labels, scores = rank_candidates(points, k, model=ranker)
+        i = int(np.argmax(scores))
+        log.info("K=%d: best score %.4f", k, scores[i])
+        if best is None or scores[i] > best[0]:
+            best = (scores[i], labels[i], k)
+    return best[1].astype(np.int64), best[2]

@@ -1,0 +1,160 @@
+"""HDF5 cache of candidates, features and candidate errors for a set of labelled sequences.
+
+Layout::
+
+    /                       attrs: feature_version, n_features, alphas (JSON), seed, created
+    /seq/<name>/labels      (C, P) int8 candidate labels
+    /seq/<name>/params      (C, 2) (alpha, d)
+    /seq/<name>/features    (C, M) float64
+    /seq/<name>/errors      (C,) misclassification of each candidate
+    /seq/<name>/truth       (P,) ground truth
+                attrs: n_motions, category, video, raw_footage, seconds (candidates + features)
+
+A cache built with another feature version or pool is rebuilt, never silently reused.
+"""
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from cvfs.io import atomic_path
+from cvfs.motion.candidates import DEFAULT_ALPHAS, generate_candidates
+from cvfs.motion.evaluate import misclassification
+from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
+from cvfs.motion.ranking import RankingData
+
+__all__ = ["build_cache", "load_cache", "cache_matches"]
+
+log = logging.getLogger(__name__)
+
+
+def _config(alphas, seed):
+    return {"feature_version": FEATURE_VERSION, "n_features": n_features(),
+            "alphas": json.dumps([float(a) for a in alphas]), "seed": int(seed)}
+
+
+def cache_matches(path, alphas=DEFAULT_ALPHAS, seed=0, names=None):
+    """True if ``path`` is a cache of this feature version, pool and (optionally) sequences."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        with h5py.File(path, "r") as f:
+            for key, value in _config(alphas, seed).items():
+                if key not in f.attrs or f.attrs[key] != value:
+                    return False
+            if names is not None and set(names) != set(f["seq"].keys()):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def build_cache(sequences, path, *, alphas=DEFAULT_ALPHAS, seed=0, verbose=False):
+    """Generate candidates and features of every sequence and write the cache atomically.
+
+    Parameters
+    ----------
+    sequences : list of cvfs.datasets.hopkins155.Sequence
+    path : str or Path
+        Destination ``.h5``.
+    alphas : sequence of float
+        Candidate pool (affinity exponents); dimensions are ``[2K, 4K]``.
+    seed : int
+        k-means seed of the candidate generation.
+    verbose : bool
+        tqdm bar.
+
+    Returns
+    -------
+    seconds : ndarray of shape (n_sequences,)
+        Wall time of candidates + features per sequence.
+    """
+    from tqdm.auto import tqdm
+
+    seconds = []
+    with atomic_path(path, suffix=".h5") as tmp:
+        with h5py.File(tmp, "w") as f:
+            for key, value in _config(alphas, seed).items():
+                f.attrs[key] = value
+            root = f.create_group("seq")
+            for seq in tqdm(sequences, desc="candidates+features", disable=not verbose):
+                t0 = time.perf_counter()
+                cand = generate_candidates(seq.points, seq.n_motions, alphas=alphas,
+                                           random_state=seed)
+                X = candidate_features(seq.points, cand)
+                dt = time.perf_counter() - t0
+                seconds.append(dt)
+                g = root.create_group(seq.name)
+                g.create_dataset("labels", data=cand.labels.astype(np.int8))
+                g.create_dataset("params", data=cand.params)
+                g.create_dataset("features", data=X)
+                g.create_dataset("errors", data=misclassification(cand.labels, seq.labels))
+                g.create_dataset("truth", data=seq.labels.astype(np.int8))
+                g.attrs.update(n_motions=seq.n_motions, category=seq.category, video=seq.video,
+                               raw_footage=seq.raw_footage, seconds=dt)
+    log.info("feature cache %s: %d sequences, median %.0f ms", path, len(seconds),
+             1e3 * np.median(seconds) if seconds else 0.0)
+    return np.asarray(seconds)
+
+
+def load_cache(path, names=None):
+    """Read a cache into a :class:`~cvfs.motion.ranking.RankingData`.
+
+    Parameters
+    ----------
+    path : str or Path
+    names : list of str, optional
+        Only these sequences, in this order; default all (sorted).
+
+    Returns
+    -------
+    data : RankingData
+    seconds : ndarray of shape (n_sequences,)
+        Candidates + features time recorded when the cache was built.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    ValueError
+        If it is not a cache of this feature version or lacks a requested sequence.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"feature cache not found: {path}")
+    X, errors, groups, params, labels = [], [], [], [], []
+    meta = {k: [] for k in ("names", "categories", "videos", "raw_footage", "n_motions")}
+    seconds = []
+    with h5py.File(path, "r") as f:
+        if f.attrs.get("feature_version") != FEATURE_VERSION:
+            raise ValueError(f"{path}: feature version {f.attrs.get('feature_version')}, this "
+                             f"cvfs computes version {FEATURE_VERSION}: rebuild the cache")
+        root = f["seq"]
+        names = sorted(root.keys()) if names is None else list(names)
+        for i, name in enumerate(names):
+            if name not in root:
+                raise ValueError(f"{path}: sequence {name!r} is not in the cache")
+            g = root[name]
+            feats = g["features"][()]
+            X.append(feats)
+            errors.append(g["errors"][()])
+            params.append(g["params"][()])
+            labels.append(g["labels"][()].astype(np.int64))
+            groups.append(np.full(feats.shape[0], i, dtype=np.int64))
+            meta["names"].append(name)
+            meta["categories"].append(str(g.attrs["category"]))
+            meta["videos"].append(str(g.attrs["video"]))
+            meta["raw_footage"].append(str(g.attrs["raw_footage"]))
+            meta["n_motions"].append(int(g.attrs["n_motions"]))
+            seconds.append(float(g.attrs["seconds"]))
+    data = RankingData(
+        X=np.concatenate(X), errors=np.concatenate(errors), groups=np.concatenate(groups),
+        labels=labels, params=np.concatenate(params), names=meta["names"],
+        categories=meta["categories"], videos=meta["videos"], raw_footage=meta["raw_footage"],
+        n_motions=np.asarray(meta["n_motions"], dtype=np.int64))
+    return data, np.asarray(seconds)

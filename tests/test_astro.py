@@ -1,0 +1,265 @@
+"""Astronomy: PSF, dictionary, localisation, denoising, metrics (synthetic and real images)."""
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from cvfs import astro
+from cvfs.astro.dictionary import PSFDictionary, sample_atoms
+from cvfs.astro.localise import _model_and_jac, _tile_starts
+from cvfs.core.sbl import weighted_lasso
+from cvfs.core.screening import as_operator, static_test
+
+
+def test_delta_e_is_the_pixel_integral_of_a_gaussian():
+    for u, s in [(0.0, 1.0), (1.3, 1.7), (-2.2, 0.8)]:
+        ref = integrate.quad(lambda t, s=s: np.exp(-t * t / (2 * s * s)) / (np.sqrt(2 * np.pi) * s),
+                             u - 0.5, u + 0.5)[0]
+        assert astro.delta_e(u, s) == pytest.approx(ref, rel=1e-10)
+    assert astro.delta_e(np.arange(-30, 31), 2.0).sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_render_psf_convention_and_shapes():
+    img = astro.render_psf((20, 31), x0=7.0, y0=12.0, sigma=1.5, flux=100.0, background=2.0)
+    assert img.shape == (20, 31)
+    r, c = np.unravel_index(np.argmax(img), img.shape)
+    assert (r, c) == (12, 7)  # x is the column, y the row
+    assert (img - 2.0).sum() == pytest.approx(100.0, rel=1e-6)
+    two = astro.render_psf((9, 9), [2.0, 6.0], [2.0, 6.0], [1.0, 1.0], [1.0, 3.0])
+    one = astro.render_psf((9, 9), 6.0, 6.0, 1.0, 3.0) + astro.render_psf((9, 9), 2.0, 2.0, 1.0)
+    np.testing.assert_allclose(two, one, atol=1e-14)
+
+
+def test_psf_dictionary_operator_matches_dense_matrix():
+    params = sample_atoms((12, 15), 500, random_state=0)
+    D = PSFDictionary((12, 15), params)
+    M = D.matrix()
+    assert M.shape == (180, D.shape[1])
+    np.testing.assert_allclose(np.linalg.norm(M, axis=0), 1.0, rtol=1e-12)
+    raw = astro.render_psf((12, 15), *params[3]).ravel()
+    np.testing.assert_allclose(M[:, 3], raw / np.linalg.norm(raw), atol=1e-12)
+    assert D.flux_per_unit[3] == pytest.approx(1 / np.linalg.norm(raw))
+    rng = np.random.default_rng(1)
+    r = rng.standard_normal(180)
+    R = rng.standard_normal((180, 3))
+    np.testing.assert_allclose(D.rmatvec(r), M.T @ r, atol=1e-12)
+    np.testing.assert_allclose(D.rmatvec(R), M.T @ R, atol=1e-12)
+    np.testing.assert_allclose(D.gram_columns([4, 9]), M.T @ M[:, [4, 9]], atol=1e-12)
+    sub = D.subset(np.array([9, 4]))
+    np.testing.assert_allclose(sub.matrix(), M[:, [9, 4]], atol=1e-14)
+
+
+def test_sample_atoms_methods_and_determinism():
+    a = sample_atoms((28, 28), 10_000, (1.0, 2.0), random_state=3)
+    b = sample_atoms((28, 28), 10_000, (1.0, 2.0), random_state=3)
+    np.testing.assert_array_equal(a, b)
+    assert abs(len(a) - 10_000) < 600
+    assert a[:, 0].min() >= -1 and a[:, 0].max() <= 28 and a[:, 2].min() >= 1 and a[:, 2].max() <= 2
+    u = sample_atoms((10, 20), 300, 1.5, method="uniform", random_state=0)
+    assert u.shape == (300, 3) and np.all(u[:, 2] == 1.5) and u[:, 0].max() > 15
+    p = sample_atoms((10, 10), 5, method=lambda n, rng: np.tile([1.0, 2.0, 1.5], (n, 1)))
+    assert p.shape == (5, 3)
+
+
+@pytest.mark.parametrize("kw, err, msg", [
+    ({"n_atoms": 0}, ValueError, "n_atoms must be a positive int; got 0"),
+    ({"psf_sigma": (1.0, -2.0)}, ValueError, "psf_sigma must be a positive float"),
+    ({"method": "sobol"}, ValueError, "method must be 'grid', 'uniform' or a callable"),
+    ({"method": lambda n, rng: np.zeros((n, 2))}, ValueError, r"must return an \(n, 3\) array"),
+])
+def test_sample_atoms_errors(kw, err, msg):
+    with pytest.raises(err, match=msg):
+        sample_atoms((10, 10), **{"n_atoms": 10, **kw})
+
+
+@pytest.mark.parametrize("positive", [True, False])
+def test_screening_safe_on_psf_operator(positive):
+    """Static rules through the on-the-fly operator (gram_columns path) are safe."""
+    img, _, _ = astro.make_scene((16, 16), 3, random_state=4, background=0.0)
+    D = PSFDictionary((16, 16), sample_atoms((16, 16), 2000, random_state=0))
+    y = img.ravel() / np.linalg.norm(img) * 5  # |dtheta| scales with y: compare at ||y|| = 5
+    rho = D.rmatvec(y)
+    c = rho if positive else np.abs(rho)
+    for ratio in (0.3, 0.7):
+        pen = ratio * c.max() * np.ones(D.shape[1])
+        ref = weighted_lasso(D, y, pen, positive=positive, gap_safe=False, tol=1e-8)
+        for rule in ("sphere", "dome", "wtht"):
+            keep = static_test(rule, D, rho, np.ones(D.shape[1]), pen, y, positive)
+            assert not np.any((ref.coef != 0) & ~keep)
+            got = weighted_lasso(D, y, pen, positive=positive, keep=keep, gap_safe=False, tol=1e-8)
+            assert np.abs(got.coef - ref.coef).max() <= 1e-6
+        dyn = weighted_lasso(D, y, pen, positive=positive, tol=1e-8)
+        assert np.abs(dyn.coef - ref.coef).max() <= 1e-6
+        dense = static_test("wtht", as_operator(D.matrix()), rho, np.ones(D.shape[1]), pen, y,
+                            positive)
+        np.testing.assert_array_equal(dense, static_test("wtht", D, rho, np.ones(D.shape[1]),
+                                                         pen, y, positive))
+
+
+def test_model_jacobian_matches_finite_differences():
+    p = np.array([5.3, 7.1, 1.4, 120.0, 9.0, 3.2, 1.8, 60.0, 2.0])
+    _, J = _model_and_jac(p, (12, 14))
+    eps = 1e-6
+    num = np.empty_like(J)
+    for i in range(p.size):
+        d = np.zeros_like(p)
+        d[i] = eps
+        num[:, i] = ((_model_and_jac(p + d, (12, 14), False)[0]
+                      - _model_and_jac(p - d, (12, 14), False)[0]) / (2 * eps)).ravel()
+    np.testing.assert_allclose(J, num, atol=1e-5)
+
+
+def test_tiles_cover_with_disjoint_cores():
+    for n, tile, ov in [(64, 28, 8), (100, 28, 8), (28, 28, 8), (20, 28, 4), (57, 16, 6)]:
+        t = _tile_starts(n, tile, ov)
+        assert t[0][1] == -np.inf and t[-1][2] == np.inf
+        for (s, _lo, hi), (s2, lo2, _) in zip(t[:-1], t[1:], strict=True):
+            assert hi == lo2 and s <= lo2 < s + tile and s2 <= hi
+        assert t[-1][0] + min(tile, n) == n
+
+
+def test_localise_synthetic_scenes():
+    f1, err = [], []
+    for seed in range(3):
+        img, clean, truth = astro.make_scene(random_state=seed)
+        res = astro.localise_and_denoise(img, random_state=0)
+        cat = res.catalogue
+        assert cat.dtype.names == ("x", "y", "sigma", "flux")
+        assert np.all(np.diff(cat["flux"]) <= 0)
+        s = astro.detection_scores(cat, truth)
+        f1.append(s["f1"])
+        err.append(s["rmse"])
+        assert res.model.shape == img.shape
+        assert astro.psnr(clean, res.model) > astro.psnr(clean, img) + 5
+        assert res.noise_sigma == pytest.approx(1.0, rel=0.25)
+    assert np.mean(f1) == 1.0
+    assert max(err) < 0.2
+
+
+def test_localise_coordinates_and_fixed_noise():
+    img = astro.render_psf((28, 28), 9.3, 17.6, 1.3, 400.0, background=5.0)
+    img = img + 0.5 * np.random.default_rng(0).standard_normal(img.shape)
+    cat = astro.localise(img, noise_sigma=0.5, random_state=1)
+    assert len(cat) == 1
+    assert cat["x"][0] == pytest.approx(9.3, abs=0.1)
+    assert cat["y"][0] == pytest.approx(17.6, abs=0.1)
+    assert cat["sigma"][0] == pytest.approx(1.3, abs=0.1)
+    assert cat["flux"][0] == pytest.approx(400.0, rel=0.05)
+    den = astro.denoise(img, noise_sigma=0.5, random_state=1)
+    assert den.shape == img.shape and den.min() > 4.0
+
+
+def test_localise_large_image_merges_sources_across_tile_borders():
+    # sources straddling tile borders (tiles start at 0, 20, 36 for a 64-pixel axis)
+    xs = np.array([19.6, 24.2, 40.0, 44.5, 10.0, 55.0])
+    ys = np.array([23.9, 40.1, 19.8, 45.2, 50.0, 8.0])
+    img = astro.render_psf((64, 70), xs, ys, 1.5, 300.0, background=3.0)
+    img += np.random.default_rng(5).standard_normal(img.shape)
+    truth = np.zeros(6, astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"] = xs, ys
+    cat = astro.localise(img, random_state=0, n_atoms=4000)
+    s = astro.detection_scores(cat, truth)
+    assert s["f1"] == 1.0 and s["rmse"] < 0.15
+
+
+def test_localise_is_deterministic_with_seed():
+    img, _, _ = astro.make_scene(random_state=11)
+    a = astro.localise(img, random_state=2, n_atoms=3000)
+    b = astro.localise(img, random_state=2, n_atoms=3000)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("image, err, msg", [
+    (np.full((28, 28), np.nan), ValueError, "NaN or infinite pixels"),
+    (np.zeros((0, 0)), ValueError, "at least 4 x 4 pixels; got shape"),
+    (np.ones((5, 28, 28)), ValueError, r"must be 2-D .*a cube"),
+    (np.ones((28, 28)), ValueError, "image is constant"),
+    ("image.fits", TypeError, "image must be a 2-D array; got str"),
+    (np.array([["a", "b"]] * 4), TypeError, "numeric array"),
+])
+def test_localise_bad_images(image, err, msg):
+    with pytest.raises(err, match=msg):
+        astro.localise(image)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"noise_sigma": -1.0}, "noise_sigma must be a positive number; got -1.0"),
+    ({"psf_sigma": (0, 1)}, "psf_sigma must be a positive float"),
+    ({"n_atoms": 2.5}, "n_atoms must be a positive int; got 2.5"),
+    ({"tile": 4}, "tile must be an int >= 8; got 4"),
+    ({"overlap": 20}, r"overlap must be an int in \[0, tile // 2\); got 20"),
+    ({"lam_factor": 0}, "lam_factor must be a positive number; got 0"),
+    ({"detect_snr": float("nan")}, "detect_snr must be a positive number"),
+])
+def test_localise_bad_parameters(kw, msg):
+    img, _, _ = astro.make_scene(random_state=0)
+    with pytest.raises(ValueError, match=msg):
+        astro.localise(img, **kw)
+
+
+def test_detection_scores_and_group_iou():
+    truth = np.zeros(3, astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"], truth["flux"] = [1, 5, 9], [1, 5, 9], [10, 20, 30]
+    pred = np.zeros(3, astro.CATALOGUE_DTYPE)
+    pred["x"], pred["y"], pred["flux"] = [1.3, 5.0, 20.0], [1.4, 5.0, 20.0], [11, 20, 5]
+    s = astro.detection_scores(pred, truth)
+    assert s["tp"] == 2 and s["precision"] == pytest.approx(2 / 3) and s["recall"] == 2 / 3
+    assert s["f1"] == pytest.approx(2 / 3)
+    assert s["rmse"] == pytest.approx(np.sqrt((0.5**2 + 0) / 2))
+    assert s["flux_error"] == pytest.approx(0.05)
+    # one-to-one: two detections near one source count once
+    two = np.array([[5.0, 5.0], [5.2, 5.0]])
+    assert astro.detection_scores(two, truth[1:2])["tp"] == 1
+    assert astro.group_iou(truth, truth) == 1.0
+    assert astro.group_iou(pred[:0], truth) == 0.0
+    # shifted by (0.5, 0) with 3-px boxes: IoU = 2.5*3 / (2*9 - 7.5)
+    shifted = np.column_stack([truth["x"] + 0.5, truth["y"]])
+    assert astro.group_iou(shifted, truth) == pytest.approx(7.5 / 10.5)
+
+
+def test_psnr():
+    a = np.zeros((4, 4))
+    a[0, 0] = 10.0
+    b = a.copy()
+    b[1, 1] = 1.0
+    assert astro.psnr(a, b) == pytest.approx(20 * np.log10(10 / np.sqrt(1 / 16)))
+    assert astro.psnr(a, a) == np.inf
+    with pytest.raises(ValueError, match="same shape"):
+        astro.psnr(a, a[:2])
+
+
+def _hdf_crop(n):
+    from skimage import data
+    from skimage.color import rgb2gray
+
+    return rgb2gray(data.hubble_deep_field())[:n, :n]
+
+
+def test_hubble_deep_field_crop():
+    """Real image: the Hubble Deep Field bundled with scikit-image (64 x 64 crop)."""
+    crop = _hdf_crop(64)
+    res = astro.localise_and_denoise(crop, random_state=0)
+    cat = res.catalogue
+    assert 10 <= len(cat) <= 60
+    assert np.all((cat["x"] >= -0.5) & (cat["x"] < 63.5) & (cat["y"] >= -0.5) & (cat["y"] < 63.5))
+    # every detection sits on a local brightness peak of the smoothed image
+    from scipy.ndimage import gaussian_filter, maximum_filter
+
+    sm = gaussian_filter(crop, 1.0)
+    peaks = np.argwhere((sm == maximum_filter(sm, 5)) & (sm > res.background + 3 * res.noise_sigma))
+    d = np.hypot(cat["y"][:, None] - peaks[None, :, 0], cat["x"][:, None] - peaks[None, :, 1])
+    inner = (np.minimum(cat["x"], cat["y"]) >= 3) & (np.maximum(cat["x"], cat["y"]) <= 60)
+    bright = (np.arange(len(cat)) < 10) & inner  # the 10 brightest (the catalogue is sorted)
+    assert np.all(d[bright].min(axis=1) <= 2.0)
+    # the residual is close to the noise level
+    assert np.std(crop - res.model) < 1.6 * res.noise_sigma
+
+
+def test_localise_without_refinement_reports_grouped_atoms():
+    img, _, truth = astro.make_scene(random_state=21)
+    raw = astro.localise(img, random_state=0, refine=False)
+    assert len(raw) >= len(truth)
+    assert np.all((raw["sigma"] >= 1.0) & (raw["sigma"] <= 2.0)) and np.all(raw["flux"] > 0)
+    # the sampled dictionary alone is less precise than the refined fit
+    full = astro.localise(img, random_state=0)
+    assert astro.detection_scores(full, truth)["rmse"] < astro.detection_scores(raw, truth)["rmse"]

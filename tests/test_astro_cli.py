@@ -1,0 +1,154 @@
+"""Readers (FITS, PNG) and the ``cvfs astro localise`` command."""
+
+import numpy as np
+import pytest
+
+from cvfs import astro
+from cvfs.astro.readers import read_catalogue, read_image, write_catalogue, write_fits
+from cvfs.cli import main
+
+fits = pytest.importorskip("astropy.io.fits")
+
+
+@pytest.fixture
+def scene():
+    img, clean, truth = astro.make_scene((40, 44), n_sources=5, random_state=7)
+    return img, truth
+
+
+def test_fits_roundtrip_and_cube_error(tmp_path, scene):
+    img, _ = scene
+    p = tmp_path / "field.fits"
+    write_fits(p, img, header={"OBJECT": "test"})
+    np.testing.assert_array_equal(read_image(p), img)
+    cube = tmp_path / "cube.fits"
+    fits.PrimaryHDU(np.zeros((3, 8, 8))).writeto(cube)
+    with pytest.raises(ValueError, match=r"expected a 2-D image, got data of shape \(3, 8, 8\)"):
+        read_image(cube)
+    empty = tmp_path / "empty.fits"
+    fits.PrimaryHDU().writeto(empty)
+    with pytest.raises(ValueError, match="holds no image data"):
+        read_image(empty)
+
+
+def test_png_and_bad_files(tmp_path):
+    import skimage.io
+
+    rgb = np.zeros((10, 12, 3), np.uint8)
+    rgb[4, 5] = 255
+    skimage.io.imsave(tmp_path / "a.png", rgb, check_contrast=False)
+    img = read_image(tmp_path / "a.png")
+    assert img.shape == (10, 12) and img.max() == pytest.approx(1.0) and img.min() == 0.0
+    g16 = (np.arange(80, dtype=np.uint16).reshape(8, 10) * 500)
+    skimage.io.imsave(tmp_path / "b.tif", g16, check_contrast=False)
+    assert read_image(tmp_path / "b.tif").max() == pytest.approx(79 * 500 / 65535)
+    with pytest.raises(FileNotFoundError, match="image file not found"):
+        read_image(tmp_path / "none.fits")
+    (tmp_path / "junk.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match="not a readable image"):
+        read_image(tmp_path / "junk.png")
+    (tmp_path / "junk.fits").write_bytes(b"not a fits file at all")
+    with pytest.raises(ValueError, match="not a readable FITS file|holds no image data"):
+        read_image(tmp_path / "junk.fits")
+    (tmp_path / "x.txt").write_text("1 2")
+    with pytest.raises(ValueError, match="unknown image type '.txt'"):
+        read_image(tmp_path / "x.txt")
+
+
+def test_catalogue_csv_roundtrip(tmp_path, scene):
+    _, truth = scene
+    write_catalogue(tmp_path / "c.csv", truth)
+    back = read_catalogue(tmp_path / "c.csv")
+    for name in ("x", "y", "sigma"):
+        np.testing.assert_allclose(back[name], truth[name], atol=1e-4)
+    np.testing.assert_allclose(back["flux"], truth["flux"], rtol=1e-5)
+
+
+def test_cli_localise_fits(tmp_path, scene, capsys):
+    img, truth = scene
+    p = tmp_path / "field.fits"
+    write_fits(p, img)
+    out = tmp_path / "out"
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet", "--n-atoms",
+                 "4000"]) == 0
+    assert {"catalogue.csv", "denoised.npy", "denoised.fits", "figure.png"} <= {
+        f.name for f in out.iterdir()}
+    cat = read_catalogue(out / "catalogue.csv")
+    s = astro.detection_scores(cat, truth)
+    assert s["f1"] == 1.0
+    assert np.load(out / "denoised.npy").shape == img.shape
+    assert "5 sources in field.fits" in capsys.readouterr().out
+
+
+def test_cli_errors_keep_existing_outputs(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "catalogue.csv").write_text("old")
+    bad = tmp_path / "nan.fits"
+    data = np.ones((16, 16))
+    data[3, 4] = np.nan
+    write_fits(bad, data)
+    assert main(["astro", "localise", str(bad), "--out", str(out), "--quiet"]) == 2
+    assert "NaN or infinite pixels (first at row 3, column 4)" in capsys.readouterr().err
+    assert (out / "catalogue.csv").read_text() == "old"
+    assert main(["astro", "localise", str(tmp_path / "none.png"), "--out", str(out)]) == 2
+    assert "image file not found" in capsys.readouterr().err
+    cube = tmp_path / "cube.fits"
+    fits.PrimaryHDU(np.zeros((2, 8, 8))).writeto(cube)
+    assert main(["astro", "localise", str(cube), "--out", str(out)]) == 2
+    assert "a cube" in capsys.readouterr().err
+    const = tmp_path / "const.fits"
+    write_fits(const, np.zeros((16, 16)))
+    assert main(["astro", "localise", str(const), "--out", str(out)]) == 2
+    assert "image is constant" in capsys.readouterr().err
+    assert sorted(f.name for f in out.iterdir()) == ["catalogue.csv"]
+
+
+@pytest.mark.slow
+def test_cli_hubble_deep_field_256(tmp_path):
+    """The acceptance run: ``cvfs astro localise`` on a 256 x 256 crop of the HDF (PNG)."""
+    import skimage.io
+    from skimage import data
+
+    png = tmp_path / "hdf.png"
+    skimage.io.imsave(png, data.hubble_deep_field()[:256, :256], check_contrast=False)
+    out = tmp_path / "out"
+    assert main(["astro", "localise", str(png), "--out", str(out), "--quiet"]) == 0
+    cat = read_catalogue(out / "catalogue.csv")
+    assert 150 <= len(cat) <= 900
+    assert np.all((cat["x"] >= -0.5) & (cat["x"] < 255.5))
+    # no duplicates across tile borders
+    d = np.hypot(cat["x"][:, None] - cat["x"][None], cat["y"][:, None] - cat["y"][None])
+    np.fill_diagonal(d, np.inf)
+    assert d.min() > 0.3
+
+
+def test_viz_functions_return_axes(tmp_path, scene):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cvfs.viz.astro import (
+        plot_detections,
+        plot_lambda_sensitivity,
+        plot_residual,
+        save_figure_atomic,
+    )
+
+    img, truth = scene
+    ax = plot_lambda_sensitivity([1, 4, 16], {"a": [0.5, 0.9, 1.0], "b": [0.4, 0.8, 0.9]},
+                                 chosen=16)
+    assert len(ax.get_lines()) == 3 and ax.get_xscale() == "log"
+    ax2 = plot_detections(img, truth, truth, ax=None)
+    assert len(ax2.patches) == len(truth)
+    assert plot_residual(img, img, ax=ax2) is ax2
+    save_figure_atomic(ax.figure, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_demo_astro_part(tmp_path):
+    from cvfs import demo
+
+    text = demo.run(tmp_path, parts=["astro"], verbose=False)
+    assert "Hubble Deep Field" in text
+    assert (tmp_path / "astro_hdf.png").is_file() and (tmp_path / "astro_catalogue.csv").is_file()

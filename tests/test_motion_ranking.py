@@ -1,0 +1,83 @@
+"""Rankers (RankBoost, selectors), the ranking data container and cross-validation."""
+
+import numpy as np
+import pytest
+
+from cvfs.motion.evaluate import cross_validate, video_folds
+from cvfs.motion.features import feature_names
+from cvfs.motion.ranking import (
+    ColumnSelector,
+    OracleSelector,
+    RankBoost,
+    RankingData,
+    select_best,
+    stump_gains,
+)
+from tests import naive
+
+
+def make_ranking_problem(n_seq=40, n_cand=8, n_feat=30, informative=5, seed=0):
+    """Candidates whose error increases with one feature (relative to its sequence minimum)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_seq * n_cand, n_feat))
+    groups = np.repeat(np.arange(n_seq), n_cand)
+    rel = X[:, informative] - np.repeat([X[groups == g, informative].min() for g in range(n_seq)],
+                                        n_cand)
+    errors = np.round(0.02 * rel, 3)
+    return RankingData(
+        X=X, errors=errors, groups=groups,
+        labels=[np.zeros((n_cand, 4), np.int64) for _ in range(n_seq)],
+        params=np.zeros((X.shape[0], 2)), names=[f"s{i}" for i in range(n_seq)],
+        categories=["checkerboard"] * n_seq, videos=[f"v{i // 2}" for i in range(n_seq)],
+        raw_footage=[f"v{i // 2}" for i in range(n_seq)], n_motions=np.full(n_seq, 2))
+
+
+def test_stump_gains_matches_naive():
+    rng = np.random.default_rng(1)
+    bins = rng.integers(0, 6, size=(50, 7)).astype(np.uint8)
+    v = rng.normal(size=50)
+    np.testing.assert_allclose(stump_gains(bins, v, 6), naive.stump_gains(bins, v, 6))
+
+
+def test_select_best_first_on_ties():
+    scores = np.array([1.0, 3.0, 3.0, 0.0, 5.0, 5.0])
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    np.testing.assert_array_equal(select_best(scores, groups), [1, 4])
+
+
+def test_rankboost_finds_the_informative_feature():
+    data = make_ranking_problem()
+    rb = RankBoost(n_rounds=20, n_thresholds=32).fit(data.X, data.errors, data.groups)
+    assert np.bincount(rb.features_).argmax() == 5
+    chosen = data.errors_of(rb.select(data.X, data.groups))
+    assert chosen.mean() < 0.1 * data.errors.mean()
+    with pytest.raises(ValueError, match="n_rounds must be a positive int"):
+        RankBoost(n_rounds=0).fit(data.X, data.errors, data.groups)
+    with pytest.raises(ValueError, match=r"n_thresholds must be an int in \[2, 255\]"):
+        RankBoost(n_thresholds=1).fit(data.X, data.errors, data.groups)
+
+
+def test_cross_validation_by_video():
+    data = make_ranking_problem(seed=2)
+    folds = video_folds(data.videos, data.raw_footage, n_folds=5, random_state=0)
+    test, train = cross_validate(data, lambda: RankBoost(n_rounds=20), folds)
+    assert test.shape == (40,) and np.all(np.isfinite(test)) and np.all(np.isfinite(train))
+    assert test.mean() < 0.2 * data.errors.mean()
+    sub = data.subset([3, 1])
+    assert sub.names == ["s3", "s1"] and sub.n_sequences == 2
+    np.testing.assert_array_equal(sub.groups, np.repeat([0, 1], 8))
+    np.testing.assert_array_equal(sub.X[:8], data.X[data.groups == 3])
+    with pytest.raises(ValueError, match=r"folds must have shape \(40,\)"):
+        cross_validate(data, RankBoost, folds[:3])
+
+
+def test_selectors():
+    data = make_ranking_problem(n_feat=len(feature_names()), informative=0)
+    name = feature_names()[0]
+    sel = ColumnSelector(name).fit(data.X, data.errors, data.groups)
+    np.testing.assert_allclose(data.errors_of(sel.select(data.X, data.groups)), data.oracle())
+    oracle = OracleSelector().fit(data.X, data.errors, data.groups)
+    np.testing.assert_allclose(data.errors_of(oracle.select(data.X, data.groups, data.errors)),
+                               data.oracle())
+    with pytest.raises(ValueError, match="name must be a feature name"):
+        ColumnSelector("nope").fit(data.X, data.errors, data.groups)
