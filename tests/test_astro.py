@@ -263,3 +263,21 @@ def test_localise_without_refinement_reports_grouped_atoms():
     # the sampled dictionary alone is less precise than the refined fit
     full = astro.localise(img, random_state=0)
     assert astro.detection_scores(full, truth)["rmse"] < astro.detection_scores(raw, truth)["rmse"]
+
+
+def test_position_crlb_matches_the_analytic_bound_of_an_isolated_source():
+    from cvfs.astro import position_crlb
+
+    truth = np.zeros(1, astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"], truth["sigma"], truth["flux"] = 20.0, 20.0, 3.0, 500.0
+    bound = position_crlb(truth, (41, 41), noise_sigma=1.0)
+    # continuous Gaussian PSF: var_x = var_y = 8 pi sigma^4 noise^2 / flux^2
+    analytic = np.sqrt(2 * 8 * np.pi * 3.0**4 / 500.0**2)
+    np.testing.assert_allclose(bound, analytic, rtol=0.02)
+    # a close neighbour makes both positions harder to estimate
+    pair = np.zeros(2, astro.CATALOGUE_DTYPE)
+    pair["x"], pair["y"], pair["sigma"], pair["flux"] = [19.0, 21.0], 20.0, 3.0, 500.0
+    assert np.all(position_crlb(pair, (41, 41), 1.0) > bound)
+    with pytest.raises(ValueError, match="noise_sigma must be > 0"):
+        position_crlb(truth, (41, 41), 0.0)
+    assert position_crlb(truth[:0], (41, 41), 1.0).size == 0

@@ -7,7 +7,13 @@
 
 from cvfs.astro.denoise import denoise
 from cvfs.astro.dictionary import PSFDictionary, sample_atoms
-from cvfs.astro.evaluate import detection_scores, group_iou, match_sources, psnr
+from cvfs.astro.evaluate import (
+    detection_scores,
+    group_iou,
+    match_sources,
+    position_crlb,
+    psnr,
+)
 from cvfs.astro.localise import (
     LAMBDA_FACTOR,
     Localisation,
@@ -32,6 +38,7 @@ __all__ = [
     "localise_and_denoise",
     "make_scene",
     "match_sources",
+    "position_crlb",
     "psnr",
     "render_psf",
     "sample_atoms",
