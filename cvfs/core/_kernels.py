@@ -169,17 +169,13 @@ def _pl_axpy2(jbuf, abuf, d, t, g, h, track):
 
 
 @njit(cache=True)
-def _effective(fp, bins, coef):
-    """Coefficients applied to the raw row and the centring offset: linear responses give a
-    1-D (m,) vector coef * scale, piecewise-linear ones the (m, G) table itself."""
-    m, G = coef.shape
+def _centring_offset(fp, coef):
+    """-sum_jb coef_jb * mean_jb: what centring the basis adds to every score."""
     off = 0.0
-    for j in range(m):
-        for b in range(G):
+    for j in range(coef.shape[0]):
+        for b in range(coef.shape[1]):
             off -= coef[j, b] * fp[j, 2 + b]
-    if bins == 0:
-        return (coef[:, 0] * fp[:, 1]).reshape(m, 1), off
-    return coef.copy(), off
+    return off
 
 
 _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two BLAS products
@@ -253,13 +249,13 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
         _gather(acc, cols, g, h)
         return lsum, dsum, tsum
     m = cols.size
-    bz, z0 = _effective(fp, bins, beta)
-    vz, t0 = _effective(fp, bins, v)
+    z0 = _centring_offset(fp, beta)
+    t0 = _centring_offset(fp, v)
     jbuf = np.empty(m, dtype=np.int64)
     abuf = np.empty(m, dtype=np.float64)
     for i in range(N):
         _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-        z, t = _pl_dot2(bins, jbuf, abuf, bz, vz, track)
+        z, t = _pl_dot2(bins, jbuf, abuf, beta, v, track)
         val, d = loss_value_grad(code, param, z + z0 + intercept, y[i])
         lsum += val
         dsum += d
@@ -283,13 +279,13 @@ def score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track):
                 t[r0 + i] = Z[i, 1] + t0
         return
     m = cols.size
-    bz, z0 = _effective(fp, bins, beta)
-    vz, t0 = _effective(fp, bins, v)
+    z0 = _centring_offset(fp, beta)
+    t0 = _centring_offset(fp, v)
     jbuf = np.empty(m, dtype=np.int64)
     abuf = np.empty(m, dtype=np.float64)
     for i in range(N):
         _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-        zi, ti = _pl_dot2(bins, jbuf, abuf, bz, vz, track)
+        zi, ti = _pl_dot2(bins, jbuf, abuf, beta, v, track)
         z[i] = zi + z0 + intercept
         t[i] = ti + t0
 
