@@ -144,7 +144,7 @@ def _bins_of_row(row, cols, fp, bins, jbuf, abuf):
 
 
 @njit(cache=True, inline="always")
-def _pl_dot2(bins, jbuf, abuf, c1, c2, track):
+def _pl_dot2(jbuf, abuf, c1, c2, track):
     z = 0.0
     t = 0.0
     for j in range(jbuf.size):
@@ -255,7 +255,7 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
     abuf = np.empty(m, dtype=np.float64)
     for i in range(N):
         _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-        z, t = _pl_dot2(bins, jbuf, abuf, beta, v, track)
+        z, t = _pl_dot2(jbuf, abuf, beta, v, track)
         val, d = loss_value_grad(code, param, z + z0 + intercept, y[i])
         lsum += val
         dsum += d
@@ -285,7 +285,7 @@ def score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track):
     abuf = np.empty(m, dtype=np.float64)
     for i in range(N):
         _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-        zi, ti = _pl_dot2(bins, jbuf, abuf, beta, v, track)
+        zi, ti = _pl_dot2(jbuf, abuf, beta, v, track)
         z[i] = zi + z0 + intercept
         t[i] = ti + t0
 
@@ -553,6 +553,6 @@ def pl_decision(X, support, fp, bins, coef, intercept):
     out = np.empty(X.shape[0])
     for i in range(X.shape[0]):
         _bins_of_row(X[i], support, fp, bins, jbuf, abuf)
-        z, _ = _pl_dot2(bins, jbuf, abuf, coef, coef, False)
+        z, _ = _pl_dot2(jbuf, abuf, coef, coef, False)
         out[i] = z + intercept
     return out
