@@ -179,6 +179,9 @@ def _centring_offset(fp, coef):
 
 
 _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two BLAS products
+# kept linear columns at most this many are stored feature-major (axpy/dot loops instead of
+# BLAS; measured crossover on this machine between 30 and 100 columns at N = 1000)
+SMALL_WIDTH = 48
 
 
 @njit(cache=True)
@@ -261,6 +264,54 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
         dsum += d
         tsum += t + t0
         _pl_axpy2(jbuf, abuf, d, t + t0, g, h, track)
+    return lsum, dsum, tsum
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
+    """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
+    the scores and the raw sums are axpy and dot loops over whole columns, which beat two
+    BLAS calls with a handful of columns (see ``SMALL_WIDTH``)."""
+    N = XT.shape[1]
+    z0 = intercept
+    t0 = 0.0
+    for j in range(cols.size):
+        z0 -= beta[j, 0] * fp[j, 2]
+        if track:
+            t0 -= v[j, 0] * fp[j, 2]
+    z = np.full(N, z0)
+    t = np.full(N, t0)
+    for j in range(cols.size):
+        c = XT[cols[j]]
+        a = beta[j, 0] * fp[j, 1]
+        b = v[j, 0] * fp[j, 1]
+        if track:
+            for i in range(N):
+                z[i] += a * c[i]
+                t[i] += b * c[i]
+        else:
+            for i in range(N):
+                z[i] += a * c[i]
+    d = np.empty(N)
+    lsum = loss_rows(code, param, z, y, d)
+    dsum = 0.0
+    tsum = 0.0
+    for i in range(N):
+        dsum += d[i]
+        tsum += t[i]
+    for j in range(cols.size):
+        c = XT[cols[j]]
+        sg = 0.0
+        sh = 0.0
+        if track:
+            for i in range(N):
+                sg += d[i] * c[i]
+                sh += t[i] * c[i]
+        else:
+            for i in range(N):
+                sg += d[i] * c[i]
+        g[j, 0] += sg
+        h[j, 0] += sh
     return lsum, dsum, tsum
 
 
@@ -406,10 +457,11 @@ def top_groups(beta, n_keep):
 
 @njit(cache=True)
 def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, code, param,
-                     track):
+                     track, transposed=False):
     """Mean loss, its gradient on the centred basis (m, G), d loss / d intercept, and
     H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T W D U_c for ranking pairs
-    with weights W summing to 1)."""
+    with weights W summing to 1). ``transposed``: X is feature-major (W, N) (linear responses,
+    row-separable losses only; see :func:`fsa_loop`)."""
     m, G = beta.shape
     g = np.zeros((m, G))
     h = np.zeros((m, G))
@@ -425,9 +477,14 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, c
         finalize(g, fp, bins, rsum, 1.0)
         finalize(h, fp, bins, wsum, 1.0)
         return loss, g, 0.0, h
-    N = X.shape[0]
-    lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h,
-                                track)
+    if transposed:
+        N = X.shape[1]
+        lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, code, param, g, h,
+                                      track)
+    else:
+        N = X.shape[0]
+        lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g,
+                                    h, track)
     finalize(g, fp, bins, dsum, N)
     finalize(h, fp, bins, tsum, N)
     return lsum / N, g, dsum / N, h
@@ -492,17 +549,37 @@ def compact_columns(X, cols):
 
 
 @njit(cache=True)
-def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, lam, track, e0,
-             e1, schedule, code, param, curv, shrink, smooth, lr_fixed, boost, fit_intercept,
-             hist, path):
+def compact_features(X, cols, transposed):
+    """A new feature-major matrix (cols.size, N) holding the columns ``cols`` of ``X`` (rows
+    ``cols`` if ``X`` is already feature-major)."""
+    if transposed:
+        out = np.empty((cols.size, X.shape[1]), dtype=X.dtype)
+        for j in range(cols.size):
+            out[j] = X[cols[j]]
+        return out
+    N = X.shape[0]
+    out = np.empty((cols.size, N), dtype=X.dtype)
+    for i in range(N):
+        for j in range(cols.size):
+            out[j, i] = X[i, cols[j]]
+    return out
+
+
+@njit(cache=True)
+def fsa_loop(X, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, lam,
+             track, e0, e1, schedule, code, param, curv, shrink, smooth, lr_fixed, boost,
+             fit_intercept, hist, path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
     ``hist`` (n_iter, 5) receives per iteration: objective (mean loss + prior) before the
     step, kept count after it, step size, width processed, and the curvature estimate lam. ``path`` (n_iter, M) receives
     the coefficients by original feature (signed for G = 1, group norm otherwise) unless it has
     zero rows. ``track`` says whether the power iteration is still running (it stops once the
-    kept set and the estimate are stable). Returns the updated
-    (X, cols, fp, beta, v, support, intercept, lam, track).
+    kept set and the estimate are stable). The working matrix is compacted to the kept
+    columns when they are at most half its width (and at the final size); linear responses
+    of a row-separable loss with at most ``SMALL_WIDTH`` kept columns are then stored
+    feature-major (``transposed``, shape (W, N)). Returns the updated
+    (X, transposed, cols, fp, beta, v, support, intercept, lam, track).
     """
     lam_prev = lam
     lam0 = lam
@@ -510,7 +587,7 @@ def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, 
     for e in range(e0, e1):
         m = cols.size
         loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
-                                          intercept, code, param, track)
+                                          intercept, code, param, track, transposed)
         b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
         keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, track, curv,
                                      shrink, smooth, lr_fixed, b, schedule[e])
@@ -532,8 +609,13 @@ def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, 
             fp = fp[keep]
             support = support[keep]
             cols = cols[keep]
-            if 2 * cols.size <= X.shape[1] or schedule[e] == schedule[-1]:
-                X = compact_columns(X, cols)
+            width = X.shape[0] if transposed else X.shape[1]
+            if 2 * cols.size <= width or schedule[e] == schedule[-1]:
+                if transposed or (bins == 0 and code != RANK and cols.size <= SMALL_WIDTH):
+                    X = compact_features(X, cols, transposed)
+                    transposed = True
+                else:
+                    X = compact_columns(X, cols)
                 cols = np.arange(cols.size)
             track = True
         elif track and abs(lam - lam_prev) <= 1e-4 * lam:
@@ -545,7 +627,7 @@ def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, 
                     path[e, support[j]] = beta[j, 0]
                 else:
                     path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
-    return X, cols, fp, beta, v, support, intercept, lam, track
+    return X, transposed, cols, fp, beta, v, support, intercept, lam, track
 
 
 @njit(cache=True)

@@ -315,12 +315,13 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     n_ooc = e
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
+    transposed = False
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
-        X, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support, intercept, lam, track,
-            e, e1, schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed, boost,
-            fit_intercept, hist, path)
+        X, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            X, transposed, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
+            intercept, lam, track, e, e1, schedule, loss.code, float(loss.param), curv, shrink,
+            smooth, lr_fixed, boost, fit_intercept, hist, path)
         bar.update(e1 - e)
         e = e1
     bar.close()
