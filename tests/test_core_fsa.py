@@ -245,6 +245,13 @@ def test_annealing_boost_lengthens_the_step_only_while_features_are_removed(name
     assert h["lr"][-1] * h["lipschitz"] == pytest.approx(1.0, rel=1e-12)  # 1/L at the end
     if name != "squared":  # the boosted fit still finds the support on this easy problem
         np.testing.assert_array_equal(res.support, true)
+    # annealing_boost=1 is the plain 1/L step throughout; a bad value is refused up front
+    plain = fsa_fit(X, y, 8, loss=name, prior=Shrinkage(0.0), n_iter=200, mu=100,
+                    annealing_boost=1.0)
+    np.testing.assert_allclose(plain.history["lr"], 1.0 / (loss.curvature * plain.history["lam"]),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="annealing_boost must be a positive number"):
+        fsa_fit(X, y, 8, loss=name, annealing_boost=-1.0)
 
 
 def test_squared_loss_default_step_is_stable_where_paper_step_diverges():

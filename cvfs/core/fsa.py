@@ -59,6 +59,7 @@ In memory
 """
 
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -186,8 +187,8 @@ def _column_table(X, response, block_bytes):
 
 
 def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
-            schedule=None, learning_rate=None, fit_intercept=True, pairs=None,
-            max_memory=None, block_bytes=_BLOCK_BYTES, random_state=None,
+            schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
+            pairs=None, max_memory=None, block_bytes=_BLOCK_BYTES, random_state=None,
             record_path=False, verbose=False):
     """Fit FSA: minimise mean loss + prior subject to at most ``k`` selected feature groups.
 
@@ -213,6 +214,9 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         Custom non-increasing schedule M_1..M_{n_iter} ending at k (overrides ``mu``).
     learning_rate : float or None, default=None
         Fixed step eta; None for the automatic step (module docstring).
+    annealing_boost : float or None, default=None
+        kappa of the automatic step while features are being removed (module docstring);
+        None: the loss's ``annealing_boost``; 1: the plain 1/L step throughout.
     fit_intercept : bool, default=True
         Ignored for ranking (no intercept).
     pairs : tuple (i, j, r) or (i, j, r, weight) of arrays, optional
@@ -245,6 +249,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     t_start = time.perf_counter()
     loss = get_loss(loss)
     prior = prior if prior is not None else Shrinkage()
+    boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
+                  else annealing_boost)
+    if not (math.isfinite(boost) and boost > 0):
+        raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
     response = get_response(bins)
     N, M = X.shape
     if N == 0 or M == 0:
@@ -291,7 +299,6 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     shrink, smooth = prior.shrinkage, prior.smoothness
     lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
     curv = float(loss.curvature)
-    boost = float(getattr(loss, "annealing_boost", 1.0))
 
     # start vector and initial curvature from a few power iterations on a row subsample
     n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
