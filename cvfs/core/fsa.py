@@ -14,7 +14,10 @@ Working set
     power-iteration product below); ranking makes it two passes (scores, then gradients).
     When the kept count falls to half the width of the working matrix the kept columns are
     copied into a new, compact matrix, so later iterations touch only kept columns; the total
-    data touched is about ``history["data_passes"]`` = sum_e width_e / M full passes.
+    data touched is about ``history["data_passes"]`` = sum_e width_e / M full passes. A
+    compact matrix of at most ``_kernels.SMALL_WIDTH`` linear columns (row-separable losses)
+    is stored feature-major: with a handful of columns, axpy/dot loops over whole columns beat
+    two BLAS calls per row block.
 
 Step size (``learning_rate=None``)
     The paper's eta (20 for logistic, 1 otherwise) assumes a scaling it does not state; with the
