@@ -219,8 +219,8 @@ def _centring_offset(fp, coef):
 
 _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two BLAS products
 # kept linear columns at most this many are stored feature-major (axpy/dot loops instead of
-# BLAS; measured crossover on this machine between 30 and 100 columns at N = 1000)
-SMALL_WIDTH = 48
+# BLAS; measured crossover on this machine at 16-24 columns for N = 1000)
+SMALL_WIDTH = 20
 
 
 @njit(cache=True)
