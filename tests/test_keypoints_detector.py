@@ -287,3 +287,50 @@ def test_shipped_eye_detectors_on_mtfl_aflw_crops(real_data):
                                   max_scale=1.0)
     assert curves["left_eye_center"].average_precision > 0.25
     assert curves["right_eye_center"].average_precision > 0.25
+
+
+def test_calibrate_detector(real_data):
+    from cvfs.keypoints.calibrate import calibrate_detector
+
+    images = load_mtfl("train")[:4]
+    rng = np.random.default_rng(4)
+    models = {}
+    for name in ("left_eye_center", "nose_center"):
+        k = 8
+        feats = np.concatenate([rng.choice(864, 2, replace=False), 864 + rng.choice(30, 6)])
+        models[name] = AdditiveModel(feats, np.full(k, -0.3), np.full(k, 6.0),
+                                     rng.standard_normal((k, 5)), 0.0)
+    det = KeypointDetector(models, {"haar_per_channel": 10, "hog_border": "window"},
+                           thresholds={"nose_center": 0.25}, max_scale=1.0)
+    cal = calibrate_detector(det, images, miss_rate=0.0, n_negatives=300, random_state=0)
+    assert cal.keypoints == det.keypoints and cal.thresholds == det.thresholds
+    rec = cal.info["training"]["calibration"]
+    assert rec["n_images"] == 4 and rec["n_negatives"] > 0
+    for name, m in cal.classifiers.items():
+        assert sorted(m.features.tolist()) == sorted(models[name].features.tolist())
+        assert m.cascade_ends.tolist() == list(range(1, 8))
+        # miss_rate 0: the best window of every face passes every threshold
+        assert rec["keypoints"][name]["bags_rejected"] == 0.0
+        assert 0.0 <= rec["keypoints"][name]["negatives_passing"] <= 1.0
+    with pytest.raises(ValueError, match="at least one annotated image"):
+        calibrate_detector(det, [])
+    with pytest.raises(ValueError, match="n_negatives must be a positive int"):
+        calibrate_detector(det, images, n_negatives=0)
+
+
+def test_calibrate_script(real_data, tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data_prep" / "calibrate_keypoints.py"
+    spec = importlib.util.spec_from_file_location("calibrate_keypoints", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model = _toy_detector().save(tmp_path / "kp.h5")
+    assert mod.main([str(model), "--n-images", "3", "--n-negatives", "200", "--quiet"]) == 0
+    det = load_detector(model)
+    rec = det.info["training"]["calibration"]
+    assert rec["command"].endswith("--n-images 3 --n-negatives 200 --quiet")
+    assert rec["data"] == "MTFL training.txt, first 3 images"
+    assert det.classifiers["nose_center"].cascade_ends.tolist() == [1]
+    assert "written" in capsys.readouterr().out
