@@ -18,8 +18,8 @@ from cvfs.motion.ranking import MotionRanker, load_ranker, save_ranker
 from cvfs.motion.synthetic import make_rigid_motions
 
 REPO = Path(__file__).resolve().parents[1]
-SETTINGS = {"alphas": [1.0, 2.0, 4.0, 8.0], "feature_version": FEATURE_VERSION,
-            "n_features": n_features(), "seed": 0}
+SETTINGS = {"alphas": [1.0, 2.0, 4.0, 8.0], "refine": ["velocity"],
+            "feature_version": FEATURE_VERSION, "n_features": n_features(), "seed": 0}
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +60,7 @@ def test_ranker_file_roundtrip(tmp_path, synthetic_ranker):
     assert back.settings_["feature_version"] == FEATURE_VERSION
     assert back.min_gap == synthetic_ranker.min_gap == 0.005
     assert back.estimator_.min_gap == 0.005 and back.pair_weights == "uniform"
+    assert back.cluster_floor and back.cluster_floor_ == synthetic_ranker.cluster_floor_ > 0
     np.testing.assert_array_equal(segment(pts, 2, model=path),
                                   segment(pts, 2, model=synthetic_ranker))
 
