@@ -58,6 +58,22 @@ def test_kernel_row_losses_match_numpy(name):
     np.testing.assert_allclose(d, loss.gradient(z, y), rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compactions_match_fancy_indexing(dtype):
+    rng = np.random.default_rng(17)
+    X = rng.normal(size=(37, 23)).astype(dtype)
+    cols = np.array([0, 3, 4, 9, 22])
+    ref = X[:, cols].copy()
+    np.testing.assert_array_equal(K.compact_columns(X, cols), ref)
+    np.testing.assert_array_equal(K.compact_features(X, cols, False), ref.T)
+    np.testing.assert_array_equal(K.compact_features(np.ascontiguousarray(X.T), cols, True),
+                                  ref.T)
+    buf = X.copy()
+    out = K.compact_columns_inplace(buf, cols)
+    np.testing.assert_array_equal(out, ref)
+    assert out.flags.c_contiguous and np.shares_memory(out, buf)
+
+
 def test_vectorised_exp_matches_numpy():
     u = np.concatenate([np.linspace(-45, 45, 20001), [0.0, -0.0, 1e-300, 700.0, -700.0]])
     out = np.empty_like(u)
@@ -224,7 +240,11 @@ def test_fsa_recovers_support_and_history():
     tail = h["loss"][260:]
     assert np.all(np.diff(tail) <= 1e-12)
     sched = annealing_schedule(300, 10)
-    assert h["data_passes"] == pytest.approx((300 + sched[:-1].sum()) / 300)
+    # the columns read are the kept ones (before each step) up to the halving compaction rule
+    before = np.r_[300, sched[:-1]]
+    assert np.all(h["width"] >= before) and np.all(h["width"] < 2 * before + 1)
+    assert h["width"][-1] == 10  # compacted to the final set (feature-major)
+    assert h["data_passes"] == pytest.approx(h["width"].sum() / 300)
     annealing = (300 + (sched[:-1] - 10).sum()) / 300 - 10 / 300
     assert annealing < 6  # the annealing itself costs under 6 passes at mu=300
 

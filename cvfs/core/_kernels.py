@@ -588,6 +588,23 @@ def compact_columns(X, cols):
 
 
 @njit(cache=True)
+def compact_columns_inplace(X, cols):
+    """The columns ``cols`` (increasing) of the C-contiguous ``X``, moved to the front of X's
+    own buffer: returns an (N, cols.size) view of it. Row i's values move from
+    i W + cols[j] to i m + j <= that, in increasing order, so nothing is overwritten before it
+    is read; no allocation, hence no page faults (a fresh copy spends most of its time there)."""
+    N, W = X.shape
+    m = cols.size
+    flat = X.reshape(N * W)
+    for i in range(N):
+        src = i * W
+        dst = i * m
+        for j in range(m):
+            flat[dst + j] = flat[src + cols[j]]
+    return flat[:N * m].reshape((N, m))
+
+
+@njit(cache=True)
 def compact_features(X, cols, transposed):
     """A new feature-major matrix (cols.size, N) holding the columns ``cols`` of ``X`` (rows
     ``cols`` if ``X`` is already feature-major)."""
@@ -605,28 +622,42 @@ def compact_features(X, cols, transposed):
 
 
 @njit(cache=True)
-def fsa_loop(X, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, lam,
-             track, e0, e1, schedule, code, param, curv, shrink, smooth, lr_fixed, boost,
-             fit_intercept, hist, path):
+def fsa_loop(X, Xw, transposed, owned, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
+             intercept, lam, track, e0, e1, schedule, code, param, curv, shrink, smooth,
+             lr_fixed, boost, fit_intercept, hist, path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
     ``hist`` (n_iter, 5) receives per iteration: objective (mean loss + prior) before the
-    step, kept count after it, step size, width processed, and the curvature estimate lam. ``path`` (n_iter, M) receives
-    the coefficients by original feature (signed for G = 1, group norm otherwise) unless it has
-    zero rows. ``track`` says whether the power iteration is still running (it stops once the
-    kept set and the estimate are stable). The working matrix is compacted to the kept
-    columns when they are at most half its width (and at the final size); linear responses
-    of a row-separable loss with at most ``SMALL_WIDTH`` kept columns are then stored
-    feature-major (``transposed``, shape (W, N)). Returns the updated
-    (X, transposed, cols, fp, beta, v, support, intercept, lam, track).
+    step, kept count after it, step size, columns read (the working matrix's width for the
+    BLAS path of linear responses, whose dropped columns are read with zero weight until the
+    next compaction; the kept count otherwise), and the curvature estimate lam. ``path``
+    (n_iter, M) receives the coefficients by original feature (signed for G = 1, group norm
+    otherwise) unless it has zero rows. ``track`` says whether the power iteration is still
+    running (it stops once the kept set and the estimate are stable).
+
+    The working matrix is compacted to the kept columns when they are at most half its width,
+    when the zero-weight reads since the last compaction have cost as much as a copy, and at
+    the final size; linear responses of a row-separable loss with at most ``SMALL_WIDTH`` kept
+    columns are then stored feature-major (``transposed``, shape (W, N)). The working matrix
+    is the caller's ``X`` (only read) until the first compaction, then the solver's own buffer
+    ``Xw`` (``owned``), within which later compactions move the kept columns. Returns the
+    updated (Xw, transposed, owned, cols, fp, beta, v, support, intercept, lam, track).
     """
     lam_prev = lam
     lam0 = lam
     G = beta.shape[1]
+    waste = 0.0  # columns read with zero weight since the last compaction
     for e in range(e0, e1):
         m = cols.size
-        loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
-                                          intercept, code, param, track, transposed)
+        if owned:
+            width = Xw.shape[0] if transposed else Xw.shape[1]
+            loss, g, gi, h = compute_gradient(Xw, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
+                                              intercept, code, param, track, transposed)
+        else:
+            width = X.shape[1]
+            loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
+                                              intercept, code, param, track, False)
+        waste += width - m
         b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
         keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, track, curv,
                                      shrink, smooth, lr_fixed, b, schedule[e])
@@ -635,7 +666,7 @@ def fsa_loop(X, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
         hist[e, 0] = loss + pval
         hist[e, 1] = keep.size
         hist[e, 2] = lr
-        hist[e, 3] = m
+        hist[e, 3] = width if bins == 0 and not transposed else m
         hist[e, 4] = lam
         if keep.size < m:
             beta = beta[keep]
@@ -648,13 +679,20 @@ def fsa_loop(X, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
             fp = fp[keep]
             support = support[keep]
             cols = cols[keep]
-            width = X.shape[0] if transposed else X.shape[1]
-            if 2 * cols.size <= width or schedule[e] == schedule[-1]:
+            # compact when the kept set has halved, when the zero-weight reads since the last
+            # compaction have cost as much as a copy (read width, write the kept columns), and
+            # at the final size
+            if (2 * cols.size <= width or waste >= width + cols.size
+                    or schedule[e] == schedule[-1]):
+                waste = 0.0
                 if transposed or (bins == 0 and code != RANK and cols.size <= SMALL_WIDTH):
-                    X = compact_features(X, cols, transposed)
+                    Xw = compact_features(Xw if owned else X, cols, transposed)
                     transposed = True
+                elif owned:
+                    Xw = compact_columns_inplace(Xw, cols)
                 else:
-                    X = compact_columns(X, cols)
+                    Xw = compact_columns(X, cols)
+                owned = True
                 cols = np.arange(cols.size)
             track = True
         elif track and abs(lam - lam_prev) <= 1e-4 * lam:
@@ -666,7 +704,7 @@ def fsa_loop(X, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
                     path[e, support[j]] = beta[j, 0]
                 else:
                     path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
-    return X, transposed, cols, fp, beta, v, support, intercept, lam, track
+    return Xw, transposed, owned, cols, fp, beta, v, support, intercept, lam, track
 
 
 @njit(cache=True)

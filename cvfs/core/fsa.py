@@ -12,9 +12,13 @@ Working set
     so the intercept decouples and the step size sees the real correlations. Every iteration is
     one fused pass over the kept columns of the rows (scores, loss, gradient, and the
     power-iteration product below); ranking makes it two passes (scores, then gradients).
-    When the kept count falls to half the width of the working matrix the kept columns are
-    copied into a new, compact matrix, so later iterations touch only kept columns; the total
-    data touched is about ``history["data_passes"]`` = sum_e width_e / M full passes. A
+    When the kept count falls to half the width of the working matrix, or the columns read
+    with zero weight since the last compaction add up to the cost of a copy (ski rental: the
+    wasted reads never exceed the copies), the kept columns are compacted (the first time into
+    a new matrix, then within it), so later iterations touch only kept columns;
+    ``history["width"]`` records the columns each iteration read (with linear responses the
+    dropped columns of the working matrix are read with zero weight until the next compaction,
+    so between M_e and 2 M_e) and ``history["data_passes"]`` = sum_e width_e / M. A
     compact matrix of at most ``_kernels.SMALL_WIDTH`` linear columns (row-separable losses)
     is stored feature-major: with a handful of columns, axpy/dot loops over whole columns beat
     two BLAS calls per row block.
@@ -58,7 +62,9 @@ Data that does not fit in memory
 In memory
     An ndarray X is used as it is (C-contiguous float32/float64; anything else is copied once).
     The first compaction copies the kept columns (M_1 ~ 0.45 M at mu = 300) while X is still
-    referenced by the caller, so the peak is about 1.5 x the size of X.
+    referenced by the caller, so the peak is about 1.5 x the size of X. Later compactions move
+    the kept columns to the front of that buffer (no allocation: a fresh copy spends most of
+    its time on page faults).
 """
 
 import logging
@@ -103,7 +109,8 @@ class FSAResult:
         0 for linear responses, else B.
     history : dict
         ``loss`` (objective before each step), ``n_kept`` (after each step), ``lr`` (step size),
-        ``width`` (columns processed; M while X is read in row blocks), ``lam`` (curvature
+        ``width`` (columns read: the working matrix's width for linear responses, M while X
+        is read in row blocks, else the kept count), ``lam`` (curvature
         estimate the step used) -- arrays of shape
         (n_iter,) -- and ``data_passes`` (sum of width / M), ``stat_passes``,
         ``out_of_core_iterations`` (iterations that read X in row blocks), ``lipschitz`` (final
@@ -326,10 +333,12 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
     transposed = False
+    owned = out_of_core  # the kept columns loaded from an out-of-core X are our own buffer
+    Xw = X if owned else np.empty((0, 0), dtype=X.dtype)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
-        X, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, transposed, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
+        Xw, transposed, owned, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            X, Xw, transposed, owned, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
             intercept, lam, track, e, e1, schedule, loss.code, float(loss.param), curv, shrink,
             smooth, lr_fixed, boost, fit_intercept, hist, path)
         bar.update(e1 - e)
