@@ -52,9 +52,9 @@ Step size (``learning_rate=None``)
 Data that does not fit in memory
     ``X`` may be an ``h5py.Dataset`` or an ``np.memmap``. Then it is read in row blocks of at most
     ``block_bytes`` (statistics passes, and each iteration while the kept columns do not fit);
-    as soon as N * m * itemsize <= ``max_memory`` / 2 the kept columns are read once into memory
-    and the remaining iterations run there (their compactions copy at most half of that, so the
-    working matrices never exceed ``max_memory``). Memory bound: at most
+    as soon as N * m * itemsize <= ``max_memory`` the kept columns are read once into memory and
+    the remaining iterations run there (their compactions move the kept columns within that
+    buffer, so the working matrix never exceeds ``max_memory``). Memory bound: at most
     ``max_memory + 3 * block_bytes + O(M * G)`` bytes besides ``y`` (and, for ranking,
     O(N + P)), whatever the size of X (the three blocks: the block read, its contiguous copy and
     its kept columns; the power-iteration subsample is capped at one block).
@@ -381,7 +381,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
     e = 0
     track = True
     lam0 = lam
-    while e < schedule.size and 2 * N * cols.size * itemsize > max_memory:
+    while e < schedule.size and N * cols.size * itemsize > max_memory:
         m = cols.size
         g = np.zeros((m, G))
         h = np.zeros((m, G))
