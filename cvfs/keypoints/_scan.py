@@ -98,6 +98,7 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
     nq = ptr.shape[0] - 1
     base = np.empty(_GROUP, dtype=np.int64)
     alive = np.empty(_GROUP, dtype=np.int64)
+    pos = np.empty(_GROUP, dtype=np.int64)  # base of alive windows
     ok = np.empty(_GROUP, dtype=np.int64)
     z = np.empty(_GROUP)
     val = np.empty(_GROUP)
@@ -145,11 +146,13 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
                 na = 0
                 for i in range(ng):
                     alive[na] = i
+                    pos[na] = base[i]
                     na += ok[i]
             else:
                 na = ng
                 for i in range(ng):
                     alive[i] = i
+                    pos[i] = base[i]
             while j < ptr[q + 1] and na > 0:
                 th = thr[j]
                 nb = n_bins[j]
@@ -158,21 +161,17 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
                 if kind[j] == 0:
                     oj = off[j]
                     wj = weight[j]
-                    for t in range(n_terms[j]):
-                        wt = wj[t]
-                        ot = oj[t]
-                        if t == 0:
-                            for a in range(na):
-                                val[a] = wt * flat[base[alive[a]] + ot]
-                        else:
-                            for a in range(na):
-                                val[a] += wt * flat[base[alive[a]] + ot]
+                    nt = n_terms[j]
                     for a in range(na):
                         i = alive[a]
-                        zi = z[i] + _pl(np.float64(np.float32(val[a])), lo, scale, table, nb,
-                                        st, j)
+                        p = pos[a]
+                        v = wj[0] * flat[p + oj[0]]
+                        for t in range(1, nt):
+                            v += wj[t] * flat[p + oj[t]]
+                        zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
                         alive[kept] = i  # branch-free compaction
+                        pos[kept] = p
                         kept += zi >= th
                 else:
                     s = slot[j]
@@ -192,6 +191,7 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
                         zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
                         alive[kept] = i  # branch-free compaction
+                        pos[kept] = pos[a]
                         kept += zi >= th
                 na = kept
                 j += 1
