@@ -40,8 +40,6 @@ def main(argv=None):
     parser.add_argument("--miss-rate", type=float, default=0.005)
     parser.add_argument("--n-negatives", type=int, default=60_000)
     parser.add_argument("--hog-cost", type=float, default=8.0)
-    parser.add_argument("--rejection-power", type=float, default=1.0,
-                        help="miss budget after t of k features ~ (t / (k - 1)) ** power")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -54,8 +52,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         det = calibrate_detector(load_detector(path), images, miss_rate=args.miss_rate,
                                  n_negatives=args.n_negatives, hog_cost=args.hog_cost,
-                                 rejection_power=args.rejection_power, random_state=args.seed,
-                                 verbose=not args.quiet)
+                                 random_state=args.seed, verbose=not args.quiet)
         cal = det.info["training"]["calibration"]
         cal.update(data=f"MTFL training.txt, first {len(images)} images", command=command,
                    seconds=time.perf_counter() - t0)

@@ -172,16 +172,13 @@ class AdditiveModel:
         return AdditiveModel(self.features, self.lo, self.scale, self.table, self.intercept,
                              self.kind, cascade_ends=ends, cascade_thresholds=thresholds)
 
-    def soft_cascade(self, X_pos, X_neg=None, *, bags=None, miss_rate=0.005, cost=None,
-                     rejection_power=1.0):
+    def soft_cascade(self, X_pos, X_neg=None, *, bags=None, miss_rate=0.005, cost=None):
         """A copy with a rejection threshold after every feature, in a rejection-first order.
 
-        Thresholds (Bourdev and Brandt's rejection distribution vector): after the first t
-        features, at most ``floor(miss_rate * (t / (k - 1)) ** rejection_power * n)`` of the
-        ``n`` calibration positives have been rejected (``rejection_power = 1``: uniform; below
-        1 the budget is spent earlier, where most windows are still alive); the threshold is the
-        partial score of the first positive still allowed to be lost (ties survive), so every
-        other one survives.
+        Thresholds (Bourdev and Brandt's rejection distribution vector, uniform): after the
+        first t features, at most ``floor(miss_rate * t / (k - 1) * n)`` of the ``n``
+        calibration positives have been rejected; the threshold is the partial score of the
+        first positive still allowed to be lost (ties survive), so every other one survives.
 
         Order: with negatives, features are taken greedily: each step takes the remaining
         feature that, with the threshold it would get, rejects the most negatives still alive
@@ -204,8 +201,6 @@ class AdditiveModel:
             Fraction of the calibration positives (bags) the whole cascade may reject.
         cost : array_like of shape (k,), optional
             Relative cost of computing each feature (default: all 1).
-        rejection_power : float
-            Shape of the cumulative miss budget over the features, in (0, 1].
 
         Returns
         -------
@@ -215,8 +210,7 @@ class AdditiveModel:
         Raises
         ------
         ValueError
-            If shapes disagree, ``miss_rate`` is outside [0, 1), ``rejection_power`` outside
-            (0, 1] or there are no positives.
+            If shapes disagree, ``miss_rate`` is outside [0, 1) or there are no positives.
 
         References
         ----------
@@ -229,8 +223,6 @@ class AdditiveModel:
             raise ValueError("X_pos must hold at least one positive")
         if not 0.0 <= miss_rate < 1.0:
             raise ValueError(f"miss_rate must lie in [0, 1); got {miss_rate!r}")
-        if not 0.0 < rejection_power <= 1.0:
-            raise ValueError(f"rejection_power must lie in (0, 1]; got {rejection_power!r}")
         cost = np.ones(k) if cost is None else np.asarray(cost, dtype=np.float64).reshape(-1)
         if cost.size != k or not (cost > 0).all():
             raise ValueError(f"cost must hold {k} positive values; got shape {cost.shape}")
@@ -253,8 +245,7 @@ class AdditiveModel:
         remaining = list(range(k))
         order, thresholds = [], []
         for t in range(1, k):
-            budget = miss_rate * (t / (k - 1)) ** rejection_power * n
-            allow = int(np.floor(budget + 1e-9)) - int(n - alive.sum())
+            allow = int(np.floor(miss_rate * t / (k - 1) * n + 1e-9)) - int(n - alive.sum())
             P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
             r = np.partition(P, allow, axis=0)[allow]
             i = 0

@@ -38,8 +38,8 @@ log = logging.getLogger(__name__)
 
 
 def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000, hog_cost=8.0,
-                       rejection_power=1.0, neg_radius=0.5, ied_range=(20.0, 40.0),
-                       random_state=None, verbose=False):
+                       neg_radius=0.5, ied_range=(20.0, 40.0), random_state=None,
+                       verbose=False):
     """Recalibrate the soft cascades of a detector on annotated images.
 
     Parameters
@@ -54,8 +54,6 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
         Negative windows drawn (uniformly over the pyramids of all images).
     hog_cost : float
         Cost of a HOG column relative to a Haar column, for the feature order.
-    rejection_power : float
-        Shape of the miss budget over the features (see :meth:`AdditiveModel.soft_cascade`).
     neg_radius : float
         Negatives lie at least ``neg_radius`` IED from the keypoint of every face.
     ied_range : (float, float)
@@ -103,8 +101,7 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
         X_pos = feats(pos, columns=model.features)
         X_neg = X_all[far[name]][:, np.searchsorted(columns, model.features)]
         cost = np.where(detector.pool.is_hog(model.features), float(hog_cost), 1.0)
-        out[name] = model.soft_cascade(X_pos, X_neg, bags=bags, miss_rate=miss_rate, cost=cost,
-                                       rejection_power=rejection_power)
+        out[name] = model.soft_cascade(X_pos, X_neg, bags=bags, miss_rate=miss_rate, cost=cost)
         where = {int(f): j for j, f in enumerate(model.features)}
         perm = [where[int(f)] for f in out[name].features]  # new order in old columns
         stats[name] = cascade_statistics(out[name], X_pos[:, perm], X_neg[:, perm], bags)
@@ -114,8 +111,7 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
     info["training"]["calibration"] = {
         "method": "soft cascade: greedy order, a threshold after every feature",
         "n_images": len(images), "miss_rate": miss_rate, "n_negatives": int(len(X_all)),
-        "hog_cost": hog_cost, "rejection_power": rejection_power, "neg_radius": neg_radius,
-        "ied_range": list(ied_range),
+        "hog_cost": hog_cost, "neg_radius": neg_radius, "ied_range": list(ied_range),
         "keypoints": stats}
     return KeypointDetector(out, detector.pool_params, thresholds=detector.thresholds,
                             scales_per_octave=detector.scales_per_octave,
