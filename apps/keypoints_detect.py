@@ -11,6 +11,11 @@ Examples::
 Detection (``cvfs.keypoints``) is separate from drawing (``cvfs.viz.keypoints``) and from the
 capture loop (:func:`open_source`), as in OpenCV's samples; ``--model`` defaults to the shipped
 detectors. The app prints per-frame timing and the best detection of each keypoint.
+
+Pyramid: images are scanned up to the detector's ``max_scale`` (2 for the shipped models:
+upsampled levels find faces with an inter-eye distance down to ~10 px); video frames up to scale
+1 (:data:`VIDEO_MAX_SCALE`: faces with an inter-eye distance of at least ~20 px, about 4 times
+fewer windows, see ``benchmarks/keypoints_speed.py``). ``--max-scale`` overrides both.
 """
 
 import argparse
@@ -27,7 +32,10 @@ from cvfs.io import atomic_path
 from cvfs.keypoints import load_detector
 from cvfs.viz.keypoints import draw_keypoints
 
-__all__ = ["main", "open_source"]
+__all__ = ["VIDEO_MAX_SCALE", "main", "open_source"]
+
+#: Largest pyramid scale scanned on video frames (no upsampled levels).
+VIDEO_MAX_SCALE = 1.0
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 
@@ -104,7 +112,9 @@ def main(argv=None):
     ap.add_argument("--model", default=None, help="model file (default: shipped detectors)")
     ap.add_argument("--out", default="cvfs-out/keypoints", help="output folder")
     ap.add_argument("--threshold", type=float, default=None)
-    ap.add_argument("--max-scale", type=float, default=None)
+    ap.add_argument("--max-scale", type=float, default=None,
+                    help="largest pyramid scale (default: the detector's for images, "
+                    f"{VIDEO_MAX_SCALE} for video frames)")
     ap.add_argument("--top", type=int, default=1, help="detections drawn per keypoint")
     ap.add_argument("--max-frames", type=int, default=None)
     args = ap.parse_args(argv)
@@ -112,12 +122,15 @@ def main(argv=None):
     try:
         det = load_detector(args.model)
         kind, frames = open_source(args.source, args.max_frames)
+        max_scale = args.max_scale
+        if max_scale is None and kind == "video":
+            max_scale = VIDEO_MAX_SCALE
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         writer, video_path, times = None, None, []
         for name, rgb in frames:
             t0 = time.perf_counter()
-            found = det.detect(rgb, threshold=args.threshold, max_scale=args.max_scale)
+            found = det.detect(rgb, threshold=args.threshold, max_scale=max_scale)
             times.append(time.perf_counter() - t0)
             drawn = draw_keypoints(rgb, {k: v[: args.top] for k, v in found.items()})
             best = ", ".join(f"{k} ({v[0, 0]:.0f}, {v[0, 1]:.0f})" for k, v in found.items()

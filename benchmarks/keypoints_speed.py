@@ -9,11 +9,14 @@ up to the detector's ``max_scale`` (2.0 for the shipped models).
 
 Timings: wall clock and CPU time (``time.process_time``) of the median repeat, with the 1-minute
 load average before each setting. Run single-threaded (``NUMBA_NUM_THREADS=1`` etc.) and quote
-the load. Writes ``benchmarks/results/keypoints_speed.json``.
+the load. ``--full-repeats 0`` skips the (slow) full scan. ``--profile`` adds, per max_scale, the
+CPU time of each stage summed over the levels (pyramid, integral images, HOG cell maps, the scan
+kernel, peaks) and per level. Writes ``benchmarks/results/keypoints_speed.json``.
 
 Example::
 
-    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/keypoints_speed.py --repeats 5
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/keypoints_speed.py --repeats 5 \
+        --max-scales 1 2 --full-repeats 0 --profile
 """
 
 import argparse
@@ -27,7 +30,9 @@ from skimage import data
 
 from cvfs.io import atomic_write_text
 from cvfs.keypoints import load_detector
-from cvfs.vision import gaussian_pyramid, window_centres
+from cvfs.keypoints._scan import ScanPlan
+from cvfs.keypoints.detector import _grid_peaks
+from cvfs.vision import HALF, LevelCache, gaussian_pyramid, window_centres
 
 
 def _time(fn, repeats):
@@ -41,6 +46,38 @@ def _time(fn, repeats):
     return wall[i], cpu[i]
 
 
+def _profile(det, frame, max_scale):
+    """CPU seconds per stage (summed over levels) and per level of one detection."""
+    clock = time.process_time
+    t = clock()
+    levels = gaussian_pyramid(frame, max_scale=max_scale, min_size=det.pool.window)
+    stages = {"pyramid": clock() - t, "integral": 0.0, "hog_maps": 0.0, "scan": 0.0,
+              "peaks": 0.0}
+    plan = ScanPlan(det.pool, list(det.classifiers.values()))
+    per_level = []
+    for lv in levels:
+        cache = LevelCache(lv)
+        t0 = clock()
+        _ = cache.integral
+        t1 = clock()
+        _ = cache.hog
+        t2 = clock()
+        tl = window_centres(cache.shape) - HALF
+        scores = plan.scores(cache, tl)
+        t3 = clock()
+        grid = (cache.shape[0] - 2 * HALF + 1, cache.shape[1] - 2 * HALF + 1)
+        for k, s in zip(det.keypoints, scores, strict=True):
+            _grid_peaks(s.reshape(grid), det.thresholds[k])
+        t4 = clock()
+        for key, dt in zip(("integral", "hog_maps", "scan", "peaks"),
+                           (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            stages[key] += dt
+        per_level.append({"index": lv.index, "shape": list(cache.shape), "windows": len(tl),
+                          "hog_maps_s": t2 - t1, "scan_s": t3 - t2,
+                          "survivors": np.isfinite(scores).sum(axis=1).tolist()})
+    return stages, per_level
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="model file (default: the shipped models)")
@@ -48,6 +85,7 @@ def main(argv=None):
     ap.add_argument("--full-repeats", type=int, default=1, help="repeats of the full scan")
     ap.add_argument("--max-scales", type=float, nargs="+", default=None,
                     help="pyramid max_scale values (default: the detector's)")
+    ap.add_argument("--profile", action="store_true", help="CPU time per stage and level")
     ap.add_argument("--out", default="benchmarks/results/keypoints_speed.json")
     args = ap.parse_args(argv)
 
@@ -60,10 +98,12 @@ def main(argv=None):
           f"NUMBA={os.environ.get('NUMBA_NUM_THREADS', '?')}")
     print(f"{'max_scale':>9s} {'scan':>7s} {'windows':>9s} {'load':>5s} {'wall s':>7s} "
           f"{'cpu s':>7s} {'fps':>6s} {'fps(cpu)':>8s} detections")
-    rows = []
+    rows, profiles = [], []
     for ms in args.max_scales or [det.max_scale]:
         n_win = sum(len(window_centres(lv.shape)) for lv in gaussian_pyramid(frame, max_scale=ms))
         for cascade, reps in ((True, args.repeats), (False, args.full_repeats)):
+            if reps < 1:
+                continue
             load = os.getloadavg()[0]
             out = {}
             wall, cpu = _time(lambda c=cascade, m=ms, o=out: o.update(
@@ -75,7 +115,16 @@ def main(argv=None):
                          "fps": 1 / wall, "fps_cpu": 1 / cpu, "detections": n_det})
             print(f"{ms:9.2f} {scan:>7s} {n_win:9d} {load:5.1f} {wall:7.2f} {cpu:7.2f} "
                   f"{1 / wall:6.2f} {1 / cpu:8.2f} {n_det}")
-    atomic_write_text(args.out, json.dumps({"keypoints": det.keypoints, "rows": rows}, indent=1))
+        if args.profile:
+            stages, per_level = _profile(det, frame, ms)
+            profiles.append({"max_scale": ms, "stages_cpu_s": stages, "levels": per_level})
+            print("  profile (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+            for lv in per_level:
+                print(f"    level {lv['index']:3d} {lv['windows']:8d} windows  HOG maps "
+                      f"{1e3 * lv['hog_maps_s']:6.1f} ms  scan {1e3 * lv['scan_s']:6.1f} ms  "
+                      f"survivors {lv['survivors']}")
+    atomic_write_text(args.out, json.dumps({"keypoints": det.keypoints, "rows": rows,
+                                            "profiles": profiles}, indent=1))
     print(f"written {args.out}")
     return 0
 

@@ -11,7 +11,11 @@ Measures (CPU seconds of this process, best of ``--repeat``; single numba thread
 - Haar: all 60,000 pool columns at sampled windows (training), 1,500 columns at every window of the
   frame (scanning), against direct NumPy sums of ``cv2.integral`` images (one feature at a time,
   vectorised over all window positions);
-- the feature pool: 1,500 mixed columns (100 HOG + 1,400 Haar) at every window of the frame.
+- the feature pool: 1,500 mixed columns (100 HOG + 1,400 Haar) at every window of the frame;
+- single HOG blocks as the soft-cascade scan computes them for the windows that reach a HOG stage
+  (window border, skimage-exact): from the pixels (:func:`cvfs.vision.hog_direct.block_from_pixels`)
+  and from the level's cell maps (:func:`cvfs.vision.hog_direct.block_from_cells`, the scan's
+  path), as blocks/s and as windows/s of all 27 blocks (864 features).
 
 Prints a table and writes JSON to ``benchmarks/results/vision_throughput.json``. Timings on a shared
 machine are noisy (the load average is recorded); per-frame numbers for skimage and Haar scanning
@@ -39,6 +43,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
 
 from cvfs.datasets import data_home  # noqa: E402
 from cvfs.vision import (  # noqa: E402
@@ -50,6 +55,7 @@ from cvfs.vision import (  # noqa: E402
     window_centres,
 )
 from cvfs.vision.hog import _hog_into  # noqa: E402
+from cvfs.vision.hog_direct import block_from_cells, block_from_pixels  # noqa: E402
 
 log = logging.getLogger("vision_throughput")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -177,6 +183,34 @@ def _rect_numpy_rate(cache, n_rect, seed=0):
     return 3 * n_rect * nh * nw / dt
 
 
+@njit(cache=True)
+def _blocks(rgb, maps, from_cells, top_left, slot):
+    buf = np.empty((2, 2, 8))
+    out = np.empty(32)
+    for i in range(top_left.shape[0]):
+        if from_cells:
+            block_from_cells(maps, slot[i], top_left[i, 0], top_left[i, 1], True, buf, out)
+        else:
+            block_from_pixels(rgb, slot[i], top_left[i, 0], top_left[i, 1], True, buf, out)
+
+
+def _block_rates(cache, n, repeat, seed=0):
+    """Blocks per CPU second from the pixels and from the cell maps (windows in row order)."""
+    rng = np.random.default_rng(seed)
+    h, w = cache.shape
+    tl = np.stack([rng.integers(0, h - 23, n), rng.integers(0, w - 23, n)], 1)
+    tl = np.ascontiguousarray(tl[np.lexsort((tl[:, 1], tl[:, 0]))])
+    slot = rng.integers(0, 27, n)
+    hl = cache.hog
+    maps = (hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col)
+    rates = {}
+    for name, from_cells in (("pixels", False), ("cells", True)):
+        _blocks(cache.image, maps, from_cells, tl[:2], slot[:2])  # compile / load
+        t, _ = _best(lambda c=from_cells: _blocks(cache.image, maps, c, tl, slot), repeat)
+        rates[name] = n / t
+    return rates
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--image", default=None, help="frame (resized to 640x480); default: first "
@@ -281,6 +315,13 @@ def main(argv=None):
     t_pool, _ = _best(scan(np.r_[hog_sel, sel]), 1)
     add("FeaturePool 1,500 columns (100 HOG + 1,400 Haar) at every window", t_pool,
         n_win / t_pool, "windows/s", "no early rejection; incl. all per-level maps")
+
+    rates = _block_rates(cache0, 200_000, args.repeat)
+    for name, note in (("pixels", "hog_direct / block_from_pixels"),
+                       ("cells", "block_from_cells: the soft-cascade scan's path")):
+        add(f"HOG single blocks from the {name} (window border)", None, rates[name], "blocks/s",
+            f"{note}; {rates[name] / 27:.3g} windows/s of 864 features (skimage "
+            f"{rate_sk:.3g})")
 
     width = max(len(r["what"]) for r in rows)
     lines = [f"{'measurement':<{width}}  {'ms/frame':>10}  {'rate':>10}  unit"]

@@ -54,6 +54,26 @@ def test_app_folder_video_synthetic(tmp_path, toy_models, capsys):
     assert "synthetic_0000" in text and "frames/s" in text
 
 
+def test_app_max_scale(tmp_path, toy_models, monkeypatch):
+    """Images use the detector's pyramid, video frames VIDEO_MAX_SCALE; --max-scale overrides."""
+    app = _app()
+    seen = []
+    detect = KeypointDetector.detect
+
+    def spy(self, image, **kw):
+        seen.append(kw["max_scale"])
+        return detect(self, image, **kw)
+
+    monkeypatch.setattr(KeypointDetector, "detect", spy)
+    img = tmp_path / "im.png"
+    cv2.imwrite(str(img), np.zeros((48, 64, 3), np.uint8))
+    assert app.main([str(img), "--out", str(tmp_path / "o")]) == 0
+    assert app.main(["synthetic", "--max-frames", "1", "--out", str(tmp_path / "o")]) == 0
+    assert app.main(["synthetic", "--max-frames", "1", "--max-scale", "2",
+                     "--out", str(tmp_path / "o")]) == 0
+    assert seen == [None, app.VIDEO_MAX_SCALE, 2.0]
+
+
 def test_app_errors(tmp_path, toy_models, capsys):
     app = _app()
     assert app.main([str(tmp_path / "none.jpg")]) == 2

@@ -24,7 +24,7 @@ from cvfs.vision import (
     window_centres,
 )
 from cvfs.vision.hog import _COS, _SIN, _orient_bin
-from cvfs.vision.hog_direct import gradient_maps, hog_direct, hog_slots
+from cvfs.vision.hog_direct import block_from_cells, gradient_maps, hog_direct, hog_slots
 from tests.naive import naive_haar, naive_hog_cells
 
 SK = dict(orientations=8, pixels_per_cell=(6, 6), cells_per_block=(2, 2), block_norm="L2-Hys")
@@ -354,6 +354,26 @@ def test_hog_direct_equals_skimage(images, kind, gradients):
                                rtol=0, atol=2e-7)
 
 
+@pytest.mark.parametrize("border", ["window", "image"])
+def test_block_from_cells_equals_hog_windows(images, border):
+    img = images["uint8"]
+    hl = hog_level(img)
+    maps = (hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col)
+    tl = np.array([[0, 0], [26, 37], [0, 37], [26, 0], [7, 19]])
+    ref = hog_windows(hl, tl, border=border)
+    got = np.empty_like(ref)
+    buf, block = np.empty((2, 2, 8)), np.empty(32)
+    for i, (r, c) in enumerate(tl):
+        for s in range(27):
+            block_from_cells(maps, s, r, c, border == "window", buf, block)
+            cols = (s // 9) * 288 + (s % 9) * 32 + np.arange(32)
+            got[i, cols] = block
+    if border == "window":  # the same arithmetic as hog_windows: bitwise
+        np.testing.assert_array_equal(got, ref)
+    else:  # hog_windows folds the normalisation into per-level factors
+        np.testing.assert_allclose(got, ref, rtol=0, atol=2e-7)
+
+
 def test_hog_direct_columns_and_gradient_maps(images):
     img = images["smooth"]
     tl = [[0, 0], [26, 37], [3, 11]]
@@ -367,10 +387,6 @@ def test_hog_direct_columns_and_gradient_maps(images):
         np.testing.assert_array_equal(got, ref)
     slot, within = hog_slots([0, 31, 32, 288, 863])
     assert slot.tolist() == [0, 0, 1, 9, 26] and within.tolist() == [0, 31, 0, 0, 31]
-    cache = LevelCache(img)
-    assert not cache.has_hog
-    np.testing.assert_array_equal(cache.gradients[1], hl.mag)
-    assert not cache.has_hog  # the gradient maps alone do not build the HOG maps
     with pytest.raises(ValueError, match="border must be one of"):
         hog_direct(img, tl, border="crop")
     with pytest.raises(ValueError, match="leave the level"):

@@ -5,18 +5,22 @@ order, adding ``g_j(x_j)`` to the partial score and stopping as soon as the part
 below the threshold after that feature (Bourdev and Brandt's soft cascade: a rejection threshold
 after every feature). Features are computed only when reached:
 
-- a Haar column is a weighted sum of at most 9 integral-image corners (as
-  :class:`cvfs.vision.FeaturePool` computes it, bitwise);
+- a Haar column is a weighted sum of at most 9 integral-image corners, added in
+  :func:`cvfs.vision.haar.haar_terms` order as :class:`cvfs.vision.FeaturePool` adds them. A
+  classifier's leading Haar features, which most windows of a row still reach, are computed for a
+  whole run of adjacent windows at once (contiguous loads, no per-window branching; a rejected
+  window is only marked), the later ones for the surviving windows only;
 - a HOG column reads one of the window's 27 (channel, block) slots; a slot is computed once per
-  window, when a classifier first needs it, and shared by all classifiers of the window: from the
-  pixels (:func:`cvfs.vision.hog_direct.block_from_pixels`) while few blocks of the level have been
-  needed, from the level's gradient maps (:attr:`cvfs.vision.LevelCache.gradients`) once more
-  blocks were needed than building the maps costs.
+  window, when a classifier first needs it, and shared by all classifiers of the window, from the
+  level's cell-histogram maps (:attr:`cvfs.vision.LevelCache.hog`, built once per level when a
+  classifier has HOG columns: cheaper than computing the blocks from the pixels on every level,
+  measured in ``benchmarks/keypoints_speed.py``).
 
 Feature values are rounded to float32 before the classifier reads them, as
 :meth:`cvfs.vision.FeaturePool.compute` returns them, so a window's score equals
-``model.decision_function(pool.compute(...))`` (bitwise for Haar columns; HOG columns from the
-pixels may differ from the maps' by one float32 ulp).
+``model.decision_function(pool.compute(...))`` bitwise (HOG with ``hog_border='window'``: the
+blocks are those of :func:`cvfs.vision.hog_windows`; with ``'image'`` they may differ from the
+pool's by a float32 ulp, the pool folding the normalisation into per-level factors).
 
 References
 ----------
@@ -29,33 +33,22 @@ import numpy as np
 from numba import njit
 
 from cvfs.vision.haar import MAX_TERMS, haar_terms
-from cvfs.vision.hog import N_HOG, N_ORIENT
-from cvfs.vision.hog_direct import (
-    N_BLOCK_SLOTS,
-    block_from_gradients,
-    block_from_pixels,
-    hog_slots,
-)
+from cvfs.vision.hog import N_HOG, N_ORIENT, HogLevel
+from cvfs.vision.hog_direct import N_BLOCK_SLOTS, block_from_cells, hog_slots
 
 __all__ = ["ScanPlan"]
 
-_CHUNK = 65536  # windows per kernel call (between calls the HOG source may switch to maps)
 _GROUP = 1024  # windows scanned together, feature by feature
 _MIN_RUN = 64  # shortest run of adjacent windows scanned as one group
-_MAP_COST = 256  # level pixels whose gradient maps cost as much as one block from the pixels
+_DENSE_MIN = 0.5  # dense (vectorised) Haar stages while at least this fraction of windows lives
 
 
 @njit(cache=True)
 def _pl(x, lo, scale, table, nb, step, j):
-    """g_j(x): the piecewise function of :class:`AdditiveModel` (same arithmetic)."""
-    u = (x - lo[j]) * scale[j]
-    if u <= 0.0:
-        u = 0.0
-    elif u >= nb:
-        u = nb
-    b = int(u)
-    if b >= nb:
-        b = nb - 1
+    """g_j(x): the piecewise function of :class:`AdditiveModel` (same arithmetic, without
+    branches: the clipping compiles to min/max)."""
+    u = min(max((x - lo[j]) * scale[j], 0.0), np.float64(nb))
+    b = min(int(u), nb - 1)
     if step:
         return table[j, b]
     a = u - b
@@ -63,40 +56,50 @@ def _pl(x, lo, scale, table, nb, step, j):
 
 
 @njit(cache=True)
-def _compute_block(level, grad, r0, c0, s, cell_buf, out32):
-    """Block slot ``s`` of the window at (r0, c0) into ``out32``."""
-    rgb, _, _, window_border, use_maps = level
-    if use_maps:
-        block_from_gradients(grad, s, r0, c0, window_border, cell_buf, out32)
-    else:
-        block_from_pixels(rgb, s, r0, c0, window_border, cell_buf, out32)
+def _haar_run(flat, p0, off, weight, nt, val, ng):
+    """``val[a]`` = Haar value of the window whose top-left corner is ``flat[p0 + a]``, for a run
+    of ``ng`` adjacent windows (terms in :func:`cvfs.vision.haar.haar_terms` order, contiguous
+    loads)."""
+    w0 = weight[0]
+    o0 = p0 + off[0]
+    for a in range(ng):
+        val[a] = w0 * flat[o0 + a]
+    for t in range(1, nt):
+        wt = weight[t]
+        ot = p0 + off[t]
+        for a in range(ng):
+            val[a] += wt * flat[ot + a]
 
 
 @njit(cache=True)
-def _scan_kernel(level, grad, top_left, feats, pl, casc, out):
+def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
     """Scores ``out[q, i]`` of window ``i`` by classifier ``q`` (-inf once rejected).
 
-    ``level = (rgb, flat, w1, window_border, use_maps)`` with ``flat`` the raveled
-    ``(3, H + 1, W + 1)`` integral image of rows of ``w1``; ``grad`` the level's gradient maps
-    (:attr:`cvfs.vision.LevelCache.gradients`, read only when ``use_maps``);
-    ``feats = (kind, off, weight, slot, within)``: Haar features (``kind == 0``) are 9 corner
-    terms (unused ones with weight 0), HOG features (``kind == 1``) a block slot and a position in
-    it; ``pl = (lo, scale, table, n_bins, step)`` the piecewise functions; ``casc = (thr, ptr,
-    intercept)``: the threshold after each feature, classifier ``q`` owning features
-    ``ptr[q]:ptr[q + 1]``.
+    ``level = (flat, w1, window_border)`` with ``flat`` the raveled ``(3, H + 1, W + 1)``
+    integral image of rows of ``w1``; ``hl`` the level's HOG maps ``(cells, bins, mag,
+    abs_g_row, abs_g_col)`` (:class:`cvfs.vision.HogLevel`); ``feats = (kind, off, weight,
+    n_terms, slot, within)``: Haar features (``kind == 0``) are ``n_terms`` corner terms, HOG
+    features (``kind == 1``) a block slot and a position in it; ``pl = (lo, scale, table, n_bins,
+    step)`` the piecewise functions; ``casc = (thr, ptr, intercept)``: the threshold after each
+    feature, classifier ``q`` owning features ``ptr[q]:ptr[q + 1]``.
 
-    Windows go in groups of ``_GROUP``; within a group each classifier runs feature by feature
-    over the list of windows still alive, which is compacted after every feature. Returns the
-    number of HOG blocks computed.
+    Windows go in groups of ``_GROUP``. Within a group each classifier first runs its leading
+    Haar features densely over a run of adjacent windows (vectorised, no per-window branching,
+    a window's rejection only recorded) while at least ``_DENSE_MIN`` of the windows live; then
+    feature by feature over the list of windows still alive, compacted after every feature. A
+    HOG block is computed once per window when a classifier first needs it and shared by the
+    classifiers. Returns the number of HOG blocks computed.
     """
-    _, flat, width, _, _ = level
-    kind, off, weight, slot, within = feats
+    flat, width, window_border = level
+    kind, off, weight, n_terms, slot, within = feats
     lo, scale, table, n_bins, step = pl
     thr, ptr, intercept = casc
     n = top_left.shape[0]
     nq = ptr.shape[0] - 1
     base = np.empty(_GROUP, dtype=np.int64)
     alive = np.empty(_GROUP, dtype=np.int64)
+    pos = np.empty(_GROUP, dtype=np.int64)  # base of alive windows
+    ok = np.empty(_GROUP, dtype=np.int64)
     z = np.empty(_GROUP)
     val = np.empty(_GROUP)
     store = np.empty((_GROUP, N_BLOCK_SLOTS), dtype=np.int64)
@@ -119,42 +122,56 @@ def _scan_kernel(level, grad, top_left, feats, pl, casc, out):
             base[i] = top_left[g0 + i, 0] * width + top_left[g0 + i, 1]
         n_blocks = 0
         for q in range(nq):
-            na = ng
             for i in range(ng):
-                alive[i] = i
                 z[i] = intercept[q]
                 out[q, g0 + i] = -math.inf
-            for j in range(ptr[q], ptr[q + 1]):
-                if na == 0:
-                    break
+            j = ptr[q]
+            if contiguous:  # dense stages: every window, rejections recorded in ok
+                for i in range(ng):
+                    ok[i] = 1
+                n_ok = ng
+                while j < ptr[q + 1] and kind[j] == 0 and n_ok >= _DENSE_MIN * ng:
+                    _haar_run(flat, base[0], off[j], weight[j], n_terms[j], val, ng)
+                    th = thr[j]
+                    nb = n_bins[j]
+                    st = step[j]
+                    n_ok = 0
+                    for i in range(ng):
+                        zi = z[i] + _pl(np.float64(np.float32(val[i])), lo, scale, table, nb,
+                                        st, j)
+                        z[i] = zi
+                        ok[i] &= zi >= th
+                        n_ok += ok[i]
+                    j += 1
+                na = 0
+                for i in range(ng):
+                    alive[na] = i
+                    pos[na] = base[i]
+                    na += ok[i]
+            else:
+                na = ng
+                for i in range(ng):
+                    alive[i] = i
+                    pos[i] = base[i]
+            while j < ptr[q + 1] and na > 0:
                 th = thr[j]
                 nb = n_bins[j]
                 st = step[j]
                 kept = 0
                 if kind[j] == 0:
-                    o0, o1, o2, o3, o4, o5, o6, o7, o8 = off[j]
-                    w0, w1, w2, w3, w4, w5, w6, w7, w8 = weight[j]
-                    if contiguous and na == ng:  # every window: contiguous loads (SIMD)
-                        p0 = base[0]
-                        for a in range(na):
-                            p = p0 + a
-                            val[a] = (w0 * flat[p + o0] + w1 * flat[p + o1] + w2 * flat[p + o2]
-                                      + w3 * flat[p + o3] + w4 * flat[p + o4]
-                                      + w5 * flat[p + o5] + w6 * flat[p + o6]
-                                      + w7 * flat[p + o7] + w8 * flat[p + o8])
-                    else:
-                        for a in range(na):
-                            p = base[alive[a]]
-                            val[a] = (w0 * flat[p + o0] + w1 * flat[p + o1] + w2 * flat[p + o2]
-                                      + w3 * flat[p + o3] + w4 * flat[p + o4]
-                                      + w5 * flat[p + o5] + w6 * flat[p + o6]
-                                      + w7 * flat[p + o7] + w8 * flat[p + o8])
+                    oj = off[j]
+                    wj = weight[j]
+                    nt = n_terms[j]
                     for a in range(na):
                         i = alive[a]
-                        v = val[a]
+                        p = pos[a]
+                        v = wj[0] * flat[p + oj[0]]
+                        for t in range(1, nt):
+                            v += wj[t] * flat[p + oj[t]]
                         zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
                         alive[kept] = i  # branch-free compaction
+                        pos[kept] = p
                         kept += zi >= th
                 else:
                     s = slot[j]
@@ -165,8 +182,8 @@ def _scan_kernel(level, grad, top_left, feats, pl, casc, out):
                                 bigger = np.empty((2 * n_blocks, 32))
                                 bigger[:n_blocks] = blocks
                                 blocks = bigger
-                            _compute_block(level, grad, top_left[g0 + i, 0],
-                                           top_left[g0 + i, 1], s, cell_buf, blocks[n_blocks])
+                            block_from_cells(hl, s, top_left[g0 + i, 0], top_left[g0 + i, 1],
+                                             window_border, cell_buf, blocks[n_blocks])
                             store[i, s] = n_blocks
                             stamp[i, s] = g0
                             n_blocks += 1
@@ -174,8 +191,10 @@ def _scan_kernel(level, grad, top_left, feats, pl, casc, out):
                         zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
                         alive[kept] = i  # branch-free compaction
+                        pos[kept] = pos[a]
                         kept += zi >= th
                 na = kept
+                j += 1
             for a in range(na):
                 out[q, g0 + alive[a]] = z[alive[a]]
         total += n_blocks
@@ -209,10 +228,13 @@ class ScanPlan:
         self.dy = np.zeros((n, MAX_TERMS), dtype=np.int64)
         self.dx = np.zeros_like(self.dy)
         self.weight = np.zeros((n, MAX_TERMS))
+        self.n_terms = np.zeros(n, dtype=np.int64)
+        self.needs_hog = bool((feats < N_HOG).any())
         if haar.size:
             sel = feats >= N_HOG
             self.channel[sel] = haar // hpc
-            self.dy[sel], self.dx[sel], self.weight[sel], _ = haar_terms(pool.haar[haar % hpc])
+            self.dy[sel], self.dx[sel], self.weight[sel], self.n_terms[sel] = haar_terms(
+                pool.haar[haar % hpc])
         width = max(m.table.shape[1] for m in models)
         self.table = np.zeros((n, width))
         self.lo = np.concatenate([m.lo for m in models])
@@ -250,18 +272,15 @@ class ScanPlan:
         off = (self.channel[:, None] * (h1 * w1) + self.dy * w1 + self.dx).astype(np.int64)
         flat = integral.reshape(-1)
         tl = np.ascontiguousarray(top_left, dtype=np.int64)
-        budget = cache.shape[0] * cache.shape[1] // _MAP_COST
-        done = 0
-        for c0 in range(0, n, _CHUNK):
-            use_maps = cache.has_hog or done > budget
-            grad = cache.gradients if use_maps else _NO_MAPS
-            done += _scan_kernel(
-                (cache.image, flat, w1, self.window_border, use_maps), grad, tl[c0:c0 + _CHUNK],
-                (self.kind, off, self.weight, self.slot, self.within),
-                (self.lo, self.scale, self.table, self.n_bins, self.step),
-                (self.thr, self.ptr, self.intercept), out[:, c0:c0 + _CHUNK])
+        hog = cache.hog if self.needs_hog else _NO_HOG
+        _scan_kernel((flat, w1, self.window_border),
+                     (hog.cells, hog.bins, hog.mag, hog.abs_g_row, hog.abs_g_col), tl,
+                     (self.kind, off, self.weight, self.n_terms, self.slot, self.within),
+                     (self.lo, self.scale, self.table, self.n_bins, self.step),
+                     (self.thr, self.ptr, self.intercept), out)
         return out
 
 
-_NO_MAPS = (np.zeros((1, 1, 1), dtype=np.int8), np.zeros((1, 1, 1), dtype=np.float32),
-            np.zeros((1, 1, 1), dtype=np.float32), np.zeros((1, 1, 1), dtype=np.float32))
+_NO_HOG = HogLevel(np.zeros((1, 1, 1, N_ORIENT), dtype=np.float32),
+                   np.zeros((1, 1, 1), dtype=np.int8),
+                   *(np.zeros((1, 1, 1), dtype=np.float32),) * 3, shape=(1, 1))

@@ -40,11 +40,12 @@ from cvfs.vision.hog import (
     _check_border,
     _check_columns,
     _check_top_left,
+    _normalize_block,
     _orient_bin,
 )
 
-__all__ = ["N_BLOCK_SLOTS", "block_from_gradients", "block_from_pixels", "gradient_maps",
-           "hog_direct", "hog_slots"]
+__all__ = ["N_BLOCK_SLOTS", "block_from_cells", "block_from_gradients", "block_from_pixels",
+           "gradient_maps", "hog_direct", "hog_slots"]
 
 #: Distinct (channel, block) pairs of a window: 3 channels x 3 x 3 blocks.
 N_BLOCK_SLOTS = 3 * N_BLOCKS * N_BLOCKS
@@ -209,6 +210,54 @@ def block_from_gradients(grad, slot, r0, c0, window_border, cell_buf, out32):
                         elif edge_col and not edge_row:
                             acc[_B_COL0] += agr[ch, r, c]
     _normalize(cell_buf, out32)
+
+
+@njit(cache=True)
+def block_from_cells(hl, slot, r0, c0, window_border, cell_buf, out32):
+    """:func:`block_from_pixels` reading the level's dense cell histograms.
+
+    ``hl = (cells, bins, mag, abs_g_row, abs_g_col)``, the maps of :class:`cvfs.vision.HogLevel`.
+    With ``window_border`` the block's border pixels are corrected as
+    :func:`cvfs.vision.hog_windows` (``border='window'``) corrects them, in the same order, so the
+    block equals that function's bitwise; with the image border it is the level's block up to
+    float rounding (``hog_windows`` with ``border='image'`` folds the normalisation differently).
+    About 0.1 us per block, against ~0.5 us from the pixels.
+    """
+    cells, bins, mag, agr, agc = hl
+    ch = slot // (N_BLOCKS * N_BLOCKS)
+    bi = (slot // N_BLOCKS) % N_BLOCKS
+    bj = slot % N_BLOCKS
+    for i in range(2):
+        for j in range(2):
+            for o in range(N_ORIENT):
+                cell_buf[i, j, o] = cells[ch, r0 + CELL * (bi + i), c0 + CELL * (bj + j), o]
+    if window_border and slot % 9 != 4:  # every block but the centre one touches the border
+        inv = 1.0 / (CELL * CELL)
+        last = WINDOW - 1
+        for wr in range(CELL * bi, CELL * (bi + 2)):  # rows then columns, as _load_window_cells
+            top_bottom = wr == 0 or wr == last
+            ci = wr // CELL - bi
+            r = r0 + wr
+            # the block's border columns of this row: all of them on the window's top/bottom row,
+            # else the window's first/last column when the block holds it
+            if top_bottom:
+                lo, hi, step = CELL * bj, CELL * (bj + 2), 1
+            elif bj == 0:
+                lo, hi, step = 0, 1, 1
+            elif bj == N_BLOCKS - 1:
+                lo, hi, step = last, last + 1, 1
+            else:
+                continue
+            for wc in range(lo, hi, step):
+                left_right = wc == 0 or wc == last
+                c = c0 + wc
+                acc = cell_buf[ci, wc // CELL - bj]
+                acc[np.intp(bins[ch, r, c]) & 7] -= mag[ch, r, c] * inv
+                if top_bottom and not left_right:
+                    acc[_B_ROW0] += agc[ch, r, c] * inv
+                elif left_right and not top_bottom:
+                    acc[_B_COL0] += agr[ch, r, c] * inv
+    _normalize_block(cell_buf, 0, 0, out32)
 
 
 @njit(cache=True)
