@@ -26,6 +26,24 @@ from numba import njit
 __all__ = ["AdditiveModel"]
 
 
+@njit(cache=True, inline="always")
+def _term(x, lo, scale, row, B, step):
+    """g(x) of one learner: its bin of [lo, lo + B / scale] (clipped), then the step value or
+    the linear interpolation between the bin's knots."""
+    s = (x - lo) * scale
+    if s <= 0.0:
+        s = 0.0
+    elif s >= B:
+        s = B
+    b = int(s)
+    if b >= B:
+        b = B - 1
+    if step:
+        return row[b]
+    a = s - b
+    return row[b] * (1.0 - a) + row[b + 1] * a
+
+
 @njit(cache=True)
 def _contributions(X, lo, scale, table, step):
     """g_j(X[i, j]) for every row and feature (the terms :func:`_scores` adds, bitwise)."""
@@ -34,19 +52,7 @@ def _contributions(X, lo, scale, table, step):
     out = np.empty((n, k))
     for i in range(n):
         for j in range(k):
-            s = (X[i, j] - lo[j]) * scale[j]
-            if s <= 0.0:
-                s = 0.0
-            elif s >= B:
-                s = B
-            b = int(s)
-            if b >= B:
-                b = B - 1
-            if step:
-                out[i, j] = table[j, b]
-            else:
-                a = s - b
-                out[i, j] = table[j, b] * (1.0 - a) + table[j, b + 1] * a
+            out[i, j] = _term(X[i, j], lo[j], scale[j], table[j], B, step)
     return out
 
 
@@ -58,19 +64,7 @@ def _scores(X, lo, scale, table, step, intercept):
     for i in range(n):
         z = intercept
         for j in range(k):
-            s = (X[i, j] - lo[j]) * scale[j]
-            if s <= 0.0:
-                s = 0.0
-            elif s >= B:
-                s = B
-            b = int(s)
-            if b >= B:
-                b = B - 1
-            if step:
-                z += table[j, b]
-            else:
-                a = s - b
-                z += table[j, b] * (1.0 - a) + table[j, b + 1] * a
+            z += _term(X[i, j], lo[j], scale[j], table[j], B, step)
         out[i] = z
     return out
 

@@ -405,6 +405,13 @@ def _normalize_block(buf, bi, bj, out32):
                 out32[k] = v
                 s += v * v
                 k += 1
+    l2hys(out32, s)
+
+
+@njit(cache=True)
+def l2hys(out32, s):
+    """L2-Hys in place: ``out32`` holds a block's raw values and ``s`` their sum of squares;
+    L2-normalise, clip at 0.2, renormalise (skimage's ``block_norm="L2-Hys"``)."""
     norm = np.sqrt(s + _EPS * _EPS)
     s = 0.0
     for k in range(BLOCK_LEN):

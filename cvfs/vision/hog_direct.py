@@ -28,7 +28,6 @@ from numba import njit
 from cvfs.vision._checks import as_float_rgb
 from cvfs.vision.hog import (
     _COS,
-    _EPS,
     _SIN,
     BLOCK_LEN,
     CELL,
@@ -42,6 +41,7 @@ from cvfs.vision.hog import (
     _check_top_left,
     _normalize_block,
     _orient_bin,
+    l2hys,
 )
 
 __all__ = ["N_BLOCK_SLOTS", "block_from_cells", "block_from_gradients", "block_from_pixels",
@@ -110,15 +110,7 @@ def _normalize(cell_buf, out32):
                 out32[k] = v
                 s += v * v
                 k += 1
-    norm = math.sqrt(s + _EPS * _EPS)
-    s = 0.0
-    for k in range(BLOCK_LEN):
-        v = min(out32[k] / norm, 0.2)
-        out32[k] = v
-        s += v * v
-    norm = math.sqrt(s + _EPS * _EPS)
-    for k in range(BLOCK_LEN):
-        out32[k] = out32[k] / norm
+    l2hys(out32, s)
 
 
 @njit(cache=True)
