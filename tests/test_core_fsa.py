@@ -209,6 +209,24 @@ def test_fsa_recovers_support_and_history():
     assert annealing < 6  # the annealing itself costs under 6 passes at mu=300
 
 
+@pytest.mark.parametrize("name", ["logistic", "lorenz", "svm", "squared"])
+def test_annealing_boost_lengthens_the_step_only_while_features_are_removed(name):
+    X, y, true = make_ar1_classification(600, 200, k_true=8, random_state=16)
+    y = np.where(y > 0, 1.0, -1.0)
+    loss = get_loss(name)
+    res = fsa_fit(X, y, 8, loss=name, prior=Shrinkage(0.0), n_iter=200, mu=100)
+    h = res.history
+    # lr = 1 / (c lam / kappa) while the kept count (before the step) exceeds k, 1 / (c lam) after
+    before = np.concatenate([[200], h["n_kept"][:-1]])
+    annealing = before > 8
+    assert annealing.any() and (~annealing).any()
+    kappa = np.where(annealing, loss.annealing_boost, 1.0)
+    np.testing.assert_allclose(h["lr"], kappa / (loss.curvature * h["lam"]), rtol=1e-12)
+    assert h["lr"][-1] * h["lipschitz"] == pytest.approx(1.0, rel=1e-12)  # 1/L at the end
+    if name != "squared":  # the boosted fit still finds the support on this easy problem
+        np.testing.assert_array_equal(res.support, true)
+
+
 def test_squared_loss_default_step_is_stable_where_paper_step_diverges():
     X, y, true = make_ar1_regression(1000, 1000, k_true=30, random_state=8)
     res = fsa_fit(X, y, 30, loss="squared")

@@ -434,13 +434,16 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, c
 
 
 @njit(cache=True)
-def update(beta, g, h, v, lam, lam_floor, track, curv, shrink, smooth, lr_fixed, n_keep):
+def update(beta, g, h, v, lam, lam_floor, track, curv, shrink, smooth, lr_fixed, boost,
+           n_keep):
     """One FSA iteration after the gradient: power-iteration update of (v, lam), gradient step
     beta -= lr (g + prior'), and selection of the top ``n_keep`` groups.
 
     Returns (keep positions, lam, lr, prior value). ``lr_fixed <= 0`` selects the automatic
-    step 1 / (curv * lam + L_prior); ``lam`` is never taken below ``lam_floor`` (used on the
-    first iteration, whose start vector is least converged).
+    step 1 / (curv * lam / boost + L_prior) (``boost`` is 1 once the kept set has its final
+    size);
+    ``lam`` is never taken below ``lam_floor`` (used on the first iteration, whose start vector
+    is least converged).
     """
     if track:
         nh = np.sqrt(np.sum(h * h))
@@ -449,7 +452,7 @@ def update(beta, g, h, v, lam, lam_floor, track, curv, shrink, smooth, lr_fixed,
             v[:, :] = h / nh
     G = beta.shape[1]
     lprior = 2.0 * shrink + (32.0 * smooth if G >= 3 else 0.0)
-    lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam + lprior)
+    lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam / boost + lprior)
     pval = prior_value_grad(beta, shrink, smooth, g)
     beta -= lr * g
     return top_groups(beta, n_keep), lam, lr, pval
@@ -490,12 +493,12 @@ def compact_columns(X, cols):
 
 @njit(cache=True)
 def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, lam, track, e0,
-             e1, schedule, code, param, curv, shrink, smooth, lr_fixed, fit_intercept, hist,
-             path):
+             e1, schedule, code, param, curv, shrink, smooth, lr_fixed, boost, fit_intercept,
+             hist, path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
-    ``hist`` (n_iter, 4) receives per iteration: objective (mean loss + prior) before the
-    step, kept count after it, step size, and width processed. ``path`` (n_iter, M) receives
+    ``hist`` (n_iter, 5) receives per iteration: objective (mean loss + prior) before the
+    step, kept count after it, step size, width processed, and the curvature estimate lam. ``path`` (n_iter, M) receives
     the coefficients by original feature (signed for G = 1, group norm otherwise) unless it has
     zero rows. ``track`` says whether the power iteration is still running (it stops once the
     kept set and the estimate are stable). Returns the updated
@@ -508,14 +511,16 @@ def fsa_loop(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support, intercept, 
         m = cols.size
         loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
                                           intercept, code, param, track)
+        b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
         keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, track, curv,
-                                     shrink, smooth, lr_fixed, schedule[e])
+                                     shrink, smooth, lr_fixed, b, schedule[e])
         if fit_intercept:
             intercept -= min(lr, 1.0 / curv) * gi
         hist[e, 0] = loss + pval
         hist[e, 1] = keep.size
         hist[e, 2] = lr
         hist[e, 3] = m
+        hist[e, 4] = lam
         if keep.size < m:
             beta = beta[keep]
             v = v[keep]

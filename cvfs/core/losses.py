@@ -7,7 +7,9 @@ ln(1 + exp(d)) - r_ij d with d = z_i - z_j, minimised where sigmoid(d) = r_ij, s
 score means better (the paper's r is 1 - ours; its scores rank "worse" higher).
 
 Every loss reports ``curvature``: an upper bound of its second derivative with respect to the
-score, from which the solver derives a stable step size (see :mod:`cvfs.core.fsa`). The numba
+score, from which the solver derives a stable step size, and ``annealing_boost``: the factor by
+which the solver lengthens that step while features are still being removed (see
+:mod:`cvfs.core.fsa`). The numba
 kernels in :mod:`cvfs.core._kernels` implement the same formulas by ``code``; tests compare both
 with finite differences.
 """
@@ -35,12 +37,16 @@ class Squared:
         Kernel code.
     curvature : float
         Upper bound of d^2 loss / dz^2 (1).
+    annealing_boost : float
+        Step multiplier while features are being removed (1: the convex quadratic needs no
+        boost, and a longer step diverges on correlated designs).
     """
 
     name = "squared"
     code = 0
     param = 0.0
     curvature = 1.0
+    annealing_boost = 1.0
     margin = False
 
     def value(self, z, y):
@@ -76,6 +82,7 @@ class Logistic(_Margin):
     code = 1
     param = 0.0
     curvature = 0.25
+    annealing_boost = 4.0
 
     def _phi(self, u):
         return np.logaddexp(0.0, -u)
@@ -96,6 +103,7 @@ class Lorenz(_Margin):
     code = 2
     param = 0.0
     curvature = 2.0
+    annealing_boost = 10.0
 
     def _phi(self, u):
         t = np.minimum(u - 1.0, 0.0)
@@ -118,6 +126,7 @@ class HuberSVM(_Margin):
 
     name = "svm"
     code = 3
+    annealing_boost = 10.0
 
     def __init__(self, h=0.5):
         if not h > 0:
@@ -155,6 +164,7 @@ class PairwiseRank:
     code = 4
     param = 0.0
     curvature = 0.25
+    annealing_boost = 1.0
     margin = False
 
     @staticmethod
