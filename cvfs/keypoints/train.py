@@ -3,15 +3,19 @@
 :func:`train_detector` trains one classifier per keypoint on annotated images
 (:class:`cvfs.datasets.faces.AnnotatedImage`) and returns a :class:`KeypointDetector`:
 
-1. positives within 1 px of the keypoint and random negatives >= 0.5 IED from it, on the pyramid
-   levels where the face's IED is in [20, 40] px (:mod:`cvfs.keypoints.examples`);
-2. features of the examples recomputed from their positions every round (one pyramid level and
-   one :class:`cvfs.vision.LevelCache` per image and level), never stored between rounds;
+1. positives within 1 px of the keypoint on the pyramid levels where the face's IED is in
+   [20, 40] px, and random negatives >= 0.5 IED from it on every level of the image (or only on
+   the training levels) (:mod:`cvfs.keypoints.examples`); with ``mirror=True`` the mirrored copy
+   of every image (left and right points swapped) adds its examples too;
+2. features of the examples computed from their positions (one pyramid level and one
+   :class:`cvfs.vision.LevelCache` per image and level), once per example and run, never stored
+   on disk;
 3. a classifier (FSA with piecewise-linear learners and the Lorenz, logistic or SVM loss, or the
-   LogitBoost baseline) on all pool columns;
+   LogitBoost baseline) on all pool columns, optionally with each column clipped to its central
+   quantiles so the learners' equal bins cover the bulk of the data;
 4. hard-negative mining rounds (:func:`cvfs.keypoints.mining.run_mining`): every training image
-   is scanned on its training levels and the highest-scoring negatives are added; a checkpoint
-   per keypoint is written after every round so an interrupted run resumes.
+   is scanned and the highest-scoring negatives are added; a checkpoint per keypoint is written
+   after every round so an interrupted run resumes.
 
 Every fitted classifier is turned into a soft cascade (cheap Haar features first, thresholds
 that lose 0.5% of the training positives per stage) right after fitting, so the mining scans and
