@@ -133,7 +133,8 @@ def _cmd_keypoints_train(args):
     t0 = time.perf_counter()
     det = train_detector(
         images, args.keypoints, method=args.method, k=args.k, bins=args.bins,
-        n_iter=args.n_iter, mu=args.mu, clip_quantile=args.clip_quantile,
+        n_iter=args.n_iter, mu=args.mu, annealing_boost=args.annealing_boost,
+        clip_quantile=args.clip_quantile,
         haar_per_channel=args.haar_per_channel,
         n_rounds=args.rounds, n_hard=args.n_hard, neg_per_image=args.neg_per_image,
         max_positives=args.max_positives, ied_range=tuple(args.ied_range),
@@ -230,6 +231,8 @@ def _add_keypoints_parser(sub):
     p.add_argument("--bins", type=int, default=8)
     p.add_argument("--n-iter", type=int, default=300)
     p.add_argument("--mu", type=float, default=300)
+    p.add_argument("--annealing-boost", type=float, default=1.0,
+                   help="FSA step factor while features are removed (1: plain 1/L step)")
     p.add_argument("--clip-quantile", type=float, default=None,
                    help="clip each feature to its [q, 1-q] quantiles before fitting")
     p.add_argument("--haar-per-channel", type=int, default=2000)

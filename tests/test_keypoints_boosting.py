@@ -133,3 +133,21 @@ def test_clip_ranges_and_clipped_fit():
     assert auc(m) > 0.9 and 3 in m.features
     with pytest.raises(ValueError, match="quantile must be in"):
         clip_ranges(X, 0.5)
+
+
+def test_fit_classifier_annealing_boost():
+    from cvfs.core.losses import Lorenz
+    from cvfs.keypoints.train import fit_classifier
+
+    X, y = _problem()
+    kw = dict(k=4, bins=6, n_iter=60, random_state=0)
+    default = fit_classifier(X, y, "fsa-lorenz", **kw)  # through FSAClassifier
+    same = fit_classifier(X, y, "fsa-lorenz", annealing_boost=Lorenz.annealing_boost, **kw)
+    np.testing.assert_array_equal(same.features, default.features)
+    np.testing.assert_allclose(same.decision_function(X[:, same.features]),
+                               default.decision_function(X[:, default.features]))
+    plain = fit_classifier(X, y, "fsa-lorenz", annealing_boost=1.0, **kw)
+    assert roc_auc_score(y, plain.decision_function(X[:, plain.features])) > 0.9
+    assert Lorenz.annealing_boost == Lorenz().annealing_boost  # the class is not changed
+    with pytest.raises(ValueError, match="annealing_boost must be a positive number"):
+        fit_classifier(X, y, "fsa-lorenz", annealing_boost=0.0, **kw)
