@@ -92,9 +92,9 @@ def main(argv=None):
             spi = (time.perf_counter() - t0) / len(imgs)
             load = (load0 + os.getloadavg()[0]) / 2
             curves = evaluate_detections(dets, images, kps)
-            eye = evaluate_merged([np.concatenate([d[k] for k in EYES if k in d] or
-                                                  [np.zeros((0, 3))]) for d in dets],
-                                  images, [k for k in EYES if k in det.keypoints])
+            eye_kps = [k for k in EYES if k in det.keypoints]
+            eye = evaluate_merged([np.concatenate([d[k] for k in eye_kps]) for d in dets],
+                                  images, eye_kps) if eye_kps else None
             tr = det.info.get("training", {})
             res["methods"][label] = {
                 "model": path, "seconds_per_image": spi, "load_average": load,
@@ -102,11 +102,11 @@ def main(argv=None):
                 "fit_seconds": {k: v.get("fit_seconds") for k, v in
                                 tr.get("keypoints", {}).items()},
                 "keypoints": {k: c.as_dict() for k, c in curves.items()},
-                "eye": eye.as_dict(), "_eye_curve": eye,
+                "eye": eye.as_dict() if eye else None, "_eye_curve": eye,
                 "eye_recall_at_quoted_precision": {
                     b: {"precision": p, "quoted_recall": r,
                         "our_recall": recall_at_precision(eye, p)}
-                    for b, (p, r) in QUOTED.get(ds, {}).items()},
+                    for b, (p, r) in QUOTED.get(ds, {}).items()} if eye else {},
             }
             curves_fig[label] = curves
         # baselines (same images, same criteria)
@@ -137,6 +137,8 @@ def main(argv=None):
                     "eye": dict(ceye.as_dict(), operating_point=_op(ceye))}
                 ops_fig["dlib-68 (default)"] = {k: _op(c) for k, c in dcurves.items()}
                 for m in res["methods"].values():
+                    if m["_eye_curve"] is None:
+                        continue
                     m["eye_recall_at_baseline_precision"] = {
                         b: {"precision": _op(c)[0], "baseline_recall": _op(c)[1],
                             "our_recall": recall_at_precision(m["_eye_curve"], _op(c)[0])}
@@ -164,7 +166,8 @@ def _print(ds, n, res):
     for label, m in res["methods"].items():
         aps = "  ".join(f"{k} {v['average_precision']:.3f}" for k, v in m["keypoints"].items())
         fit = sum(v or 0 for v in m["fit_seconds"].values())
-        print(f"{label:14s} AP: {aps} | eye AP {m['eye']['average_precision']:.3f} | train "
+        eye = f" | eye AP {m['eye']['average_precision']:.3f}" if m["eye"] else ""
+        print(f"{label:14s} AP: {aps}{eye} | train "
               f"{m['train_seconds'] or 0:.0f} s (fit {fit:.0f} s) | {m['seconds_per_image']:.2f}"
               f" s/image (load {m['load_average']:.1f})")
         for b, v in m.get("eye_recall_at_quoted_precision", {}).items():
