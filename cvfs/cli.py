@@ -135,7 +135,7 @@ def _cmd_keypoints_train(args):
         images, args.keypoints, method=args.method, k=args.k, bins=args.bins,
         n_iter=args.n_iter, mu=args.mu, annealing_boost=args.annealing_boost,
         clip_quantile=args.clip_quantile,
-        haar_per_channel=args.haar_per_channel,
+        haar_per_channel=args.haar_per_channel, hog_border=args.hog_border,
         n_rounds=args.rounds, n_hard=args.n_hard, neg_per_image=args.neg_per_image,
         max_positives=args.max_positives, ied_range=tuple(args.ied_range),
         pos_radius=args.pos_radius, neg_radius=args.neg_radius,
@@ -236,6 +236,8 @@ def _add_keypoints_parser(sub):
     p.add_argument("--clip-quantile", type=float, default=None,
                    help="clip each feature to its [q, 1-q] quantiles before fitting")
     p.add_argument("--haar-per-channel", type=int, default=2000)
+    p.add_argument("--hog-border", choices=["image", "window"], default="image",
+                   help="HOG gradients on the window border from the level or the crop")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--n-hard", type=int, default=5000)
     p.add_argument("--neg-per-image", type=int, default=20)
@@ -246,9 +248,9 @@ def _add_keypoints_parser(sub):
                    help="positives within this many level pixels of the keypoint")
     p.add_argument("--neg-radius", type=float, default=0.5,
                    help="negatives at least this many IED from the keypoint of every face")
-    p.add_argument("--negative-levels", choices=["all", "training"], default="all",
+    p.add_argument("--negative-levels", choices=["training", "all"], default="training",
                    help="negatives from every pyramid level or only the training levels")
-    p.add_argument("--mirror", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--mirror", action=argparse.BooleanOptionalAction, default=False,
                    help="add the mirrored images (left/right swapped) as training examples")
     p.add_argument("--max-scale", type=float, default=2.0)
     p.add_argument("--scan-stride", type=int, default=2)

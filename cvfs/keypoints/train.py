@@ -4,9 +4,10 @@
 (:class:`cvfs.datasets.faces.AnnotatedImage`) and returns a :class:`KeypointDetector`:
 
 1. positives within 1 px of the keypoint on the pyramid levels where the face's IED is in
-   [20, 40] px, and random negatives >= 0.5 IED from it on every level of the image (or only on
-   the training levels) (:mod:`cvfs.keypoints.examples`); with ``mirror=True`` the mirrored copy
-   of every image (left and right points swapped) adds its examples too;
+   [20, 40] px, and random negatives >= 0.5 IED from it on those levels (or, with
+   ``negative_levels="all"``, on every level of the image) (:mod:`cvfs.keypoints.examples`); with
+   ``mirror=True`` the mirrored copy of every image (left and right points swapped) adds its
+   examples too;
 2. features of the examples computed from their positions (one pyramid level and one
    :class:`cvfs.vision.LevelCache` per image and level), once per example and run, never stored
    on disk;
@@ -319,9 +320,10 @@ def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1,
 
 def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_iter=300,
                    mu=300, annealing_boost=1.0, clip_quantile=None, haar_per_channel=2000,
+                   hog_border="image",
                    n_rounds=3, n_hard=5000,
                    neg_per_image=20, max_positives=None, ied_range=(20.0, 40.0),
-                   pos_radius=1.0, neg_radius=0.5, negative_levels="all", mirror=True,
+                   pos_radius=1.0, neg_radius=0.5, negative_levels="training", mirror=False,
                    scales_per_octave=4, max_scale=2.0, scan_stride=1,
                    cascade_ends=(10, 30, 100), cascade_miss_rate=0.005, checkpoint_dir=None,
                    random_state=None, verbose=False):
@@ -340,6 +342,10 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
         default ``annealing_boost=1.0`` is the plain 1/L FSA step).
     haar_per_channel : int
         Haar features per RGB channel in the pool (the paper's pool: 20,000 -> 60,864 columns).
+    hog_border : {"image", "window"}
+        HOG gradients on the window border from the level or from the crop alone
+        (:class:`cvfs.vision.FeaturePool`; "window" equals skimage on each crop and is slower to
+        scan).
     n_rounds : int
         Training rounds (mining happens between them; the paper uses 10).
     n_hard : int
@@ -350,10 +356,10 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
         Subsample the positives to at most this many.
     ied_range, pos_radius, neg_radius, scales_per_octave
         Example rules (:mod:`cvfs.keypoints.examples`).
-    negative_levels : {"all", "training"}
-        Levels the random and mined negatives come from (:data:`NEGATIVE_LEVELS`): "all" (every
-        level at scale <= 1, the distribution the detector meets when it scans a pyramid) or
-        only the training levels of the faces.
+    negative_levels : {"training", "all"}
+        Levels the random and mined negatives come from (:data:`NEGATIVE_LEVELS`): only the
+        training levels of the faces (the paper), or every level at scale <= 1 (the
+        distribution the detector meets when it scans a pyramid).
     mirror : bool
         Add the horizontally mirrored copy of every image (left and right points swapped, see
         :func:`cvfs.datasets.faces.mirrored`): twice the positives and random negatives. Mining
@@ -395,7 +401,7 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_i
     for name in keypoints:
         keypoint_index(name)
     rng = check_random_state(random_state)
-    pool = FeaturePool(haar_per_channel=haar_per_channel)
+    pool = FeaturePool(haar_per_channel=haar_per_channel, hog_border=hog_border)
     examples_from = with_mirrored(images) if mirror else list(images)
     feats = ExampleFeatures.from_images(examples_from, pool, scales_per_octave)
     classifiers, record = {}, {}
