@@ -6,9 +6,9 @@ Usage::
         [--out models/motion_ranker.h5]
 
 Candidates and features come from the feature cache (built when missing or stale); the ranker is
-trained with the paper's settings (B=4, k=40, N_iter=300, mu=300, lambda=0.01) on the pairs of
-candidates whose errors differ by more than 0.5 points (``MotionRanker`` default ``min_gap=0.005``;
-see ``benchmarks/motion_fold_seeds.py``) and written with
+trained with the paper's settings (B=4, k=40, N_iter=300, mu=300, lambda=0.01, all pairs of
+candidates of a sequence with r = 1, 1/2, 0; see ``benchmarks/motion_fold_seeds.py``), learns
+the cluster floor (``cluster_floor=True``) and is written with
 :func:`cvfs.motion.ranking.save_ranker` together with the candidate pool it expects.
 """
 
@@ -27,7 +27,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 
 from cvfs.datasets.hopkins155 import hopkins155_home, list_sequences, load_hopkins155  # noqa: E402
 from cvfs.motion.cache import build_cache, cache_matches, load_cache  # noqa: E402
-from cvfs.motion.candidates import DEFAULT_ALPHAS  # noqa: E402
+from cvfs.motion.candidates import DEFAULT_ALPHAS, DEFAULT_REFINE  # noqa: E402
 from cvfs.motion.evaluate import default_cache_path  # noqa: E402
 from cvfs.motion.features import FEATURE_VERSION, n_features  # noqa: E402
 from cvfs.motion.ranking import MotionRanker, save_ranker  # noqa: E402
@@ -68,12 +68,14 @@ def main(argv=None):
         "command": "python data_prep/train_motion_ranker.py",
         "train_error_percent": float(100 * chosen.mean()), "fit_seconds": elapsed,
     }
-    settings = {"alphas": list(DEFAULT_ALPHAS), "feature_version": FEATURE_VERSION,
+    settings = {"alphas": list(DEFAULT_ALPHAS), "refine": list(DEFAULT_REFINE),
+                "feature_version": FEATURE_VERSION,
                 "n_features": n_features(), "seed": 0}
     save_ranker(args.out, ranker, settings=settings, training=training)
     print(f"motion ranker: {len(names)} sequences, {data.X.shape[0]} candidates, "
           f"{data.X.shape[1]} features; fit {elapsed:.1f} s; training error "
-          f"{100 * chosen.mean():.2f}%; selected {ranker.estimator_.support_.size} features")
+          f"{100 * chosen.mean():.2f}%; selected {ranker.estimator_.support_.size} features; "
+          f"cluster floor {ranker.cluster_floor_:.3f}")
     print(f"written {args.out}")
     return 0
 

@@ -126,6 +126,8 @@ def test_out_of_core_estimator(tmp_path):
     ({"n_iter": 0}, "n_iter must be an integer >= 1"),
     ({"mu": -1}, "mu must be a finite number >= 0"),
     ({"learning_rate": 0.0}, "learning_rate must be a finite number > 0"),
+    ({"annealing_boost": 0.0}, "annealing_boost must be a finite number > 0"),
+    ({"annealing_boost": np.inf}, "annealing_boost must be a finite number > 0"),
     ({"bins": 0}, "bins must be an integer >= 1"),
     ({"shrinkage": -1.0}, "shrinkage must be a finite number >= 0"),
     ({"smoothness": np.nan}, "smoothness must be a finite number >= 0"),

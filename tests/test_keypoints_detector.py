@@ -68,20 +68,92 @@ def test_cascade_scores_match_full(real_data):
     rng = np.random.default_rng(0)
     k = 30
     feats = rng.choice(864 + 30, k, replace=False)
-    m = AdditiveModel(feats, np.full(k, -0.2), np.full(k, 20.0), rng.standard_normal((k, 5)),
+    # scale 6: features in [-0.2, 0.47] stay inside the 4 bins (no plateaus of tied scores)
+    m = AdditiveModel(feats, np.full(k, -0.2), np.full(k, 6.0), rng.standard_normal((k, 5)),
                       0.0)
-    det = KeypointDetector({"left_eye_center": m}, {"haar_per_channel": 10})
-    cache = LevelCache(pyramid_level(img, -1))
-    centres, full = det.score_level(cache, cascade=False)
-    X = det.pool.compute(cache, centres, columns=m.features)
-    np.testing.assert_allclose(full["left_eye_center"], m.decision_function(X))
-    casc = m.calibrate_cascade(X[rng.choice(len(X), 200)], [5, 15], miss_rate=0.2)
-    det_c = KeypointDetector({"left_eye_center": casc}, {"haar_per_channel": 10})
-    _, part = det_c.score_level(cache)
-    s, f = part["left_eye_center"], full["left_eye_center"]
-    alive = np.isfinite(s)
-    assert 0.3 < alive.mean() < 0.95
-    np.testing.assert_allclose(s[alive], f[alive])
+    for border in ("image", "window"):
+        det = KeypointDetector({"left_eye_center": m},
+                               {"haar_per_channel": 10, "hog_border": border})
+        cache = LevelCache(pyramid_level(img, -1))
+        centres, full = det.score_level(cache, cascade=False)
+        X = det.pool.compute(cache, centres, columns=m.features)
+        np.testing.assert_allclose(full["left_eye_center"], m.decision_function(X))
+        casc = m.calibrate_cascade(X[rng.choice(len(X), 200)], [5, 15], miss_rate=0.2)
+        det_c = KeypointDetector({"left_eye_center": casc},
+                                 {"haar_per_channel": 10, "hog_border": border})
+        _, part = det_c.score_level(cache)
+        s, f = part["left_eye_center"], full["left_eye_center"]
+        # survivors: partial scores (from the pool's features) above both thresholds; the scan
+        # computes HOG from the pixels, within an ulp of the pool's maps: skip near-ties
+        z = casc.intercept + np.cumsum(casc.contributions(X), axis=1)[:, [4, 14]]
+        margin = np.abs(z - casc.cascade_thresholds).min(axis=1)
+        expect = (z >= casc.cascade_thresholds).all(axis=1)
+        clear = margin > 1e-9
+        assert clear.mean() > 0.5 and 0.1 < expect[clear].mean() < 0.95
+        np.testing.assert_array_equal(np.isfinite(s)[clear], expect[clear])
+        alive = np.isfinite(s)
+        # a float32 ulp of a HOG value moves a score by ~1e-7 (slopes ~10 per unit)
+        np.testing.assert_allclose(s[alive], f[alive], rtol=0, atol=1e-5)
+
+
+def test_soft_cascade_hand_made():
+    # two features; g_0(x) = x on [0, 1] (1 bin), g_1 likewise, intercept 0
+    m = AdditiveModel([864, 865], [0.0, 0.0], [1.0, 1.0], [[0.0, 1.0], [0.0, 1.0]], 0.0)
+    # positives: feature 1 is high for all, feature 0 varies; negatives are low on feature 1
+    X_pos = np.array([[0.1, 0.9], [0.5, 0.8], [0.9, 0.95], [0.3, 0.7]])
+    X_neg = np.array([[0.5, 0.1], [0.6, 0.2], [0.4, 0.0], [0.05, 0.1]])
+    c = m.soft_cascade(X_pos, X_neg, miss_rate=0.0)
+    # feature 1 separates: it goes first, its threshold is the smallest positive (0.7)
+    assert c.features.tolist() == [865, 864]
+    assert c.cascade_ends.tolist() == [1] and c.cascade_thresholds.tolist() == [0.7]
+    np.testing.assert_array_equal(c.decision_function(X_pos[:, ::-1]), m.decision_function(X_pos))
+    # without negatives the order is kept; the threshold is the smallest partial score (0.1)
+    keep = m.soft_cascade(X_pos, miss_rate=0.0)
+    assert keep.features.tolist() == [864, 865] and keep.cascade_thresholds.tolist() == [0.1]
+    # a miss rate of 1/4 lets the cascade lose one positive: the threshold moves to the next
+    assert m.soft_cascade(X_pos, miss_rate=0.25).cascade_thresholds.tolist() == [0.3]
+    # bags: only the best window of a bag counts (bag 0 = rows 0, 1 -> row 1 is its best)
+    b = m.soft_cascade(X_pos, miss_rate=0.0, bags=[0, 0, 1, 2])
+    assert b.cascade_thresholds.tolist() == [0.3]
+    # the cost makes an expensive feature wait when it rejects no more per unit cost
+    assert m.soft_cascade(X_pos, X_neg, miss_rate=0.0, cost=[1.0, 100.0]).features[0] == 864
+    with pytest.raises(ValueError, match="miss_rate must lie in"):
+        m.soft_cascade(X_pos, miss_rate=1.0)
+    with pytest.raises(ValueError, match="cost must hold 2 positive"):
+        m.soft_cascade(X_pos, cost=[1.0])
+    with pytest.raises(ValueError, match="bags must have one label per positive"):
+        m.soft_cascade(X_pos, bags=[0, 1])
+    with pytest.raises(ValueError, match=r"X_neg must have shape \(n_samples, 2\)"):
+        m.soft_cascade(X_pos, np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="at least one positive"):
+        m.soft_cascade(np.zeros((0, 2)))
+
+
+def test_detect_uses_soft_cascade_scores(real_data, tmp_path):
+    """Detections of a soft-cascaded model carry the full model's scores of their windows, and
+    a reloaded detector gives identical detections."""
+    img = load_image(load_mtfl("test")[1].path)
+    rng = np.random.default_rng(3)
+    k = 12
+    feats = np.concatenate([rng.choice(864, 3, replace=False), 864 + rng.choice(30, 9)])
+    m = AdditiveModel(feats, np.full(k, -0.3), np.full(k, 6.0), rng.standard_normal((k, 5)),
+                      0.5)
+    pool = {"haar_per_channel": 10, "hog_border": "window"}
+    cache = LevelCache(pyramid_level(img, 0))
+    full_det = KeypointDetector({"nose_center": m}, pool)
+    centres, full = full_det.score_level(cache, cascade=False)
+    X = full_det.pool.compute(cache, centres, m.features)
+    c = m.soft_cascade(X[rng.choice(len(X), 300)], X, miss_rate=0.05)
+    det = KeypointDetector({"nose_center": c}, pool)
+    fast = det.detect(img, max_scale=1.0, min_scale=1.0, refine=False)["nose_center"]
+    assert len(fast) > 0
+    grid = np.full(cache.shape, np.nan)
+    grid[centres[:, 0], centres[:, 1]] = full["nose_center"]
+    np.testing.assert_allclose(fast[:, 2], grid[fast[:, 1].astype(int), fast[:, 0].astype(int)],
+                               rtol=0, atol=1e-5)
+    back = load_detector(det.save(tmp_path / "c.h5"))
+    np.testing.assert_array_equal(back.detect(img, max_scale=1.0)["nose_center"],
+                                  det.detect(img, max_scale=1.0)["nose_center"])
 
 
 def test_detector_bad_images():
@@ -215,3 +287,50 @@ def test_shipped_eye_detectors_on_mtfl_aflw_crops(real_data):
                                   max_scale=1.0)
     assert curves["left_eye_center"].average_precision > 0.25
     assert curves["right_eye_center"].average_precision > 0.25
+
+
+def test_calibrate_detector(real_data):
+    from cvfs.keypoints.calibrate import calibrate_detector
+
+    images = load_mtfl("train")[:4]
+    rng = np.random.default_rng(4)
+    models = {}
+    for name in ("left_eye_center", "nose_center"):
+        k = 8
+        feats = np.concatenate([rng.choice(864, 2, replace=False), 864 + rng.choice(30, 6)])
+        models[name] = AdditiveModel(feats, np.full(k, -0.3), np.full(k, 6.0),
+                                     rng.standard_normal((k, 5)), 0.0)
+    det = KeypointDetector(models, {"haar_per_channel": 10, "hog_border": "window"},
+                           thresholds={"nose_center": 0.25}, max_scale=1.0)
+    cal = calibrate_detector(det, images, miss_rate=0.0, n_negatives=300, random_state=0)
+    assert cal.keypoints == det.keypoints and cal.thresholds == det.thresholds
+    rec = cal.info["training"]["calibration"]
+    assert rec["n_images"] == 4 and rec["n_negatives"] > 0
+    for name, m in cal.classifiers.items():
+        assert sorted(m.features.tolist()) == sorted(models[name].features.tolist())
+        assert m.cascade_ends.tolist() == list(range(1, 8))
+        # miss_rate 0: the best window of every face passes every threshold
+        assert rec["keypoints"][name]["bags_rejected"] == 0.0
+        assert 0.0 <= rec["keypoints"][name]["negatives_passing"] <= 1.0
+    with pytest.raises(ValueError, match="at least one annotated image"):
+        calibrate_detector(det, [])
+    with pytest.raises(ValueError, match="n_negatives must be a positive int"):
+        calibrate_detector(det, images, n_negatives=0)
+
+
+def test_calibrate_script(real_data, tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data_prep" / "calibrate_keypoints.py"
+    spec = importlib.util.spec_from_file_location("calibrate_keypoints", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model = _toy_detector().save(tmp_path / "kp.h5")
+    assert mod.main([str(model), "--n-images", "3", "--n-negatives", "200", "--quiet"]) == 0
+    det = load_detector(model)
+    rec = det.info["training"]["calibration"]
+    assert rec["command"].endswith("--n-images 3 --n-negatives 200 --quiet")
+    assert rec["data"] == "MTFL training.txt, first 3 images"
+    assert det.classifiers["nose_center"].cascade_ends.tolist() == [1]
+    assert "written" in capsys.readouterr().out

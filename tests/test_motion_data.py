@@ -9,6 +9,7 @@ from cvfs.motion.candidates import (
     canonical_labels,
     check_points,
     generate_candidates,
+    refine_subspaces,
     velocity_matrix,
 )
 from cvfs.motion.evaluate import format_table, misclassification, summarise, video_folds
@@ -114,12 +115,33 @@ def test_candidates_find_synthetic_rigid_motions():
 
 def test_candidates_pool_is_a_parameter():
     pts, _ = make_rigid_motions(2, 80, 10, random_state=0)
-    small = generate_candidates(pts, 2, alphas=(2,), dims=(4,))
-    assert len(small) == 1 and tuple(small.params[0]) == (2.0, 4)
+    small = generate_candidates(pts, 2, alphas=(2,), dims=(4,), refine=())
+    assert len(small) == 1 and tuple(small.params[0]) == (2.0, 4, 0)
+    pool = generate_candidates(pts, 3, refine=("velocity", "whitened"))
+    assert set(pool.params[:, 2]) <= {0, 1, 2} and 0 in pool.params[:, 2]
+    spectral = generate_candidates(pts, 3, refine=())
+    np.testing.assert_array_equal(pool.labels[:len(spectral)], spectral.labels)
     with pytest.raises(ValueError, match="alphas must be"):
         generate_candidates(pts, 2, alphas=())
     with pytest.raises(ValueError, match="dims must be"):
         generate_candidates(pts, 2, dims=(0,))
+    with pytest.raises(ValueError, match="refine must hold spaces among"):
+        generate_candidates(pts, 2, refine=("pixels",))
+
+
+def test_refine_subspaces_repairs_a_corrupted_segmentation():
+    pts, truth = make_rigid_motions(3, 150, 20, random_state=4)
+    Y = velocity_matrix(pts).T
+    rng = np.random.default_rng(0)
+    noisy = truth.copy()
+    flip = rng.choice(truth.size, 3, replace=False)
+    noisy[flip] = (noisy[flip] + 1) % 3
+    fixed = refine_subspaces(Y, noisy, 3)
+    assert fixed.dtype == np.int64 and misclassification(fixed, truth) == 0.0
+    # a step that would leave a label with <= dim points is not taken
+    tiny = truth.copy()
+    tiny[np.flatnonzero(truth == 2)[4:]] = 0
+    assert np.bincount(refine_subspaces(Y, tiny, 3), minlength=3).min() >= 4
 
 
 def test_check_points_errors():

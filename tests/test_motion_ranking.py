@@ -10,6 +10,8 @@ from cvfs.motion.ranking import (
     OracleSelector,
     RankBoost,
     RankingData,
+    apply_cluster_floor,
+    learn_cluster_floor,
     select_best,
     stump_gains,
 )
@@ -47,7 +49,8 @@ def test_select_best_first_on_ties():
 
 def test_rankboost_finds_the_informative_feature():
     data = make_ranking_problem()
-    rb = RankBoost(n_rounds=20, n_thresholds=32).fit(data.X, data.errors, data.groups)
+    rb = RankBoost(n_rounds=20, n_thresholds=32, cluster_floor=False)
+    rb.fit(data.X, data.errors, data.groups)
     assert np.bincount(rb.features_).argmax() == 5
     chosen = data.errors_of(rb.select(data.X, data.groups))
     assert chosen.mean() < 0.1 * data.errors.mean()
@@ -55,12 +58,14 @@ def test_rankboost_finds_the_informative_feature():
         RankBoost(n_rounds=0).fit(data.X, data.errors, data.groups)
     with pytest.raises(ValueError, match=r"n_thresholds must be an int in \[2, 255\]"):
         RankBoost(n_thresholds=1).fit(data.X, data.errors, data.groups)
+    with pytest.raises(ValueError, match="cluster_floor needs the .* candidate features"):
+        RankBoost().fit(data.X, data.errors, data.groups)
 
 
 def test_cross_validation_by_video():
     data = make_ranking_problem(seed=2)
     folds = video_folds(data.videos, data.raw_footage, n_folds=5, random_state=0)
-    test, train = cross_validate(data, lambda: RankBoost(n_rounds=20), folds)
+    test, train = cross_validate(data, lambda: RankBoost(n_rounds=20, cluster_floor=False), folds)
     assert test.shape == (40,) and np.all(np.isfinite(test)) and np.all(np.isfinite(train))
     assert test.mean() < 0.2 * data.errors.mean()
     sub = data.subset([3, 1])
@@ -68,7 +73,7 @@ def test_cross_validation_by_video():
     np.testing.assert_array_equal(sub.groups, np.repeat([0, 1], 8))
     np.testing.assert_array_equal(sub.X[:8], data.X[data.groups == 3])
     with pytest.raises(ValueError, match=r"folds must have shape \(40,\)"):
-        cross_validate(data, RankBoost, folds[:3])
+        cross_validate(data, lambda: RankBoost(cluster_floor=False), folds[:3])
 
 
 def test_selectors():
@@ -81,3 +86,30 @@ def test_selectors():
                                data.oracle())
     with pytest.raises(ValueError, match="name must be a feature name"):
         ColumnSelector("nope").fit(data.X, data.errors, data.groups)
+
+
+def test_cluster_floor_ranks_tiny_clusters_last():
+    names = feature_names()
+    col = names.index("size/min_frac")
+    data = make_ranking_problem(n_seq=6, n_cand=4, n_feat=len(names), informative=0)
+    X = data.X.copy()
+    X[:, col] = 0.3
+    X[data.errors == 0, col] = np.repeat([0.2, 0.25, 0.3, 0.35, 0.4, 0.45], 1)
+    floor = learn_cluster_floor(X, data.errors, data.groups)
+    assert floor == 0.2
+    X[1, col] = 0.1  # sequence 0: a candidate below the floor...
+    scores = np.zeros(X.shape[0])
+    scores[1] = 5.0  # ...that the ranker scores highest
+    kept = apply_cluster_floor(scores, X, floor)
+    assert select_best(kept, data.groups)[0] != 1
+    np.testing.assert_array_equal(np.delete(kept, 1), np.delete(scores, 1))
+    # a sequence whose candidates are all below the floor keeps its order
+    X[data.groups == 1, col] = 0.05
+    scores[data.groups == 1] = [3.0, 1.0, 2.0, 0.0]
+    kept = apply_cluster_floor(scores, X, floor)
+    assert select_best(kept, data.groups)[1] == np.flatnonzero(data.groups == 1)[0]
+    np.testing.assert_array_equal(apply_cluster_floor(scores, X, None), scores)
+    rb = RankBoost(n_rounds=10).fit(X, data.errors, data.groups)
+    assert rb.cluster_floor_ == learn_cluster_floor(X, data.errors, data.groups)
+    with pytest.raises(ValueError, match="pass cluster_floor=False"):
+        learn_cluster_floor(X[:, :5], data.errors, data.groups)

@@ -12,9 +12,16 @@ Working set
     so the intercept decouples and the step size sees the real correlations. Every iteration is
     one fused pass over the kept columns of the rows (scores, loss, gradient, and the
     power-iteration product below); ranking makes it two passes (scores, then gradients).
-    When the kept count falls to half the width of the working matrix the kept columns are
-    copied into a new, compact matrix, so later iterations touch only kept columns; the total
-    data touched is about ``history["data_passes"]`` = sum_e width_e / M full passes.
+    When the kept count falls to half the width of the working matrix, or the columns read
+    with zero weight since the last compaction add up to the cost of a copy (ski rental: the
+    wasted reads never exceed the copies), the kept columns are compacted (the first time into
+    a new matrix, then within it), so later iterations touch only kept columns;
+    ``history["width"]`` records the columns each iteration read (with linear responses the
+    dropped columns of the working matrix are read with zero weight until the next compaction,
+    so between M_e and 2 M_e) and ``history["data_passes"]`` = sum_e width_e / M. A
+    compact matrix of at most ``_kernels.SMALL_WIDTH`` linear columns (row-separable losses)
+    is stored feature-major: with a handful of columns, axpy/dot loops over whole columns beat
+    two BLAS calls per row block.
 
 Step size (``learning_rate=None``)
     The paper's eta (20 for logistic, 1 otherwise) assumes a scaling it does not state; with the
@@ -45,9 +52,9 @@ Step size (``learning_rate=None``)
 Data that does not fit in memory
     ``X`` may be an ``h5py.Dataset`` or an ``np.memmap``. Then it is read in row blocks of at most
     ``block_bytes`` (statistics passes, and each iteration while the kept columns do not fit);
-    as soon as N * m * itemsize <= ``max_memory`` / 2 the kept columns are read once into memory
-    and the remaining iterations run there (their compactions copy at most half of that, so the
-    working matrices never exceed ``max_memory``). Memory bound: at most
+    as soon as N * m * itemsize <= ``max_memory`` the kept columns are read once into memory and
+    the remaining iterations run there (their compactions move the kept columns within that
+    buffer, so the working matrix never exceeds ``max_memory``). Memory bound: at most
     ``max_memory + 3 * block_bytes + O(M * G)`` bytes besides ``y`` (and, for ranking,
     O(N + P)), whatever the size of X (the three blocks: the block read, its contiguous copy and
     its kept columns; the power-iteration subsample is capped at one block).
@@ -55,10 +62,13 @@ Data that does not fit in memory
 In memory
     An ndarray X is used as it is (C-contiguous float32/float64; anything else is copied once).
     The first compaction copies the kept columns (M_1 ~ 0.45 M at mu = 300) while X is still
-    referenced by the caller, so the peak is about 1.5 x the size of X.
+    referenced by the caller, so the peak is about 1.5 x the size of X. Later compactions move
+    the kept columns to the front of that buffer (no allocation: a fresh copy spends most of
+    its time on page faults).
 """
 
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -99,7 +109,8 @@ class FSAResult:
         0 for linear responses, else B.
     history : dict
         ``loss`` (objective before each step), ``n_kept`` (after each step), ``lr`` (step size),
-        ``width`` (columns processed; M while X is read in row blocks), ``lam`` (curvature
+        ``width`` (columns read: the working matrix's width for linear responses, M while X
+        is read in row blocks, else the kept count), ``lam`` (curvature
         estimate the step used) -- arrays of shape
         (n_iter,) -- and ``data_passes`` (sum of width / M), ``stat_passes``,
         ``out_of_core_iterations`` (iterations that read X in row blocks), ``lipschitz`` (final
@@ -186,8 +197,8 @@ def _column_table(X, response, block_bytes):
 
 
 def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
-            schedule=None, learning_rate=None, fit_intercept=True, pairs=None,
-            max_memory=None, block_bytes=_BLOCK_BYTES, random_state=None,
+            schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
+            pairs=None, max_memory=None, block_bytes=_BLOCK_BYTES, random_state=None,
             record_path=False, verbose=False):
     """Fit FSA: minimise mean loss + prior subject to at most ``k`` selected feature groups.
 
@@ -213,6 +224,9 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         Custom non-increasing schedule M_1..M_{n_iter} ending at k (overrides ``mu``).
     learning_rate : float or None, default=None
         Fixed step eta; None for the automatic step (module docstring).
+    annealing_boost : float or None, default=None
+        kappa of the automatic step while features are being removed (module docstring);
+        None: the loss's ``annealing_boost``; 1: the plain 1/L step throughout.
     fit_intercept : bool, default=True
         Ignored for ranking (no intercept).
     pairs : tuple (i, j, r) or (i, j, r, weight) of arrays, optional
@@ -245,6 +259,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     t_start = time.perf_counter()
     loss = get_loss(loss)
     prior = prior if prior is not None else Shrinkage()
+    boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
+                  else annealing_boost)
+    if not (math.isfinite(boost) and boost > 0):
+        raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
     response = get_response(bins)
     N, M = X.shape
     if N == 0 or M == 0:
@@ -291,7 +309,6 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     shrink, smooth = prior.shrinkage, prior.smoothness
     lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
     curv = float(loss.curvature)
-    boost = float(getattr(loss, "annealing_boost", 1.0))
 
     # start vector and initial curvature from a few power iterations on a row subsample
     n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
@@ -315,12 +332,15 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     n_ooc = e
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
+    transposed = False
+    owned = out_of_core  # the kept columns loaded from an out-of-core X are our own buffer
+    Xw = X if owned else np.empty((0, 0), dtype=X.dtype)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
-        X, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support, intercept, lam, track,
-            e, e1, schedule, loss.code, float(loss.param), curv, shrink, smooth, lr_fixed, boost,
-            fit_intercept, hist, path)
+        Xw, transposed, owned, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            X, Xw, transposed, owned, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
+            intercept, lam, track, e, e1, schedule, loss.code, float(loss.param), curv, shrink,
+            smooth, lr_fixed, boost, fit_intercept, hist, path)
         bar.update(e1 - e)
         e = e1
     bar.close()
@@ -361,7 +381,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
     e = 0
     track = True
     lam0 = lam
-    while e < schedule.size and 2 * N * cols.size * itemsize > max_memory:
+    while e < schedule.size and N * cols.size * itemsize > max_memory:
         m = cols.size
         g = np.zeros((m, G))
         h = np.zeros((m, G))

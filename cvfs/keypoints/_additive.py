@@ -14,14 +14,40 @@ so detection needs only the selected feature columns.
 Soft cascade. A model may carry ``cascade_ends`` (increasing feature counts e_1 < e_2 < ... < k)
 and ``cascade_thresholds`` r_t: a window whose partial score intercept + sum_{j < e_t} g_j is
 below r_t is rejected without computing the remaining features (Bourdev and Brandt, "Robust
-object detection via soft cascade", CVPR 2005). Thresholds are set from the training positives
-(:meth:`AdditiveModel.calibrate_cascade`), so a known fraction of positives is lost.
+object detection via soft cascade", CVPR 2005). Thresholds are set from the training positives,
+so a known fraction of positives is lost: after a few stages
+(:meth:`AdditiveModel.calibrate_cascade`), or after every feature with the features reordered so
+that negatives are rejected early (:meth:`AdditiveModel.soft_cascade`).
 """
 
 import numpy as np
 from numba import njit
 
 __all__ = ["AdditiveModel"]
+
+
+@njit(cache=True)
+def _contributions(X, lo, scale, table, step):
+    """g_j(X[i, j]) for every row and feature (the terms :func:`_scores` adds, bitwise)."""
+    n, k = X.shape
+    B = table.shape[1] if step else table.shape[1] - 1
+    out = np.empty((n, k))
+    for i in range(n):
+        for j in range(k):
+            s = (X[i, j] - lo[j]) * scale[j]
+            if s <= 0.0:
+                s = 0.0
+            elif s >= B:
+                s = B
+            b = int(s)
+            if b >= B:
+                b = B - 1
+            if step:
+                out[i, j] = table[j, b]
+            else:
+                a = s - b
+                out[i, j] = table[j, b] * (1.0 - a) + table[j, b + 1] * a
+    return out
 
 
 @njit(cache=True)
@@ -146,6 +172,122 @@ class AdditiveModel:
         return AdditiveModel(self.features, self.lo, self.scale, self.table, self.intercept,
                              self.kind, cascade_ends=ends, cascade_thresholds=thresholds)
 
+    def soft_cascade(self, X_pos, X_neg=None, *, bags=None, miss_rate=0.005, cost=None):
+        """A copy with a rejection threshold after every feature, in a rejection-first order.
+
+        Thresholds (Bourdev and Brandt's rejection distribution vector, uniform): after the
+        first t features, at most ``floor(miss_rate * t / (k - 1) * n)`` of the ``n``
+        calibration positives have been rejected; the threshold is the partial score of the
+        first positive still allowed to be lost (ties survive), so every other one survives.
+
+        Order: with negatives, features are taken greedily: each step takes the remaining
+        feature that, with the threshold it would get, rejects the most negatives still alive
+        per unit ``cost`` (ties: the earlier feature); without negatives, the current order.
+
+        Multiple-instance positives: with ``bags`` (e.g. one bag per annotated face, holding its
+        positive windows of every pyramid level), only the best-scoring window of each bag is a
+        calibration positive: a bag then keeps its best detection unless it is among the
+        ``miss_rate`` lost (Zhang and Viola's multiple-instance pruning).
+
+        Parameters
+        ----------
+        X_pos : ndarray of shape (n_pos, k)
+            Selected features of the positive windows (columns in model order).
+        X_neg : ndarray of shape (n_neg, k), optional
+            Selected features of negative windows, used to choose the order.
+        bags : array_like of int, shape (n_pos,), optional
+            Bag label of each positive.
+        miss_rate : float
+            Fraction of the calibration positives (bags) the whole cascade may reject.
+        cost : array_like of shape (k,), optional
+            Relative cost of computing each feature (default: all 1).
+
+        Returns
+        -------
+        model : AdditiveModel
+            Features reordered; ``cascade_ends = 1, ..., k - 1`` with one threshold each.
+
+        Raises
+        ------
+        ValueError
+            If shapes disagree, ``miss_rate`` is outside [0, 1) or there are no positives.
+
+        References
+        ----------
+        Bourdev and Brandt, "Robust object detection via soft cascade", CVPR 2005. Zhang and
+        Viola, "Multiple-instance pruning for learning efficient cascade detectors", NIPS 2007.
+        """
+        k = self.n_features
+        X_pos = self._check_X(X_pos, "X_pos")
+        if X_pos.shape[0] == 0:
+            raise ValueError("X_pos must hold at least one positive")
+        if not 0.0 <= miss_rate < 1.0:
+            raise ValueError(f"miss_rate must lie in [0, 1); got {miss_rate!r}")
+        cost = np.ones(k) if cost is None else np.asarray(cost, dtype=np.float64).reshape(-1)
+        if cost.size != k or not (cost > 0).all():
+            raise ValueError(f"cost must hold {k} positive values; got shape {cost.shape}")
+        Cp = self.contributions(X_pos)
+        if bags is not None:
+            bags = np.asarray(bags).reshape(-1)
+            if bags.size != Cp.shape[0]:
+                raise ValueError(f"bags must have one label per positive ({Cp.shape[0]}); got "
+                                 f"{bags.size}")
+            score = Cp.sum(axis=1)
+            order = np.lexsort((-score, bags))
+            first = np.r_[True, bags[order][1:] != bags[order][:-1]]
+            Cp = Cp[np.sort(order[first])]
+        Cn = np.zeros((0, k)) if X_neg is None else self.contributions(
+            self._check_X(X_neg, "X_neg"))
+        n = Cp.shape[0]
+        pp = np.full(n, self.intercept)
+        pn = np.full(Cn.shape[0], self.intercept)
+        alive, alive_n = np.ones(n, dtype=bool), np.ones(Cn.shape[0], dtype=bool)
+        remaining = list(range(k))
+        order, thresholds = [], []
+        for t in range(1, k):
+            allow = int(np.floor(miss_rate * t / (k - 1) * n + 1e-9)) - int(n - alive.sum())
+            P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
+            r = np.partition(P, allow, axis=0)[allow]
+            i = 0
+            if X_neg is not None and alive_n.any():
+                N = pn[alive_n, None] + Cn[np.ix_(alive_n, remaining)]
+                i = int(np.argmax((N < r).sum(axis=0) / cost[remaining]))
+            j = remaining.pop(i)
+            order.append(j)
+            thresholds.append(float(r[i]))
+            pp += Cp[:, j]
+            pn += Cn[:, j]
+            alive &= pp >= r[i]
+            alive_n &= pn >= r[i]
+        order += remaining
+        m = self.reordered(order)
+        return AdditiveModel(m.features, m.lo, m.scale, m.table, m.intercept, m.kind,
+                             cascade_ends=np.arange(1, k), cascade_thresholds=thresholds)
+
+    def contributions(self, X):
+        """Terms g_j(x_j) of the score, ndarray of shape (n_samples, k).
+
+        ``intercept`` plus the row sums taken left to right is :meth:`decision_function`,
+        bitwise.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` does not have k columns.
+        """
+        X = self._check_X(X, "X")
+        return _contributions(X, self.lo, self.scale, self.table, self.kind == "step")
+
+    def _check_X(self, X, name):
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(
+                f"{name} must have shape (n_samples, {self.n_features}); got {X.shape}"
+            )
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        return np.ascontiguousarray(X)
+
     @property
     def n_features(self):
         """Number of selected pool features k."""
@@ -168,15 +310,8 @@ class AdditiveModel:
         ValueError
             If ``X`` does not have k columns.
         """
-        X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(
-                f"X must have shape (n_samples, {self.n_features}); got {X.shape}"
-            )
-        if X.dtype not in (np.float32, np.float64):
-            X = X.astype(np.float64)
-        return _scores(np.ascontiguousarray(X), self.lo, self.scale, self.table,
-                       self.kind == "step", self.intercept)
+        X = self._check_X(X, "X")
+        return _scores(X, self.lo, self.scale, self.table, self.kind == "step", self.intercept)
 
     def to_arrays(self, prefix):
         """Named arrays for :func:`cvfs.io.save_model` (``prefix/features`` etc.)."""

@@ -23,13 +23,21 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit
-from scipy.ndimage import maximum_filter
 
 from cvfs.datasets import models_dir
 from cvfs.datasets.faces import KEYPOINTS
 from cvfs.io import load_model, save_model
 from cvfs.keypoints._additive import AdditiveModel
-from cvfs.vision import FeaturePool, LevelCache, as_float_rgb, gaussian_pyramid, window_centres
+from cvfs.keypoints._scan import ScanPlan
+from cvfs.vision import (
+    HALF,
+    FeaturePool,
+    LevelCache,
+    as_float_rgb,
+    gaussian_pyramid,
+    valid_centres,
+    window_centres,
+)
 
 __all__ = ["KIND", "KeypointDetector", "cascade_scores", "load_detector", "nms"]
 
@@ -63,6 +71,31 @@ def _greedy_nms(xs, ys, radius):
             ky[nk] = ys[i]
             nk += 1
     return keep
+
+
+@njit(cache=True)
+def _grid_peaks(grid, threshold):
+    """Rows and columns of the entries of ``grid`` above ``threshold`` that are >= their 8
+    neighbours (neighbours outside the grid count as -inf)."""
+    h, w = grid.shape
+    rows = []
+    cols = []
+    for r in range(h):
+        for c in range(w):
+            v = grid[r, c]
+            if not v > threshold:
+                continue
+            peak = True
+            for dr in range(-1, 2):
+                for dc in range(-1, 2):
+                    rr = r + dr
+                    cc = c + dc
+                    if 0 <= rr < h and 0 <= cc < w and grid[rr, cc] > v:
+                        peak = False
+            if peak:
+                rows.append(r)
+                cols.append(c)
+    return np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
 
 
 def _parabolic_offsets(smap, rows, cols):
@@ -123,24 +156,34 @@ def cascade_scores(pool, cache, centres, model, cascade=True):
     Returns
     -------
     scores : ndarray of shape (n,)
-        Exactly ``model.decision_function`` of the windows that pass every stage.
+        ``model.decision_function`` of the windows that pass every stage (see
+        :mod:`cvfs.keypoints._scan`).
+
+    Raises
+    ------
+    ValueError
+        If a window leaves the level.
     """
+    return _level_scores(pool, cache, centres, [model], cascade)[0]
+
+
+def _level_scores(pool, cache, centres, models, cascade):
+    """(n_models, n) scores of windows centred at ``centres``: the soft-cascade scan, or every
+    feature of every window (``cascade=False``, computed by the pool in chunks)."""
     centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
-    ends = list(model.cascade_ends) if cascade else []
-    thr = list(model.cascade_thresholds) if cascade else []
-    partial = np.full(len(centres), model.intercept)
-    alive = np.arange(len(centres))
-    for start, stop, r in zip([0] + ends, ends + [model.n_features], thr + [None], strict=True):
-        sub = model.subset(start, stop)
-        for c0 in range(0, alive.size, _CHUNK):
-            idx = alive[c0:c0 + _CHUNK]
-            X = pool.compute(cache, centres[idx], columns=sub.features)
-            partial[idx] += sub.decision_function(X)
-        if r is not None:
-            ok = partial[alive] >= r
-            partial[alive[~ok]] = -np.inf
-            alive = alive[ok]
-    return partial
+    ok = valid_centres(cache.shape, centres)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"centres: window centred at {tuple(centres[i].tolist())} leaves the "
+                         f"level of shape {tuple(cache.shape)}")
+    if cascade:
+        return ScanPlan(pool, models).scores(cache, centres - HALF)
+    out = np.empty((len(models), len(centres)))
+    for q, m in enumerate(models):
+        for c0 in range(0, len(centres), _CHUNK):
+            X = pool.compute(cache, centres[c0:c0 + _CHUNK], columns=m.features)
+            out[q, c0:c0 + _CHUNK] = m.decision_function(X)
+    return out
 
 
 class KeypointDetector:
@@ -211,9 +254,9 @@ class KeypointDetector:
         if centres is None:
             centres = window_centres(cache.shape)
         centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
-        scores = {k: cascade_scores(self.pool, cache, centres, self.classifiers[k], cascade)
-                  for k in names}
-        return centres, scores
+        s = _level_scores(self.pool, cache, centres, [self.classifiers[k] for k in names],
+                          cascade)
+        return centres, dict(zip(names, s, strict=True))
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
                refine=True, cascade=True):
@@ -256,25 +299,24 @@ class KeypointDetector:
         radius = self.nms_radius if nms_radius is None else float(nms_radius)
         found = {k: [] for k in self.keypoints}
         radii = {k: [] for k in self.keypoints}
+        models = list(self.classifiers.values())
         for level in levels:
             if level.scale < min_scale:
                 continue
             cache = LevelCache(level)
-            centres, scores = self.score_level(cache, cascade=cascade)
             h, w = cache.shape
-            for k, s in scores.items():
-                smap = np.full((h, w), -np.inf)
-                smap[centres[:, 0], centres[:, 1]] = s
-                peak = (smap >= maximum_filter(smap, size=3, mode="constant", cval=-np.inf)) & (
-                    smap > thr[k])
-                rows, cols = np.nonzero(peak)
+            grid_shape = (h - 2 * HALF + 1, w - 2 * HALF + 1)  # every valid window centre
+            scores = _level_scores(self.pool, cache, window_centres(cache.shape), models, cascade)
+            for k, s in zip(self.keypoints, scores, strict=True):
+                grid = s.reshape(grid_shape)
+                rows, cols = _grid_peaks(grid, thr[k])
                 if rows.size == 0:
                     continue
-                xy = np.column_stack([cols, rows]).astype(np.float64)
+                xy = np.column_stack([cols, rows]).astype(np.float64) + HALF
                 if refine:
-                    xy += _parabolic_offsets(smap, rows, cols)
+                    xy += _parabolic_offsets(grid, rows, cols)
                 xy = level.to_original(xy)
-                found[k].append(np.column_stack([xy, smap[rows, cols]]))
+                found[k].append(np.column_stack([xy, grid[rows, cols]]))
                 radii[k].append(np.full(rows.size, radius / level.scale))
         out = {}
         for k in self.keypoints:

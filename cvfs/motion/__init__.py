@@ -16,7 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.motion.candidates import DEFAULT_ALPHAS, check_points, generate_candidates
+from cvfs.motion.candidates import (
+    DEFAULT_ALPHAS,
+    DEFAULT_REFINE,
+    check_points,
+    generate_candidates,
+)
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
 
 __all__ = ["load_default_ranker", "normalise_points", "rank_candidates", "segment",
@@ -107,8 +112,9 @@ def rank_candidates(points, n_motions, *, model=None):
                          f"({settings.get('n_features')} features); this cvfs computes version "
                          f"{FEATURE_VERSION} ({n_features()}): retrain the ranker")
     alphas = tuple(settings.get("alphas", DEFAULT_ALPHAS))
+    refine = tuple(settings.get("refine", DEFAULT_REFINE))
     pts = normalise_points(points)
-    cand = generate_candidates(pts, n_motions, alphas=alphas,
+    cand = generate_candidates(pts, n_motions, alphas=alphas, refine=refine,
                                random_state=int(settings.get("seed", 0)))
     X = candidate_features(pts, cand)
     return cand.labels, np.asarray(ranker.decision_function(X), dtype=np.float64)

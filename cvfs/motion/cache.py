@@ -2,9 +2,9 @@
 
 Layout::
 
-    /                       attrs: feature_version, n_features, alphas (JSON), seed, created
+    /                       attrs: feature_version, n_features, alphas (JSON), refine (JSON), seed
     /seq/<name>/labels      (C, P) int8 candidate labels
-    /seq/<name>/params      (C, 2) (alpha, d)
+    /seq/<name>/params      (C, 3) (alpha, d, refined)
     /seq/<name>/features    (C, M) float64
     /seq/<name>/errors      (C,) misclassification of each candidate
     /seq/<name>/truth       (P,) ground truth
@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 
 from cvfs.io import atomic_path
-from cvfs.motion.candidates import DEFAULT_ALPHAS, generate_candidates
+from cvfs.motion.candidates import DEFAULT_ALPHAS, DEFAULT_REFINE, generate_candidates
 from cvfs.motion.evaluate import misclassification
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
 from cvfs.motion.ranking import RankingData
@@ -32,19 +32,20 @@ __all__ = ["build_cache", "load_cache", "cache_matches"]
 log = logging.getLogger(__name__)
 
 
-def _config(alphas, seed):
+def _config(alphas, refine, seed):
     return {"feature_version": FEATURE_VERSION, "n_features": n_features(),
-            "alphas": json.dumps([float(a) for a in alphas]), "seed": int(seed)}
+            "alphas": json.dumps([float(a) for a in alphas]),
+            "refine": json.dumps(list(refine)), "seed": int(seed)}
 
 
-def cache_matches(path, alphas=DEFAULT_ALPHAS, seed=0, names=None):
+def cache_matches(path, alphas=DEFAULT_ALPHAS, refine=DEFAULT_REFINE, seed=0, names=None):
     """True if ``path`` is a cache of this feature version, pool and (optionally) sequences."""
     path = Path(path)
     if not path.is_file():
         return False
     try:
         with h5py.File(path, "r") as f:
-            for key, value in _config(alphas, seed).items():
+            for key, value in _config(alphas, refine, seed).items():
                 if key not in f.attrs or f.attrs[key] != value:
                     return False
             if names is not None and set(names) != set(f["seq"].keys()):
@@ -54,7 +55,8 @@ def cache_matches(path, alphas=DEFAULT_ALPHAS, seed=0, names=None):
     return True
 
 
-def build_cache(sequences, path, *, alphas=DEFAULT_ALPHAS, seed=0, verbose=False):
+def build_cache(sequences, path, *, alphas=DEFAULT_ALPHAS, refine=DEFAULT_REFINE, seed=0,
+                verbose=False):
     """Generate candidates and features of every sequence and write the cache atomically.
 
     Parameters
@@ -64,6 +66,9 @@ def build_cache(sequences, path, *, alphas=DEFAULT_ALPHAS, seed=0, verbose=False
         Destination ``.h5``.
     alphas : sequence of float
         Candidate pool (affinity exponents); dimensions are ``[2K, 4K]``.
+    refine : sequence of str
+        K-subspace refinement spaces of the pool (see
+        :func:`cvfs.motion.candidates.generate_candidates`).
     seed : int
         k-means seed of the candidate generation.
     verbose : bool
@@ -79,13 +84,13 @@ def build_cache(sequences, path, *, alphas=DEFAULT_ALPHAS, seed=0, verbose=False
     seconds = []
     with atomic_path(path, suffix=".h5") as tmp:
         with h5py.File(tmp, "w") as f:
-            for key, value in _config(alphas, seed).items():
+            for key, value in _config(alphas, refine, seed).items():
                 f.attrs[key] = value
             root = f.create_group("seq")
             for seq in tqdm(sequences, desc="candidates+features", disable=not verbose):
                 t0 = time.perf_counter()
                 cand = generate_candidates(seq.points, seq.n_motions, alphas=alphas,
-                                           random_state=seed)
+                                           refine=refine, random_state=seed)
                 X = candidate_features(seq.points, cand)
                 dt = time.perf_counter() - t0
                 seconds.append(dt)

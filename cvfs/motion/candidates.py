@@ -9,9 +9,17 @@ affinity ``A_ij = (t_i^T t_j / (|t_i| |t_j|))^(2 alpha)`` (eq. 27;
 Ng-Jordan-Weiss normalised embedding and k-means) gives one candidate per (alpha, d);
 duplicates are removed.
 
-The pool (``alphas``, ``dims``) is a parameter: the ranker can only pick what the pool contains.
-The paper uses ``alpha = 2`` and ``d in [2K, 4K]``; pooling ``alpha in {1, 2, 4, 8}`` lowers the
-best achievable (oracle) error on Hopkins155 from 0.47% to 0.27%.
+The pool (``alphas``, ``dims``, ``refine``) is a parameter: the ranker can only pick what the pool
+contains. The paper uses ``alpha = 2`` and ``d in [2K, 4K]``; pooling ``alpha in {1, 2, 4, 8}``
+lowers the best achievable (oracle) error on Hopkins155 from 0.47% to 0.29%. By default each
+spectral candidate is also refined by K-subspaces in the velocity space
+(:func:`refine_subspaces`: every point moves to the nearest affine 3-D subspace of the current
+clusters until nothing changes, the rigid-motion model under an affine camera) and the refined
+labellings join the pool: the oracle drops to 0.18 / 0.24 / 0.19% (two / three / all motions;
+cars10 6.1% -> 1.3%) for 9.4 instead of 7.5 candidates per sequence. Refining in the whitened
+projection too (``refine=("velocity", "whitened")``) lowers the oracle further, to
+0.13 / 0.18 / 0.14%, but its 12.5 candidates per sequence were harder to rank: cross-validated
+test error 0.75% against 0.41% (all sequences, fold seeds 0-4).
 
 References
 ----------
@@ -29,10 +37,14 @@ from threadpoolctl import threadpool_limits
 
 from cvfs.base import check_random_state
 
-__all__ = ["Candidates", "DEFAULT_ALPHAS", "default_dims", "generate_candidates",
-           "velocity_matrix", "whitened_basis", "canonical_labels", "check_points"]
+__all__ = ["Candidates", "DEFAULT_ALPHAS", "DEFAULT_REFINE", "REFINE_SPACES", "default_dims",
+           "generate_candidates", "refine_subspaces", "velocity_matrix", "whitened_basis",
+           "canonical_labels", "check_points"]
 
 DEFAULT_ALPHAS = (1.0, 2.0, 4.0, 8.0)
+# K-subspace refinement spaces; a candidate's params[:, 2] is 0 (spectral) or 1 + the index here
+REFINE_SPACES = ("velocity", "whitened")
+DEFAULT_REFINE = ("velocity",)
 ISOLATED_FRACTION = 0.05
 
 
@@ -44,8 +56,9 @@ class Candidates:
     ----------
     labels : ndarray of shape (C, P)
         int64 labels in 0..K-1, canonical (label order = order of first appearance), unique rows.
-    params : ndarray of shape (C, 2)
-        (alpha, d) of the first parameter pair that produced each candidate.
+    params : ndarray of shape (C, 3)
+        (alpha, d, refined) of the first candidate that produced each labelling: refined is 0 for
+        a spectral candidate and ``1 + REFINE_SPACES.index(space)`` for its K-subspace refinement.
     basis : ndarray of shape (P, r)
         Right singular vectors of the velocity matrix (whitened projection), r >= max d.
     singular_values : ndarray of shape (r,)
@@ -209,8 +222,53 @@ def _spectral_labels(A, n_motions, kmeans):
     return labels
 
 
-def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None, n_init=4,
-                        random_state=0):
+def refine_subspaces(Y, labels, n_motions, *, dim=3, max_iter=20):
+    """K-subspaces refinement: move every point to the nearest affine subspace until stable.
+
+    Each iteration fits a least-squares affine ``dim``-subspace through the points of every label
+    and reassigns each point to the subspace nearest to it. It stops when the labels no longer
+    change, after ``max_iter`` iterations, or before a step that would leave a label with ``dim``
+    points or fewer (a subspace through them would fit exactly).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (P, D)
+        Points (one row per trajectory).
+    labels : ndarray of shape (P,)
+        Starting labels in 0..K-1.
+    n_motions : int
+        K.
+    dim : int, default 3
+        Affine subspace dimension (3: a rigid motion under an affine camera).
+    max_iter : int, default 20
+
+    Returns
+    -------
+    labels : ndarray of shape (P,), int64
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    dist = np.empty((Y.shape[0], n_motions))
+    for _ in range(max_iter):
+        for k in range(n_motions):
+            members = Y[labels == k]
+            if members.shape[0] == 0:
+                dist[:, k] = np.inf
+                continue
+            mean = members.mean(axis=0)
+            _, _, vt = np.linalg.svd(members - mean, full_matrices=False)
+            R = Y - mean
+            along = R @ vt[:dim].T
+            dist[:, k] = np.einsum("ij,ij->i", R, R) - np.einsum("ij,ij->i", along, along)
+        new = np.argmin(dist, axis=1)
+        if np.array_equal(new, labels) or \
+                np.bincount(new, minlength=n_motions).min() <= dim:
+            break
+        labels = new
+    return labels
+
+
+def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
+                        refine=DEFAULT_REFINE, n_init=4, random_state=0):
     """Candidate segmentations by spectral clustering over a pool of (alpha, d).
 
     Parameters
@@ -224,6 +282,11 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None, 
     dims : sequence of int, optional
         Projection dimensions; default ``range(2K, 4K + 1)``. Dimensions above min(2F, P) are
         clipped.
+    refine : sequence of {"velocity", "whitened"}, default ("velocity",)
+        Spaces in which every spectral candidate is refined by :func:`refine_subspaces` (affine
+        3-D subspaces); the refined labellings join the pool. ``"velocity"``: the velocity
+        vectors (eq. 26); ``"whitened"``: the unit rows of ``V[:, :2K]``. ``()`` keeps only the
+        spectral candidates (the paper's pool).
     n_init : int, default 4
         k-means restarts per candidate.
     random_state : None, int or numpy.random.Generator, default 0
@@ -237,7 +300,7 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None, 
     ------
     ValueError
         Bad ``points`` / ``n_motions`` (see :func:`check_points`), empty ``alphas`` or ``dims``,
-        non-positive alpha or d < 1.
+        non-positive alpha, d < 1, or an unknown ``refine`` space.
 
     References
     ----------
@@ -250,24 +313,39 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None, 
     dims = default_dims(n_motions) if dims is None else tuple(int(d) for d in np.atleast_1d(dims))
     if not dims or min(dims) < 1:
         raise ValueError(f"dims must be a non-empty list of positive ints; got {dims}")
+    refine = (refine,) if isinstance(refine, str) else tuple(refine)
+    for space in refine:
+        if space not in REFINE_SPACES:
+            raise ValueError(f"refine must hold spaces among {REFINE_SPACES}; got {space!r}")
     rng = check_random_state(random_state)
     seed = int(rng.integers(0, 2**31 - 1))
     with threadpool_limits(limits=1, user_api="blas"):
         V, s = whitened_basis(points, max(dims))
-        seen = {}
+        seen = set()
         labels, params = [], []
+
+        def add(lab, param):
+            lab = canonical_labels(lab)[0]
+            key = lab.tobytes()
+            if key not in seen:
+                seen.add(key)
+                labels.append(lab)
+                params.append(param)
+
         for d in sorted(set(min(d, V.shape[1]) for d in dims)):
             X = _unit_rows(V[:, :d])
             cos = X @ X.T
             powers = _affinity_powers(cos, alphas)
             for alpha in alphas:
                 km = KMeans(n_clusters=n_motions, n_init=n_init, random_state=seed)
-                lab = canonical_labels(_spectral_labels(powers[alpha], n_motions, km))[0]
-                key = lab.tobytes()
-                if key in seen:
-                    continue
-                seen[key] = len(labels)
-                labels.append(lab)
-                params.append((alpha, d))
+                add(_spectral_labels(powers[alpha], n_motions, km), (alpha, d, 0))
+        spaces = {"velocity": lambda: velocity_matrix(points).T,
+                  "whitened": lambda: _unit_rows(V[:, :min(2 * n_motions, V.shape[1])])}
+        spectral = list(zip(labels, params, strict=True))
+        for space in refine:
+            Y = spaces[space]()
+            code = 1 + REFINE_SPACES.index(space)
+            for lab, (alpha, d, _) in spectral:
+                add(refine_subspaces(Y, lab, n_motions), (alpha, d, code))
     return Candidates(labels=np.array(labels, dtype=np.int64), params=np.array(params),
                       basis=V, singular_values=s, n_motions=n_motions)

@@ -17,7 +17,7 @@ Prior features: kNN graphs in every space with Euclidean or angular (1 - cos^2) 
 ``KNN_KS``: the fraction of edges joining different labels.
 
 Also: cluster-size balance (smallest, largest fraction, entropy / log K) and the candidate's
-generating parameters (log2 alpha, d / K).
+generating parameters (log2 alpha, d / K, one indicator per K-subspace refinement space).
 
 Relative blocks: every feature above minus its smallest value over the candidates of the same
 sequence (``rel/...``), and its z-score over them (``z/...``, ``(x - mean) / (std + 1e-9)``).
@@ -36,12 +36,18 @@ import numpy as np
 from numba import njit
 from threadpoolctl import threadpool_limits
 
-from cvfs.motion.candidates import Candidates, _unit_rows, check_points, velocity_matrix
+from cvfs.motion.candidates import (
+    REFINE_SPACES,
+    Candidates,
+    _unit_rows,
+    check_points,
+    velocity_matrix,
+)
 
 __all__ = ["FEATURE_VERSION", "KNN_KS", "SUBSPACE_DIMS", "THRESHOLDS", "cut_fractions",
            "candidate_features", "feature_names", "n_features", "dim_slots"]
 
-FEATURE_VERSION = 5
+FEATURE_VERSION = 6
 SUBSPACE_DIMS = (1, 2, 3, 4)
 THRESHOLDS = tuple(float(t) for t in np.geomspace(0.002, 0.5, 16))
 KNN_KS = tuple(range(1, 11)) + (12, 14, 16, 18, 20, 25, 30, 35, 40, 45, 50)
@@ -73,7 +79,7 @@ def feature_names():
         for metric in ("euclid", "angular"):
             names += [f"prior/{sp}/{metric}/k{k}" for k in KNN_KS]
     names += ["size/min_frac", "size/max_frac", "size/entropy", "param/log2_alpha",
-              "param/d_over_k"]
+              "param/d_over_k"] + [f"param/refined_{space}" for space in REFINE_SPACES]
     return names + [f"rel/{n}" for n in names] + [f"z/{n}" for n in names]
 
 
@@ -252,8 +258,9 @@ def candidate_features(points, candidates):
     with np.errstate(divide="ignore", invalid="ignore"):
         ent = -np.sum(np.where(counts > 0, counts * np.log(counts), 0.0), axis=1) / np.log(K)
     params = candidates.params
+    refined = params[:, 2:3] == 1 + np.arange(len(REFINE_SPACES))[None, :]
     blocks.append(np.column_stack([counts.min(axis=1), counts.max(axis=1), ent,
-                                   np.log2(params[:, 0]), params[:, 1] / K]))
+                                   np.log2(params[:, 0]), params[:, 1] / K, refined]))
     X = np.concatenate(blocks, axis=1)
     # relative blocks: each feature minus its smallest value over the sequence's candidates, and
     # its z-score over them (~0 where the feature is constant within the sequence)

@@ -5,7 +5,8 @@ Public API (shapes in the docstrings of each function):
 - :func:`gaussian_pyramid` / :func:`pyramid_level` / :func:`pyramid_scales` and
   :class:`PyramidLevel` (``.image``, ``.scale``, ``.to_original(xy)``, ``.from_original(xy)``);
 - :func:`hog_level` (per-level cell maps) and :func:`hog_windows` (24x24 windows, 864 features,
-  equal to ``skimage.feature.hog`` per RGB channel);
+  equal to ``skimage.feature.hog`` per RGB channel); :func:`hog_direct` (the same features from
+  the pixels of only the blocks a window needs, for the few windows a soft cascade keeps);
 - :func:`haar_features`, :func:`select_haar`, :func:`integral_image`, :func:`haar_windows`;
 - :class:`FeaturePool` (one column space ``[HOG 864 | Haar 3 x n]``) with :class:`LevelCache`,
   :func:`window_centres`, :func:`valid_centres`;
@@ -31,6 +32,7 @@ from cvfs.vision.haar import (
     select_haar,
 )
 from cvfs.vision.hog import N_HOG, WINDOW, HogLevel, hog_level, hog_names, hog_windows
+from cvfs.vision.hog_direct import hog_direct
 from cvfs.vision.pyramid import PyramidLevel, gaussian_pyramid, pyramid_level, pyramid_scales
 from cvfs.vision.windows import HALF, FeaturePool, LevelCache, valid_centres, window_centres
 
@@ -49,6 +51,7 @@ __all__ = [
     "haar_features",
     "haar_names",
     "haar_windows",
+    "hog_direct",
     "hog_level",
     "hog_names",
     "hog_windows",

@@ -45,6 +45,7 @@ from cvfs.vision.hog import (
     _hog_level,
     hog_names,
 )
+from cvfs.vision.hog_direct import gradient_maps
 from cvfs.vision.pyramid import PyramidLevel
 
 __all__ = ["HALF", "FeaturePool", "LevelCache", "valid_centres", "window_centres"]
@@ -89,6 +90,8 @@ class LevelCache:
         self.image = rgb
         self._integral = None
         self._hog = None
+        self._grad = None
+        self._grad = None
 
     @property
     def shape(self):
@@ -101,6 +104,25 @@ class LevelCache:
         return self._integral
 
     @property
+    def gradients(self):
+        """(bins, mag, abs_g_row, abs_g_col) maps of shape (3, H, W) (int8, then float32).
+
+        The HOG maps' own when they exist, else :func:`cvfs.vision.hog_direct.gradient_maps`
+        (computed on first access).
+        """
+        if self._hog is not None:
+            hl = self._hog
+            return hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col
+        if self._grad is None:
+            self._grad = gradient_maps(self.image)
+        return self._grad
+
+    @property
+    def has_hog(self):
+        """bool: whether the HOG maps have been computed (accessing :attr:`hog` computes them)."""
+        return self._hog is not None
+
+    @property
     def hog(self):
         if self._hog is None:
             self._hog = _hog_level(self.image)
@@ -110,6 +132,7 @@ class LevelCache:
         """Drop the cached maps (they are rebuilt on demand)."""
         self._integral = None
         self._hog = None
+        self._grad = None
 
 
 def valid_centres(shape, centres):
