@@ -133,10 +133,15 @@ def _cmd_keypoints_train(args):
     t0 = time.perf_counter()
     det = train_detector(
         images, args.keypoints, method=args.method, k=args.k, bins=args.bins,
-        n_iter=args.n_iter, mu=args.mu, haar_per_channel=args.haar_per_channel,
+        n_iter=args.n_iter, mu=args.mu, annealing_boost=args.annealing_boost,
+        clip_quantile=args.clip_quantile,
+        haar_per_channel=args.haar_per_channel, hog_border=args.hog_border,
         n_rounds=args.rounds, n_hard=args.n_hard, neg_per_image=args.neg_per_image,
-        max_positives=args.max_positives, max_scale=args.max_scale, scan_stride=args.scan_stride,
-        checkpoint_dir=args.checkpoint_dir, random_state=args.seed, verbose=not args.quiet,
+        max_positives=args.max_positives, ied_range=tuple(args.ied_range),
+        pos_radius=args.pos_radius, neg_radius=args.neg_radius,
+        negative_levels=args.negative_levels, mirror=args.mirror, max_scale=args.max_scale,
+        scan_stride=args.scan_stride, checkpoint_dir=args.checkpoint_dir, random_state=args.seed,
+        verbose=not args.quiet,
     )
     names = "\n".join(str(im.path.name) for im in images).encode()
     det.info["training"].update({
@@ -226,11 +231,27 @@ def _add_keypoints_parser(sub):
     p.add_argument("--bins", type=int, default=8)
     p.add_argument("--n-iter", type=int, default=300)
     p.add_argument("--mu", type=float, default=300)
+    p.add_argument("--annealing-boost", type=float, default=1.0,
+                   help="FSA step factor while features are removed (1: plain 1/L step)")
+    p.add_argument("--clip-quantile", type=float, default=None,
+                   help="clip each feature to its [q, 1-q] quantiles before fitting")
     p.add_argument("--haar-per-channel", type=int, default=2000)
+    p.add_argument("--hog-border", choices=["image", "window"], default="image",
+                   help="HOG gradients on the window border from the level or the crop")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--n-hard", type=int, default=5000)
     p.add_argument("--neg-per-image", type=int, default=20)
     p.add_argument("--max-positives", type=int, default=None)
+    p.add_argument("--ied-range", type=float, nargs=2, default=[20.0, 40.0],
+                   help="IED range (px) of the pyramid levels positives come from")
+    p.add_argument("--pos-radius", type=float, default=1.0,
+                   help="positives within this many level pixels of the keypoint")
+    p.add_argument("--neg-radius", type=float, default=0.5,
+                   help="negatives at least this many IED from the keypoint of every face")
+    p.add_argument("--negative-levels", choices=["training", "all"], default="training",
+                   help="negatives from every pyramid level or only the training levels")
+    p.add_argument("--mirror", action=argparse.BooleanOptionalAction, default=False,
+                   help="add the mirrored images (left/right swapped) as training examples")
     p.add_argument("--max-scale", type=float, default=2.0)
     p.add_argument("--scan-stride", type=int, default=2)
     p.add_argument("--checkpoint-dir", default=None, help="resume mining from here")

@@ -107,3 +107,47 @@ def test_cascade_calibration_and_reorder():
     with pytest.raises(ValueError, match="cascade_ends must increase"):
         AdditiveModel([0, 1], [0, 0], [1, 1], [[0, 1], [0, 1]], 0.0, cascade_ends=[1, 1],
                       cascade_thresholds=[0, 0])
+
+
+def test_clip_ranges_and_clipped_fit():
+    from cvfs.keypoints.train import clip_ranges, fit_classifier
+
+    X, y = _problem()
+    X[:5, 3] = 1e6  # outliers would stretch the equal bins of feature 3
+    lo, hi = clip_ranges(X, 0.01, block=7)
+    np.testing.assert_allclose(lo, np.quantile(X, 0.01, axis=0))
+    np.testing.assert_allclose(hi, np.quantile(X, 0.99, axis=0))
+    lo2, _ = clip_ranges(X, 0.01, max_rows=100, random_state=0)
+    assert lo2.shape == lo.shape
+    def auc(m):
+        return roc_auc_score(y, m.decision_function(X[:, m.features]))
+
+    kw = dict(k=4, bins=6, n_iter=60, random_state=0)
+    # FSA: without clipping the outliers squeeze feature 3 into one bin and it is lost
+    assert auc(fit_classifier(X, y, "fsa-lorenz", **kw)) < 0.85
+    m = fit_classifier(X, y, "fsa-lorenz", clip_quantile=0.01, **kw)
+    assert auc(m) > 0.95 and 3 in m.features
+    j = list(m.features).index(3)
+    np.testing.assert_allclose([m.lo[j], m.lo[j] + 6 / m.scale[j]], [lo[3], hi[3]], rtol=0.05)
+    m = fit_classifier(X, y, "logitboost", n_estimators=40, clip_quantile=0.01, **kw)
+    assert auc(m) > 0.9 and 3 in m.features
+    with pytest.raises(ValueError, match="quantile must be in"):
+        clip_ranges(X, 0.5)
+
+
+def test_fit_classifier_annealing_boost():
+    from cvfs.core.losses import Lorenz
+    from cvfs.keypoints.train import fit_classifier
+
+    X, y = _problem()
+    kw = dict(k=4, bins=6, n_iter=60, random_state=0)
+    default = fit_classifier(X, y, "fsa-lorenz", **kw)  # through FSAClassifier
+    same = fit_classifier(X, y, "fsa-lorenz", annealing_boost=Lorenz.annealing_boost, **kw)
+    np.testing.assert_array_equal(same.features, default.features)
+    np.testing.assert_allclose(same.decision_function(X[:, same.features]),
+                               default.decision_function(X[:, default.features]))
+    plain = fit_classifier(X, y, "fsa-lorenz", annealing_boost=1.0, **kw)
+    assert roc_auc_score(y, plain.decision_function(X[:, plain.features])) > 0.9
+    assert Lorenz.annealing_boost == Lorenz().annealing_boost  # the class is not changed
+    with pytest.raises(ValueError, match="annealing_boost must be a positive number"):
+        fit_classifier(X, y, "fsa-lorenz", annealing_boost=0.0, **kw)

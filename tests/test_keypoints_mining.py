@@ -91,6 +91,15 @@ def test_run_mining_grows_and_resumes(tmp_path):
     X = np.random.default_rng(1).standard_normal((20, 6))
     np.testing.assert_array_equal(resumed.model.decision_function(X[:, resumed.model.features]),
                                   full.model.decision_function(X[:, full.model.features]))
+    # features are computed once per example: all of them in round 1, then the mined rows only
+    sizes = []
+
+    def counting(examples):
+        sizes.append(examples.size)
+        return _feat(examples)
+
+    run_mining(pos, neg, n_rounds=3, **{**kw, "features": counting})
+    assert sizes == [pos.size + neg.size, 15, 15]
     # running again with a finished checkpoint does nothing more
     again = run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **kw)
     assert again.round == 3 and len(again.history) == 3

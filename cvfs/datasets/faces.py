@@ -29,6 +29,7 @@ from cvfs.datasets._home import require_path
 __all__ = [
     "ANNOTATED",
     "KEYPOINTS",
+    "MIRROR_INDEX",
     "AnnotatedImage",
     "inter_eye_distance",
     "keypoint_index",
@@ -36,6 +37,7 @@ __all__ = [
     "load_caltech_webfaces",
     "load_image",
     "load_mtfl",
+    "mirrored",
 ]
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,18 @@ KEYPOINTS = (
     "mouth_right_corner",
     "chin_center",
 )
+
+def _mirror_name(name):
+    """The vocabulary point a horizontal flip turns ``name`` into (left <-> right, and a
+    left/right corner of a left/right feature swaps both words)."""
+    swap = {"left": "right", "right": "left"}
+    return "_".join(swap.get(w, w) for w in name.split("_"))
+
+
+#: ``KEYPOINTS[MIRROR_INDEX[i]]`` is what point i becomes in the horizontally flipped image
+#: (e.g. ``left_eye_center`` <-> ``right_eye_center``, ``left_brow_left_corner`` <->
+#: ``right_brow_right_corner``, ``nose_center`` unchanged).
+MIRROR_INDEX = np.array([KEYPOINTS.index(_mirror_name(n)) for n in KEYPOINTS])
 
 _MTFL = ("left_eye_center", "right_eye_center", "nose_center", "mouth_left_corner",
          "mouth_right_corner")
@@ -130,6 +144,37 @@ class AnnotatedImage:
     def ied(self):
         """Inter-eye distance per face, ndarray of shape (n_faces,); NaN if an eye is missing."""
         return inter_eye_distance(self.points)
+
+
+def mirrored(image, width):
+    """The annotations of ``image`` flipped left-right (for the horizontally mirrored pixels).
+
+    A point ``(x, y)`` moves to ``(width - 1 - x, y)`` (pixel centres at integers) and takes the
+    mirrored name (:data:`MIRROR_INDEX`), so "left" stays image left.
+
+    Parameters
+    ----------
+    image : AnnotatedImage
+    width : int
+        Image width W in pixels.
+
+    Returns
+    -------
+    mirrored : AnnotatedImage
+        Same path and dataset; ``attrs["mirror"] = True`` tells readers to flip the pixels
+        (``image[:, ::-1]``).
+
+    Raises
+    ------
+    ValueError
+        If ``width`` is not a positive int.
+    """
+    if not (isinstance(width, (int, np.integer)) and width >= 1):
+        raise ValueError(f"width must be a positive int; got {width!r}")
+    pts = np.array(image.points, dtype=np.float64)[:, MIRROR_INDEX]
+    pts[..., 0] = (width - 1) - pts[..., 0]
+    attrs = dict(image.attrs, mirror=not image.attrs.get("mirror", False))
+    return AnnotatedImage(image.path, pts, image.dataset, attrs)
 
 
 def inter_eye_distance(points):

@@ -32,6 +32,7 @@ from cvfs.base import check_random_state
 __all__ = [
     "EXAMPLE_DTYPE",
     "LevelGeometry",
+    "face_levels",
     "level_geometry",
     "negative_mask",
     "positive_examples",
@@ -199,12 +200,34 @@ def negative_mask(geometry, points, ieds, *, neg_radius=0.5, margin=12):
     return mask
 
 
-def random_negatives(points, ieds, image_shape, n, *, image_index=0, ied_range=(20.0, 40.0),
-                     neg_radius=0.5, margin=12, scales_per_octave=4, random_state=None):
-    """Up to ``n`` negatives drawn uniformly from the training levels of one image.
+def face_levels(points, ieds, ied_range=(20.0, 40.0), scales_per_octave=4):
+    """Union of the training levels (:func:`training_levels`) of every annotated face.
 
-    The training levels are those of every annotated face (union); candidates on them follow
-    :func:`negative_mask`.
+    Parameters
+    ----------
+    points : array_like of shape (n_faces, 2)
+        The keypoint of every face (NaN faces are skipped).
+    ieds : array_like of shape (n_faces,)
+    ied_range : (float, float)
+    scales_per_octave : int
+
+    Returns
+    -------
+    levels : list of int, decreasing
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    ieds = np.asarray(ieds, dtype=np.float64).reshape(-1)
+    return sorted({int(k) for p, ied in zip(pts, ieds, strict=True) if np.isfinite(p).all()
+                   for k in training_levels(ied, ied_range, scales_per_octave)}, reverse=True)
+
+
+def random_negatives(points, ieds, image_shape, n, *, image_index=0, ied_range=(20.0, 40.0),
+                     neg_radius=0.5, margin=12, scales_per_octave=4, levels=None,
+                     random_state=None):
+    """Up to ``n`` negatives drawn uniformly from the windows of some levels of one image.
+
+    Candidates follow :func:`negative_mask` on ``levels`` (default: the training levels of every
+    annotated face, :func:`face_levels`).
 
     Returns
     -------
@@ -213,8 +236,8 @@ def random_negatives(points, ieds, image_shape, n, *, image_index=0, ied_range=(
     rng = check_random_state(random_state)
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
     ieds = np.asarray(ieds, dtype=np.float64).reshape(-1)
-    levels = sorted({int(k) for p, ied in zip(pts, ieds, strict=True) if np.isfinite(p).all()
-                     for k in training_levels(ied, ied_range, scales_per_octave)}, reverse=True)
+    if levels is None:
+        levels = face_levels(pts, ieds, ied_range, scales_per_octave)
     cand = []
     for k in levels:
         g = LevelGeometry(image_shape, k, scales_per_octave)

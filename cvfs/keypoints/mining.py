@@ -3,8 +3,9 @@
 A mining run alternates (FSA paper, section 3.3): train the classifier on the positives and the
 current negatives; scan the training images with it and add the ~``n_hard`` highest-scoring
 negatives not yet in the set (the set grows); repeat for ``n_rounds`` rounds. Examples are window
-positions (:data:`cvfs.keypoints.examples.EXAMPLE_DTYPE`), never feature vectors; features are
-recomputed from positions by the caller's ``features`` function.
+positions (:data:`cvfs.keypoints.examples.EXAMPLE_DTYPE`), never feature vectors on disk: the
+caller's ``features`` function computes the rows of the examples from their positions once per run
+(each round adds only the rows of the newly mined negatives; a resumed run recomputes them).
 
 After every round the state (positives, negatives, completed rounds, the round's classifier and a
 history) is written atomically to an HDF5 checkpoint; :func:`run_mining` started again with the
@@ -177,7 +178,8 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
         Initial examples (the negatives are usually random, :func:`random_negatives`).
     features : callable
         ``features(examples) -> X`` of shape (n, n_pool_features) for records of
-        EXAMPLE_DTYPE (recomputed from positions every round).
+        EXAMPLE_DTYPE (called on all examples in the first round of a run, then on the newly
+        added negatives only).
     fit : callable
         ``fit(X, y) -> AdditiveModel`` with y in {0, 1}.
     scan : callable
@@ -229,17 +231,19 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
             f"need positives and negatives; got {state.positives.size} positives and "
             f"{state.negatives.size} negatives"
         )
+    X = None  # feature rows of [positives, negatives[:n_done]], grown by the mined rows
     while state.round < n_rounds:
         r = state.round
         t0 = time.perf_counter()
-        examples = np.concatenate([state.positives, state.negatives])
+        if X is None:
+            X = features(np.concatenate([state.positives, state.negatives]))
+        else:
+            X = np.concatenate([X, features(state.negatives[X.shape[0] - state.positives.size:])])
         y = np.r_[np.ones(state.positives.size, np.int64), np.zeros(state.negatives.size,
                                                                      np.int64)]
-        X = features(examples)
         t_feat = time.perf_counter() - t0
         t0, c0 = time.perf_counter(), time.process_time()
         model = fit(X, y)
-        del X
         t_fit, c_fit = time.perf_counter() - t0, time.process_time() - c0
         added, t_scan = 0, 0.0
         if r < n_rounds - 1:
