@@ -229,28 +229,12 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
         clf = LogitBoostClassifier(n_estimators=n_estimators or k, bins=bins,
                                    random_state=random_state, verbose=verbose)
         return clf.fit(X, y).model_
-    loss = method.split("-", 1)[1]
-    if annealing_boost is None:
-        from cvfs.estimators import FSAClassifier
+    from cvfs.estimators import FSAClassifier
 
-        est = FSAClassifier(k=k, loss=loss, n_iter=n_iter, mu=mu, bins=bins,
-                            random_state=random_state, verbose=verbose)
-        return additive_from_fsa(est.fit(X, y))
-    from cvfs.core.fsa import fsa_fit
-    from cvfs.core.losses import get_loss
-    from cvfs.core.priors import get_prior
-
-    if not (np.isfinite(annealing_boost) and annealing_boost > 0):
-        raise ValueError(f"annealing_boost must be a positive number; got {annealing_boost!r}")
-    loss = get_loss(loss)
-    loss.annealing_boost = float(annealing_boost)  # this instance only
-    y = np.asarray(y).reshape(-1)
-    res = fsa_fit(X, np.where(y == 1, 1.0, -1.0), k, loss=loss, bins=bins,
-                  prior=get_prior("shrinkage"), n_iter=n_iter, mu=mu,
-                  random_state=random_state, verbose=verbose)
-    return AdditiveModel(res.support, res.table[:, 0], res.table[:, 1],
-                         np.asarray(res.coef).reshape(res.support.size, -1), res.intercept,
-                         "linear")
+    est = FSAClassifier(k=k, loss=method.split("-", 1)[1], n_iter=n_iter, mu=mu,
+                        annealing_boost=annealing_boost, bins=bins, random_state=random_state,
+                        verbose=verbose)
+    return additive_from_fsa(est.fit(X, y))
 
 
 def cascade_order(model, n_hog, n_first):
