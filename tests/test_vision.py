@@ -24,7 +24,7 @@ from cvfs.vision import (
     window_centres,
 )
 from cvfs.vision.hog import _COS, _SIN, _orient_bin
-from cvfs.vision.hog_direct import block_from_cells, gradient_maps, hog_direct, hog_slots
+from cvfs.vision.hog_direct import block_from_cells, hog_direct, hog_slots
 from tests.naive import naive_haar, naive_hog_cells
 
 SK = dict(orientations=8, pixels_per_cell=(6, 6), cells_per_block=(2, 2), block_norm="L2-Hys")
@@ -337,21 +337,19 @@ def test_bad_arguments_raise_clear_errors():
 
 
 @pytest.mark.parametrize("kind", ["float", "uint8", "levels", "smooth"])
-@pytest.mark.parametrize("gradients", [False, True])
-def test_hog_direct_equals_skimage(images, kind, gradients):
+def test_hog_direct_equals_skimage(images, kind):
     img = images[kind]
     f = as_float_rgb(img)
     rng = np.random.default_rng(2)
     tl = np.stack([rng.integers(0, 50 - 24 + 1, 30), rng.integers(0, 61 - 24 + 1, 30)], 1)
     tl = np.vstack([tl, [[0, 0], [26, 37], [0, 37], [26, 0]]])
-    ours = hog_direct(img, tl, border="window", gradients=gradients)
+    ours = hog_direct(img, tl, border="window")
     ref = np.stack([_sk_window(f, r, c) for r, c in tl])
     assert ours.shape == (34, N_HOG) and ours.dtype == np.float32
     np.testing.assert_allclose(ours, ref, rtol=0, atol=2e-7)
     # the level's gradients on the window border: as the per-level maps compute them
     maps = hog_windows(hog_level(img), tl, border="image")
-    np.testing.assert_allclose(hog_direct(img, tl, border="image", gradients=gradients), maps,
-                               rtol=0, atol=2e-7)
+    np.testing.assert_allclose(hog_direct(img, tl, border="image"), maps, rtol=0, atol=2e-7)
 
 
 @pytest.mark.parametrize("border", ["window", "image"])
@@ -374,17 +372,13 @@ def test_block_from_cells_equals_hog_windows(images, border):
         np.testing.assert_allclose(got, ref, rtol=0, atol=2e-7)
 
 
-def test_hog_direct_columns_and_gradient_maps(images):
+def test_hog_direct_columns_and_errors(images):
     img = images["smooth"]
     tl = [[0, 0], [26, 37], [3, 11]]
     cols = [863, 0, 300, 300, 577]
     full = hog_direct(img, tl, border="window")
     np.testing.assert_array_equal(hog_direct(img, tl, columns=cols, border="window"),
                                   full[:, cols])
-    hl = hog_level(img)
-    for got, ref in zip(gradient_maps(as_float_rgb(img)),
-                        (hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col), strict=True):
-        np.testing.assert_array_equal(got, ref)
     slot, within = hog_slots([0, 31, 32, 288, 863])
     assert slot.tolist() == [0, 0, 1, 9, 26] and within.tolist() == [0, 31, 0, 0, 31]
     with pytest.raises(ValueError, match="border must be one of"):

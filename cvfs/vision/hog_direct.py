@@ -44,8 +44,7 @@ from cvfs.vision.hog import (
     l2hys,
 )
 
-__all__ = ["N_BLOCK_SLOTS", "block_from_cells", "block_from_gradients", "block_from_pixels",
-           "gradient_maps", "hog_direct", "hog_slots"]
+__all__ = ["N_BLOCK_SLOTS", "block_from_cells", "block_from_pixels", "hog_direct", "hog_slots"]
 
 #: Distinct (channel, block) pairs of a window: 3 channels x 3 x 3 blocks.
 N_BLOCK_SLOTS = 3 * N_BLOCKS * N_BLOCKS
@@ -113,95 +112,8 @@ def _normalize(cell_buf, out32):
     l2hys(out32, s)
 
 
-@njit(cache=True)
-def _gradient_kernel(rgb, bins, mag, agr, agc):
-    h, w, nch = rgb.shape
-    for ch in range(nch):
-        for r in range(h):
-            for c in range(w):
-                gr = 0.0
-                if 0 < r < h - 1:
-                    gr = np.float64(rgb[r + 1, c, ch]) - np.float64(rgb[r - 1, c, ch])
-                gc = 0.0
-                if 0 < c < w - 1:
-                    gc = np.float64(rgb[r, c + 1, ch]) - np.float64(rgb[r, c - 1, ch])
-                bins[ch, r, c] = _orient_bin(gc, gr, _COS, _SIN)
-                mag[ch, r, c] = math.sqrt(gc * gc + gr * gr)
-                agr[ch, r, c] = abs(gr)
-                agc[ch, r, c] = abs(gc)
-
-
-def gradient_maps(rgb):
-    """Per-pixel gradient maps of a level (image-border gradients), without cell histograms.
-
-    Parameters
-    ----------
-    rgb : ndarray of shape (H, W, 3), dtype float32
-        A level image as :func:`cvfs.vision.as_float_rgb` returns it.
-
-    Returns
-    -------
-    bins : ndarray of shape (3, H, W), dtype int8
-        Orientation bin of every pixel.
-    mag, abs_g_row, abs_g_col : ndarray of shape (3, H, W), dtype float32
-        Gradient magnitude, ``|g_row|`` and ``|g_col|``: the maps of :class:`cvfs.vision.HogLevel`
-        of the same names, ~4 times cheaper to build than the whole :func:`hog_level`.
-    """
-    h, w = rgb.shape[:2]
-    bins = np.empty((3, h, w), dtype=np.int8)
-    maps = [np.empty((3, h, w), dtype=np.float32) for _ in range(3)]
-    _gradient_kernel(rgb, bins, *maps)
-    return (bins, *maps)
-
-
 _B_ROW0 = _orient_bin(1.0, 0.0, _COS, _SIN)  # bin of a pixel whose row gradient is zeroed (0)
 _B_COL0 = _orient_bin(0.0, 1.0, _COS, _SIN)  # ... whose column gradient is zeroed (4)
-
-
-@njit(cache=True)
-def block_from_gradients(grad, slot, r0, c0, window_border, cell_buf, out32):
-    """:func:`block_from_pixels` reading the level's :func:`gradient_maps`.
-
-    ``grad = (bins, mag, abs_g_row, abs_g_col)``. With ``window_border``, a pixel on the window's
-    first or last row keeps only its column gradient (bin 0, magnitude ``|g_col|``), one on the
-    first or last column only its row gradient (bin 4, ``|g_row|``), a corner none (skimage on the
-    crop).
-    """
-    bins, mag, agr, agc = grad
-    ch = slot // (N_BLOCKS * N_BLOCKS)
-    bi = (slot // N_BLOCKS) % N_BLOCKS
-    bj = slot % N_BLOCKS
-    cell_buf[:] = 0.0
-    for ci in range(2):
-        for cj in range(2):
-            acc = cell_buf[ci, cj]
-            c_lo = c0 + CELL * (bj + cj)
-            for a in range(CELL):
-                r = r0 + CELL * (bi + ci) + a
-                brow = bins[ch, r, c_lo:c_lo + CELL]
-                mrow = mag[ch, r, c_lo:c_lo + CELL]
-                for b in range(CELL):
-                    acc[np.intp(brow[b]) & 7] += mrow[b]
-    if window_border and slot % 9 != 4:  # every block but the centre one touches the border
-        for ci in range(2):
-            for cj in range(2):
-                acc = cell_buf[ci, cj]
-                for a in range(CELL):
-                    wr = CELL * (bi + ci) + a
-                    edge_row = wr == 0 or wr == WINDOW - 1
-                    for b in range(CELL):
-                        wc = CELL * (bj + cj) + b
-                        edge_col = wc == 0 or wc == WINDOW - 1
-                        if not (edge_row or edge_col):
-                            continue
-                        r = r0 + wr
-                        c = c0 + wc
-                        acc[np.intp(bins[ch, r, c]) & 7] -= mag[ch, r, c]
-                        if edge_row and not edge_col:
-                            acc[_B_ROW0] += agc[ch, r, c]
-                        elif edge_col and not edge_row:
-                            acc[_B_COL0] += agr[ch, r, c]
-    _normalize(cell_buf, out32)
 
 
 @njit(cache=True)
@@ -253,7 +165,7 @@ def block_from_cells(hl, slot, r0, c0, window_border, cell_buf, out32):
 
 
 @njit(cache=True)
-def _direct_kernel(rgb, grad, use_grad, top_left, slot, within, window_border, out):
+def _direct_kernel(rgb, top_left, slot, within, window_border, out):
     n = top_left.shape[0]
     m = slot.shape[0]
     blocks = np.empty((N_BLOCK_SLOTS, BLOCK_LEN))
@@ -264,12 +176,8 @@ def _direct_kernel(rgb, grad, use_grad, top_left, slot, within, window_border, o
         for j in range(m):
             s = slot[j]
             if not have[s]:
-                if use_grad:
-                    block_from_gradients(grad, s, top_left[i, 0], top_left[i, 1], window_border,
-                                         cell_buf, blocks[s])
-                else:
-                    block_from_pixels(rgb, s, top_left[i, 0], top_left[i, 1], window_border,
-                                      cell_buf, blocks[s])
+                block_from_pixels(rgb, s, top_left[i, 0], top_left[i, 1], window_border,
+                                  cell_buf, blocks[s])
                 have[s] = True
             out[i, j] = blocks[s, within[j]]
 
@@ -295,7 +203,7 @@ def hog_slots(columns):
     return ch * (N_BLOCKS * N_BLOCKS) + block, within
 
 
-def hog_direct(image, top_left, *, columns=None, border="image", gradients=False):
+def hog_direct(image, top_left, *, columns=None, border="image"):
     """HOG features of 24x24 windows computed from the pixels of only the blocks they need.
 
     Cheaper than :func:`cvfs.vision.hog_windows` on level maps when few windows of a level are
@@ -312,9 +220,6 @@ def hog_direct(image, top_left, *, columns=None, border="image", gradients=False
     border : {'image', 'window'}, default='image'
         Gradients of the level (``'image'``) or of each 24x24 crop (``'window'``, equal to
         ``skimage.feature.hog`` of the crop).
-    gradients : bool, default=False
-        Read the pixels' bins and magnitudes from the level's :func:`gradient_maps` (built here
-        once) instead of computing them per block: cheaper per block when many windows are asked.
 
     Returns
     -------
@@ -339,7 +244,5 @@ def hog_direct(image, top_left, *, columns=None, border="image", gradients=False
     slot, within = hog_slots(cols)
     out = np.empty((len(tl), len(cols)), dtype=np.float32)
     if len(tl) and len(cols):
-        grad = gradient_maps(rgb) if gradients else gradient_maps(rgb[:1, :1])
-        _direct_kernel(rgb, grad, bool(gradients), np.ascontiguousarray(tl), slot, within,
-                       window_border, out)
+        _direct_kernel(rgb, np.ascontiguousarray(tl), slot, within, window_border, out)
     return out
