@@ -28,6 +28,14 @@ def test_nms():
     kept = nms(d[:2], np.array([0.5, 5.0]))
     assert kept.shape == (2, 3)
     assert nms(np.zeros((0, 3)), np.zeros(0)).shape == (0, 3)
+    # merge: the kept (1, 0) moves to the score-weighted mean of itself, (0, 0) and (3, 0);
+    # a suppressed detection with a negative score has no weight
+    merged = nms(np.vstack([d, [[2, 0, -1.0]]]), np.full(5, 2.5), merge=True)
+    np.testing.assert_allclose(merged, [[(1 * 2.0 + 0 * 1.0 + 3 * 1.5) / 4.5, 0, 2.0],
+                                        [10, 0, 0.5]])
+    # a kept detection with a non-positive score stays where it is
+    lone = nms(np.array([[4.0, 5.0, -0.5], [5.0, 5.0, -2.0]]), np.full(2, 3.0), merge=True)
+    np.testing.assert_allclose(lone, [[4.0, 5.0, -0.5]])
 
 
 def test_parabolic_offsets():
