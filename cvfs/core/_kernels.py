@@ -622,7 +622,7 @@ def compact_features(X, cols, transposed):
 
 
 @njit(cache=True)
-def fsa_loop(X, Xw, transposed, owned, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
+def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
              intercept, lam, track, e0, e1, schedule, code, param, curv, shrink, smooth,
              lr_fixed, boost, fit_intercept, hist, path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
@@ -640,13 +640,14 @@ def fsa_loop(X, Xw, transposed, owned, y, pi, pj, pr, pw, cols, fp, bins, beta, 
     the final size; linear responses of a row-separable loss with at most ``SMALL_WIDTH`` kept
     columns are then stored feature-major (``transposed``, shape (W, N)). The working matrix
     is the caller's ``X`` (only read) until the first compaction, then the solver's own buffer
-    ``Xw`` (``owned``), within which later compactions move the kept columns. Returns the
-    updated (Xw, transposed, owned, cols, fp, beta, v, support, intercept, lam, track).
+    ``Xw`` (empty until then), within which later compactions move the kept columns. Returns
+    the updated (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track).
     """
     lam_prev = lam
     lam0 = lam
     G = beta.shape[1]
     waste = 0.0  # columns read with zero weight since the last compaction
+    owned = Xw.size > 0
     for e in range(e0, e1):
         m = cols.size
         if owned:
@@ -704,7 +705,7 @@ def fsa_loop(X, Xw, transposed, owned, y, pi, pj, pr, pw, cols, fp, bins, beta, 
                     path[e, support[j]] = beta[j, 0]
                 else:
                     path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
-    return Xw, transposed, owned, cols, fp, beta, v, support, intercept, lam, track
+    return Xw, transposed, cols, fp, beta, v, support, intercept, lam, track
 
 
 @njit(cache=True)

@@ -333,12 +333,13 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
     transposed = False
-    owned = out_of_core  # the kept columns loaded from an out-of-core X are our own buffer
-    Xw = X if owned else np.empty((0, 0), dtype=X.dtype)
+    # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
+    # empty until the first compaction
+    Xw = X if out_of_core else np.empty((0, 0), dtype=X.dtype)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
-        Xw, transposed, owned, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, Xw, transposed, owned, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
+        Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
             intercept, lam, track, e, e1, schedule, loss.code, float(loss.param), curv, shrink,
             smooth, lr_fixed, boost, fit_intercept, hist, path)
         bar.update(e1 - e)
