@@ -127,7 +127,10 @@ class _FSABase(SelectorMixin, BaseEstimator):
                 raise ValueError("y contains NaN or infinity")
             self.n_features_in_ = X.shape[1]
             return X, y
-        return validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=y_numeric)
+        # X's values are checked by the solver's statistics pass (NaN/inf: a ValueError naming
+        # the first bad row), so the scikit-learn check would only read X once more
+        return validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=y_numeric,
+                             ensure_all_finite=False)
 
     def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True):
         prior = self._check_params()

@@ -149,7 +149,7 @@ def test_piecewise_linear_encoding_matches_naive_reference():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(50, 3))
     resp = PiecewiseLinear(4)
-    fp = _column_table(X, resp, 1 << 20)
+    fp, _ = _column_table(X, resp, 1 << 20)
     U = resp.basis(X, fp).reshape(50, 3, 5)
     for i in range(50):
         for j in range(3):
@@ -174,7 +174,7 @@ def test_kernel_gradient_matches_naive(bins, name):
     X = rng.normal(size=(40, 6))
     loss = get_loss(name)
     y = rng.normal(size=40) if name == "squared" else rng.choice([-1.0, 1.0], 40)
-    fp = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
+    fp, _ = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
     G = 1 if bins == 0 else bins + 1
     beta = rng.normal(0, 0.3, (6, G))
     v = rng.normal(size=(6, G))
@@ -218,7 +218,7 @@ def test_solver_matches_naive_algorithm_with_fixed_step(bins):
     sched = annealing_schedule(30, 4, 40, 10)
     res = fsa_fit(X, y, 4, loss="logistic", bins=None if bins == 0 else bins, n_iter=40,
                   mu=10, learning_rate=0.5, prior=Shrinkage(1e-3))
-    fp = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
+    fp, _ = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
     loss = get_loss("logistic")
     kept, beta, icpt = naive.fsa_reference(X, y, 4, sched, fp, bins, "logistic", 0.5, 1e-3,
                                            intercept=loss.init_intercept(y),
@@ -235,14 +235,15 @@ def test_fsa_recovers_support_and_history():
     np.testing.assert_array_equal(res.support, true)
     h = res.history
     assert h["n_kept"][-1] == 10 and h["n_kept"][0] == annealing_schedule(300, 10)[0]
-    assert h["width"][0] == 300 and np.all(np.diff(h["width"]) <= 0)
+    # iteration 0 reads nothing of its own: its gradient comes from the statistics pass
+    assert h["width"][0] == 0 and np.all(np.diff(h["width"][1:]) <= 0)
     # once the set is fixed, the objective decreases monotonically (step 1/L)
     tail = h["loss"][260:]
     assert np.all(np.diff(tail) <= 1e-12)
     sched = annealing_schedule(300, 10)
     # the columns read are the kept ones (before each step) up to the halving compaction rule
-    before = np.r_[300, sched[:-1]]
-    assert np.all(h["width"] >= before) and np.all(h["width"] < 2 * before + 1)
+    before = sched[:-1]
+    assert np.all(h["width"][1:] >= before) and np.all(h["width"][1:] < 2 * before + 1)
     assert h["width"][-1] == 10  # compacted to the final set (feature-major)
     assert h["data_passes"] == pytest.approx(h["width"].sum() / 300)
     annealing = (300 + (sched[:-1] - 10).sum()) / 300 - 10 / 300
@@ -287,7 +288,7 @@ def test_squared_loss_default_step_is_stable_where_paper_step_diverges():
 def test_power_iteration_estimate_tracks_largest_eigenvalue():
     X, y, true = make_ar1_regression(500, 60, k_true=6, random_state=9)
     res = fsa_fit(X, y, 6, loss="squared")
-    fp = _column_table(X[:, res.support], get_response(None), 1 << 20)
+    fp, _ = _column_table(X[:, res.support], get_response(None), 1 << 20)
     lam = np.linalg.eigvalsh(naive.curvature_operator(X[:, res.support], fp, 0)).max()
     np.testing.assert_allclose(res.history["lipschitz"], lam, rtol=1e-3)
 
@@ -402,6 +403,19 @@ def test_core_errors():
     assert set(LOSSES) == {"squared", "logistic", "lorenz", "svm", "rank"}
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_statistics_pass_gives_the_first_gradient_sums(dtype):
+    """The raw sums sum_i d_i x_ij of FSA's first iteration come from the statistics pass."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(50.0, 3.0, size=(700, 9)).astype(dtype)
+    d = rng.standard_normal(700)
+    fp, graw = _column_table(X, get_response(None), 4000)  # several row blocks
+    assert graw is None
+    fp2, graw = _column_table(X, get_response(None), 4000, d)
+    np.testing.assert_array_equal(fp, fp2)
+    np.testing.assert_allclose(graw[:, 0], X.astype(np.float64).T @ d, rtol=1e-10)
+
+
 def test_column_statistics_match_numpy_across_blocks():
     from cvfs.core.responses import _ColumnStats
 
@@ -441,6 +455,8 @@ def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path):
     assert peak <= max_memory + 3 * block + 200 * 500 * 8 + 4000 * 8 * 8
     # the kept columns were loaded as soon as max_memory could hold them
     n_ooc = res.history["out_of_core_iterations"]
-    assert n_ooc >= 1 and np.all(res.history["width"][:n_ooc] == 500)
+    # (iteration 0's gradient comes from the statistics pass: it reads nothing of its own)
+    assert n_ooc >= 2 and res.history["width"][0] == 0
+    assert np.all(res.history["width"][1:n_ooc] == 500)
     loaded = res.history["n_kept"][n_ooc - 1]
     assert 4000 * loaded * 4 <= max_memory < 4000 * res.history["n_kept"][n_ooc - 2] * 4

@@ -30,9 +30,10 @@ class _ColumnStats:
         self.lo = np.full(m, np.inf)
         self.hi = np.full(m, -np.inf)
 
-    def update(self, block):
-        """Add the rows of ``block`` (C-contiguous float32/float64). Returns False if a value
-        is NaN or infinite."""
+    def update(self, block, d=None, gacc=None):
+        """Add the rows of ``block`` (C-contiguous float32/float64). With per-row weights ``d``
+        (the block's rows), also accumulate gacc_j += sum_i d_i (x_ij - shift_j) into ``gacc``
+        (M,). Returns False if a value is NaN or infinite."""
         from cvfs.core._kernels import column_stats
 
         if block.shape[0] == 0:
@@ -40,7 +41,9 @@ class _ColumnStats:
         if self.shift is None:
             self.shift = np.where(np.isfinite(block[0]), block[0], 0.0).astype(np.float64)
         self.n += block.shape[0]
-        return column_stats(block, self.shift, self.s1, self.s2, self.lo, self.hi)
+        if d is None:
+            d, gacc = np.zeros(block.shape[0]), np.zeros(block.shape[1])
+        return column_stats(block, self.shift, self.s1, self.s2, self.lo, self.hi, d, gacc)
 
     @property
     def mean(self):
