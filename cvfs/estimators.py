@@ -275,13 +275,14 @@ class FSAClassifier(ClassifierMixin, _FSABase):
         """
         X, y = self._validate_X_y(X, y, y_numeric=False)
         check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        self.classes_ = np.unique(y)
         if self.classes_.size != 2:
             raise ValueError(
                 f"Only binary classification is supported: y must have exactly 2 classes, "
                 f"got {self.classes_.size} class(es)"
             )
-        return self._fit_core(X, np.where(y_idx == 1, 1.0, -1.0), get_loss(self.loss))
+        return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
+                              get_loss(self.loss))
 
     def decision_function(self, X):
         """Scores (positive: ``classes_[1]``), ndarray of shape (n_samples,)."""

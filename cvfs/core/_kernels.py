@@ -428,28 +428,29 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
         j += 1
 
 
+@njit(cache=True)
+def _chunk_rows(N, m, itemsize):
+    """Rows per chunk of the feature-major sweeps: the chunk's kept columns (~256 KiB) stay in
+    L2 between the axpy and the dot sweeps."""
+    return min(N, max(512, (1 << 18) // max(1, m * itemsize)))
+
+
 @njit(cache=True, fastmath={"reassoc", "contract"})
-def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
-    """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
-    the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
-    time, which beat two BLAS calls up to ``SMALL_WIDTH`` columns."""
+def _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track, a, b, z, t,
+                     d):
+    """:func:`row_pass_t` with its work buffers passed in: ``a``, ``b`` (m,) and ``z``, ``t``,
+    ``d`` (at least one chunk of rows)."""
     N = XT.shape[1]
     m = cols.size
     z0 = intercept
     t0 = 0.0
-    a = np.empty(m)
-    b = np.empty(m)
     for j in range(m):
         z0 -= beta[j, 0] * fp[j, 2]
         a[j] = beta[j, 0] * fp[j, 1]
         b[j] = v[j, 0] * fp[j, 1]
         if track:
             t0 -= v[j, 0] * fp[j, 2]
-    # row chunks whose kept columns (~256 KiB) stay in L2 between the axpy and the dot sweeps
-    R = min(N, max(512, (1 << 18) // max(1, m * XT.itemsize)))
-    z = np.empty(R)
-    t = np.empty(R)
-    d = np.empty(R)
+    R = z.size
     lsum = 0.0
     dsum = 0.0
     tsum = 0.0
@@ -465,6 +466,59 @@ def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
             tsum += tc[i]
         _dot_columns(dc, tc, XT, cols, g, h, track, r0)
     return lsum, dsum, tsum
+
+
+@njit(cache=True)
+def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
+    """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
+    the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
+    time, within row chunks that stay in L2; they beat two BLAS calls up to ``SMALL_WIDTH``
+    columns."""
+    N = XT.shape[1]
+    m = cols.size
+    R = _chunk_rows(N, m, XT.itemsize)
+    return _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track,
+                            np.empty(m), np.empty(m), np.empty(R), np.empty(R), np.empty(R))
+
+
+@njit(cache=True)
+def final_iterations(XT, y, cols, fp, beta, intercept, lam, e0, e1, code, param, curv, shrink,
+                     lr_fixed, fit_intercept, hist, path, support):
+    """Iterations e0..e1-1 once the kept set is final, the curvature estimate frozen and the
+    working matrix feature-major (linear responses, row-separable loss): the same steps as
+    :func:`fsa_loop` (gradient step 1 / L, nothing dropped) without its per-iteration
+    allocations and selection. Returns the intercept."""
+    N = XT.shape[1]
+    m = cols.size
+    R = _chunk_rows(N, m, XT.itemsize)
+    a = np.empty(m)
+    b = np.empty(m)
+    z = np.empty(R)
+    t = np.empty(R)
+    d = np.empty(R)
+    g = np.empty((m, 1))
+    h = np.zeros((m, 1))
+    v = np.zeros((m, 1))
+    lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam + 2.0 * shrink)
+    for e in range(e0, e1):
+        g[:, :] = 0.0
+        lsum, dsum, _ = _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g,
+                                         h, False, a, b, z, t, d)
+        finalize(g, fp, 0, dsum, N)
+        pval = prior_value_grad(beta, shrink, 0.0, g)
+        for j in range(m):
+            beta[j, 0] -= lr * g[j, 0]
+        if fit_intercept:
+            intercept -= min(lr, 1.0 / curv) * (dsum / N)
+        hist[e, 0] = lsum / N + pval
+        hist[e, 1] = m
+        hist[e, 2] = lr
+        hist[e, 3] = m
+        hist[e, 4] = lam
+        if path.shape[0] > 0:
+            for j in range(m):
+                path[e, support[j]] = beta[j, 0]
+    return intercept
 
 
 @njit(cache=True)
@@ -675,30 +729,75 @@ def power_estimate(X, cols, fp, bins, v, n_iter):
     lam = 0.0
     dummy_y = np.zeros(X.shape[0])
     beta = np.zeros((m, G))
-    if bins == 0:  # two matrix-vector products (cheaper than row_pass's two-column products)
-        Xc = X[:, cols] if cols.size < X.shape[1] else X
-        w = np.empty(m, dtype=X.dtype)
     for _ in range(n_iter):
+        g = np.zeros((m, G))
         h = np.zeros((m, G))
-        if bins == 0:
-            t0 = 0.0
-            for j in range(m):
-                w[j] = v[j, 0] * fp[j, 1]
-                t0 -= v[j, 0] * fp[j, 2]
-            t = np.dot(Xc, w)
-            t += t0  # (stays in X's dtype for the second product)
-            h[:, 0] = np.dot(t, Xc)
-            tsum = float(np.sum(t))
-        else:
-            g = np.zeros((m, G))
-            _, _, tsum = row_pass(X, dummy_y, cols, fp, bins, beta, v, 0.0, LOSS_NONE, 0.0, g,
-                                  h, True)
+        _, _, tsum = row_pass(X, dummy_y, cols, fp, bins, beta, v, 0.0, LOSS_NONE, 0.0, g, h,
+                              True)
         finalize(h, fp, bins, tsum, X.shape[0])
         nh = np.sqrt(np.sum(h * h))
         if nh == 0.0:
             return 0.0
         lam = nh
         v[:, :] = h / nh
+    return lam
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def power_estimate_rows(X, rows, fp, v, n_iter):
+    """:func:`power_estimate` for linear responses on the rows ``rows`` of the in-memory ``X``
+    (all columns), read in place (no gathered copy): per iteration one dot and one axpy per
+    row."""
+    M = X.shape[1]
+    n = rows.size
+    w = np.empty(M)
+    hr = np.empty(M)
+    lam = 0.0
+    for _ in range(n_iter):
+        t0 = 0.0
+        for j in range(M):
+            w[j] = v[j, 0] * fp[j, 1]
+            t0 -= v[j, 0] * fp[j, 2]
+            hr[j] = 0.0
+        tsum = 0.0
+        r = 0
+        while r + 4 <= n:  # four rows per sweep: w and hr loaded once per four rows
+            x0, x1, x2, x3 = X[rows[r]], X[rows[r + 1]], X[rows[r + 2]], X[rows[r + 3]]
+            a0 = a1 = a2 = a3 = 0.0
+            for j in range(M):
+                wj = w[j]
+                a0 += x0[j] * wj
+                a1 += x1[j] * wj
+                a2 += x2[j] * wj
+                a3 += x3[j] * wj
+            a0 += t0
+            a1 += t0
+            a2 += t0
+            a3 += t0
+            tsum += (a0 + a1) + (a2 + a3)
+            for j in range(M):
+                hr[j] += (a0 * x0[j] + a1 * x1[j]) + (a2 * x2[j] + a3 * x3[j])
+            r += 4
+        while r < n:
+            x = X[rows[r]]
+            t = t0
+            for j in range(M):
+                t += x[j] * w[j]
+            tsum += t
+            for j in range(M):
+                hr[j] += t * x[j]
+            r += 1
+        nh = 0.0
+        for j in range(M):
+            hj = (hr[j] * fp[j, 1] - fp[j, 2] * tsum) / n
+            hr[j] = hj
+            nh += hj * hj
+        nh = math.sqrt(nh)
+        if nh == 0.0:
+            return 0.0
+        lam = nh
+        for j in range(M):
+            v[j, 0] = hr[j] / nh
     return lam
 
 
@@ -780,6 +879,11 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
     owned = Xw.size > 0
     for e in range(e0, e1):
         m = cols.size
+        if transposed and not track and m == schedule[-1]:  # the rest: plain 1/L steps
+            intercept = final_iterations(Xw, y, cols, fp, beta, intercept, lam, e, e1, code,
+                                         param, curv, shrink, lr_fixed, fit_intercept, hist,
+                                         path, support)
+            break
         trk = track
         fused = e == 0 and g_first.shape[0] > 0
         if fused:

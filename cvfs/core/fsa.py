@@ -333,15 +333,18 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     # start vector and initial curvature from a few power iterations on a row subsample
     n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
     sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
-    Xs = np.ascontiguousarray(np.asarray(X[sub]), dtype=X.dtype)
-    lam = K.power_estimate(Xs, cols, fp, response.bins, v, _POWER_ITERS)
+    if response.bins == 0 and not out_of_core:
+        lam = K.power_estimate_rows(X, sub, fp, v, _POWER_ITERS)
+    else:
+        Xs = np.ascontiguousarray(np.asarray(X[sub]), dtype=X.dtype)
+        lam = K.power_estimate(Xs, cols, fp, response.bins, v, _POWER_ITERS)
     if is_rank:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the weighted Laplacian)
         degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
         lam *= 2.0 * N * degree.max()
 
     hist = np.zeros((n_iter, 5))
     path = np.zeros((n_iter, M)) if record_path else np.zeros((0, 0))
-    bar = tqdm(total=n_iter, desc="FSA", disable=not verbose, leave=False)
+    bar = tqdm(total=n_iter, desc="FSA", leave=False) if verbose else None
 
     e = 0
     if out_of_core:
@@ -363,9 +366,11 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
             intercept, lam, track, g_first, first_sums, e, e1, schedule, loss.code,
             float(loss.param), curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path,
             _SMALL)
-        bar.update(e1 - e)
+        if bar is not None:
+            bar.update(e1 - e)
         e = e1
-    bar.close()
+    if bar is not None:
+        bar.close()
 
     # de-centre: f(x) = intercept + sum_j u_j(x)^T coef_j on the uncentred basis
     offset = float(np.sum(beta * fp[:, 2:]))
@@ -457,7 +462,8 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
         if path.shape[0]:
             path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
         e += 1
-        bar.update(1)
+        if bar is not None:
+            bar.update(1)
     # load the kept columns (one more pass over the rows)
     Xw = np.empty((N, cols.size), dtype=X.dtype if X.dtype in (np.float32, np.float64)
                   else np.float64)
