@@ -16,6 +16,7 @@ Pyramid: images are scanned up to the detector's ``max_scale`` (2 for the shippe
 upsampled levels find faces with an inter-eye distance down to ~10 px); video frames up to scale
 1 (:data:`VIDEO_MAX_SCALE`: faces with an inter-eye distance of at least ~20 px, about 4 times
 fewer windows, see ``benchmarks/keypoints_speed.py``). ``--max-scale`` overrides both.
+``--jobs`` threads scan the pyramid levels of a frame (default: every core; same detections).
 """
 
 import argparse
@@ -116,6 +117,8 @@ def main(argv=None):
                     help="largest pyramid scale (default: the detector's for images, "
                     f"{VIDEO_MAX_SCALE} for video frames)")
     ap.add_argument("--top", type=int, default=1, help="detections drawn per keypoint")
+    ap.add_argument("--jobs", type=int, default=-1,
+                    help="threads scanning pyramid levels (-1: every core)")
     ap.add_argument("--max-frames", type=int, default=None)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -130,7 +133,8 @@ def main(argv=None):
         writer, video_path, times = None, None, []
         for name, rgb in frames:
             t0 = time.perf_counter()
-            found = det.detect(rgb, threshold=args.threshold, max_scale=max_scale)
+            found = det.detect(rgb, threshold=args.threshold, max_scale=max_scale,
+                               n_jobs=args.jobs)
             times.append(time.perf_counter() - t0)
             drawn = draw_keypoints(rgb, {k: v[: args.top] for k, v in found.items()})
             best = ", ".join(f"{k} ({v[0, 0]:.0f}, {v[0, 1]:.0f})" for k, v in found.items()

@@ -7,16 +7,21 @@ chunks, then scored). Both run on the same detector in the same process. The fra
 scikit-image's astronaut resized to 640x480 (one face, IED ~60 px); by default the pyramid goes
 up to the detector's ``max_scale`` (2.0 for the shipped models).
 
-Timings: wall clock and CPU time (``time.process_time``) of the median repeat, with the 1-minute
-load average before each setting. Run single-threaded (``NUMBA_NUM_THREADS=1`` etc.) and quote
-the load. ``--full-repeats 0`` skips the (slow) full scan. ``--profile`` adds, per max_scale, the
-CPU time of each stage summed over the levels (pyramid, integral images, HOG cell maps, the scan
-kernel, peaks) and per level. Writes ``benchmarks/results/keypoints_speed.json``.
+Timings: wall clock and CPU time (``time.process_time``, all threads) of the median repeat, frames
+per second from both (``fps`` = 1 / wall, ``fps(cpu)`` = 1 / CPU: the rate one core would reach),
+with the 1-minute load average before each setting. ``--jobs 1 2`` times ``detect(frame,
+n_jobs=...)`` with each number of threads scanning pyramid levels (the detections are the same).
+Keep numba and BLAS single-threaded (``NUMBA_NUM_THREADS=1`` etc.; the threads are ours) and quote
+the load: the machine is shared. ``--full-repeats 0`` skips the (slow) full scan. ``--profile``
+adds, per max_scale, the CPU time of each stage summed over the levels (pyramid, integral images,
+HOG cell maps, the scan kernel, peaks), the scan kernel's CPU time per classifier (each scanned
+alone over the same levels) and per level. Writes ``benchmarks/results/keypoints_speed.json``.
 
 Example::
 
-    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/keypoints_speed.py --repeats 5 \
-        --max-scales 1 2 --full-repeats 0 --profile
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive \
+        python benchmarks/keypoints_speed.py --repeats 5 --max-scales 1 2 --jobs 1 2 \
+        --full-repeats 0 --profile
 """
 
 import argparse
@@ -44,6 +49,27 @@ def _time(fn, repeats):
         cpu.append(time.process_time() - c0)
     i = int(np.argsort(wall)[len(wall) // 2])
     return wall[i], cpu[i]
+
+
+def _per_classifier(det, frame, max_scale, repeats=3):
+    """Scan-kernel CPU seconds of each classifier scanned alone over the levels of one frame
+    (integral images and HOG maps built beforehand; the fastest of ``repeats``)."""
+    levels = gaussian_pyramid(frame, max_scale=max_scale, min_size=det.pool.window)
+    caches = [LevelCache(lv) for lv in levels]
+    for c in caches:
+        _ = c.integral, c.hog
+    tls = [window_centres(c.shape) - HALF for c in caches]
+    out = {}
+    for name, model in det.classifiers.items():
+        plan = ScanPlan(det.pool, [model])
+        best = np.inf
+        for _ in range(repeats):
+            t = time.process_time()
+            for c, tl in zip(caches, tls, strict=True):
+                plan.scores(c, tl)
+            best = min(best, time.process_time() - t)
+        out[name] = best
+    return out
 
 
 def _profile(det, frame, max_scale):
@@ -85,7 +111,10 @@ def main(argv=None):
     ap.add_argument("--full-repeats", type=int, default=1, help="repeats of the full scan")
     ap.add_argument("--max-scales", type=float, nargs="+", default=None,
                     help="pyramid max_scale values (default: the detector's)")
-    ap.add_argument("--profile", action="store_true", help="CPU time per stage and level")
+    ap.add_argument("--jobs", type=int, nargs="+", default=[1],
+                    help="detect(n_jobs=...) values timed for the cascade scan")
+    ap.add_argument("--profile", action="store_true",
+                    help="CPU time per stage, per classifier and per level")
     ap.add_argument("--out", default="benchmarks/results/keypoints_speed.json")
     args = ap.parse_args(argv)
 
@@ -95,30 +124,36 @@ def main(argv=None):
         det.detect(frame[:100, :100], max_scale=1.0, cascade=cascade)  # JIT warm-up
     print(f"keypoints: {det.keypoints}; features per classifier: "
           f"{[m.n_features for m in det.classifiers.values()]}; threads "
-          f"NUMBA={os.environ.get('NUMBA_NUM_THREADS', '?')}")
-    print(f"{'max_scale':>9s} {'scan':>7s} {'windows':>9s} {'load':>5s} {'wall s':>7s} "
-          f"{'cpu s':>7s} {'fps':>6s} {'fps(cpu)':>8s} detections")
+          f"NUMBA={os.environ.get('NUMBA_NUM_THREADS', '?')}, cores "
+          f"{len(os.sched_getaffinity(0))}")
+    print(f"{'max_scale':>9s} {'scan':>7s} {'jobs':>4s} {'windows':>9s} {'load':>5s} "
+          f"{'wall s':>7s} {'cpu s':>7s} {'fps':>6s} {'fps(cpu)':>8s} detections")
     rows, profiles = [], []
     for ms in args.max_scales or [det.max_scale]:
         n_win = sum(len(window_centres(lv.shape)) for lv in gaussian_pyramid(frame, max_scale=ms))
-        for cascade, reps in ((True, args.repeats), (False, args.full_repeats)):
+        settings = [(True, j, args.repeats) for j in args.jobs] + [(False, 1, args.full_repeats)]
+        for cascade, jobs, reps in settings:
             if reps < 1:
                 continue
             load = os.getloadavg()[0]
             out = {}
-            wall, cpu = _time(lambda c=cascade, m=ms, o=out: o.update(
-                det.detect(frame, max_scale=m, cascade=c)), reps)
+            wall, cpu = _time(lambda c=cascade, m=ms, j=jobs, o=out: o.update(
+                det.detect(frame, max_scale=m, cascade=c, n_jobs=j)), reps)
             n_det = sum(len(v) for v in out.values())
             scan = "cascade" if cascade else "full"
-            rows.append({"max_scale": ms, "scan": scan, "windows": n_win, "load": load,
-                         "seconds_per_frame": wall, "cpu_seconds_per_frame": cpu,
+            rows.append({"max_scale": ms, "scan": scan, "n_jobs": jobs, "windows": n_win,
+                         "load": load, "seconds_per_frame": wall, "cpu_seconds_per_frame": cpu,
                          "fps": 1 / wall, "fps_cpu": 1 / cpu, "detections": n_det})
-            print(f"{ms:9.2f} {scan:>7s} {n_win:9d} {load:5.1f} {wall:7.2f} {cpu:7.2f} "
-                  f"{1 / wall:6.2f} {1 / cpu:8.2f} {n_det}")
+            print(f"{ms:9.2f} {scan:>7s} {jobs:4d} {n_win:9d} {load:5.1f} {wall:7.2f} "
+                  f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_det}")
         if args.profile:
             stages, per_level = _profile(det, frame, ms)
-            profiles.append({"max_scale": ms, "stages_cpu_s": stages, "levels": per_level})
+            per_clf = _per_classifier(det, frame, ms)
+            profiles.append({"max_scale": ms, "stages_cpu_s": stages,
+                             "scan_cpu_s_per_classifier": per_clf, "levels": per_level})
             print("  profile (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+            print("  scan alone (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in
+                                                      per_clf.items()))
             for lv in per_level:
                 print(f"    level {lv['index']:3d} {lv['windows']:8d} windows  HOG maps "
                       f"{1e3 * lv['hog_maps_s']:6.1f} ms  scan {1e3 * lv['scan_s']:6.1f} ms  "

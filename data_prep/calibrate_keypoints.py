@@ -40,6 +40,9 @@ def main(argv=None):
     parser.add_argument("--miss-rate", type=float, default=0.005)
     parser.add_argument("--n-negatives", type=int, default=60_000)
     parser.add_argument("--hog-cost", type=float, default=8.0)
+    parser.add_argument("--front-load", type=float, default=0.0,
+                        help="exponent of the rejection distribution (0: uniform; > 0: the miss "
+                        "budget spent at the first thresholds)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -52,7 +55,8 @@ def main(argv=None):
         t0 = time.perf_counter()
         det = calibrate_detector(load_detector(path), images, miss_rate=args.miss_rate,
                                  n_negatives=args.n_negatives, hog_cost=args.hog_cost,
-                                 random_state=args.seed, verbose=not args.quiet)
+                                 front_load=args.front_load, random_state=args.seed,
+                                 verbose=not args.quiet)
         cal = det.info["training"]["calibration"]
         cal.update(data=f"MTFL training.txt, first {len(images)} images", command=command,
                    seconds=time.perf_counter() - t0)

@@ -97,3 +97,22 @@ def test_demo_keypoints_part(tmp_path, toy_models):
     lines = demo.PARTS["keypoints"](tmp_path, False)
     assert lines[0].startswith("Keypoints (shipped detectors left_eye_center, nose_center)")
     assert (tmp_path / "keypoints_astronaut.png").is_file()
+
+
+def test_app_jobs(tmp_path, toy_models, monkeypatch, capsys):
+    """--jobs reaches detect(n_jobs=...) (default: every core); a bad value is a clear error."""
+    app = _app()
+    seen = []
+    detect = KeypointDetector.detect
+
+    def spy(self, image, **kw):
+        seen.append(kw["n_jobs"])
+        return detect(self, image, **kw)
+
+    monkeypatch.setattr(KeypointDetector, "detect", spy)
+    out = str(tmp_path / "o")
+    assert app.main(["synthetic", "--max-frames", "1", "--out", out]) == 0
+    assert app.main(["synthetic", "--max-frames", "1", "--jobs", "2", "--out", out]) == 0
+    assert seen == [-1, 2]
+    assert app.main(["synthetic", "--max-frames", "1", "--jobs", "0", "--out", out]) == 2
+    assert "n_jobs must be a positive int or -1" in capsys.readouterr().err

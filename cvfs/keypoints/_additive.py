@@ -69,6 +69,15 @@ def _scores(X, lo, scale, table, step, intercept):
     return out
 
 
+def _rejection_distribution(m, a):
+    """Cumulative share of the miss budget spent after each of ``m`` thresholds: ``t / m``, or
+    ``(1 - exp(-a t / m)) / (1 - exp(-a))`` for ``a > 0``; the last entry is exactly 1."""
+    t = np.arange(1, m + 1) / max(m, 1)
+    v = t if a == 0 else -np.expm1(-a * t) / -np.expm1(-a)
+    v[-1:] = 1.0
+    return v
+
+
 class AdditiveModel:
     """A trained additive classifier on selected feature-pool columns.
 
@@ -166,13 +175,17 @@ class AdditiveModel:
         return AdditiveModel(self.features, self.lo, self.scale, self.table, self.intercept,
                              self.kind, cascade_ends=ends, cascade_thresholds=thresholds)
 
-    def soft_cascade(self, X_pos, X_neg=None, *, bags=None, miss_rate=0.005, cost=None):
+    def soft_cascade(self, X_pos, X_neg=None, *, bags=None, miss_rate=0.005, cost=None,
+                     front_load=0.0):
         """A copy with a rejection threshold after every feature, in a rejection-first order.
 
-        Thresholds (Bourdev and Brandt's rejection distribution vector, uniform): after the
-        first t features, at most ``floor(miss_rate * t / (k - 1) * n)`` of the ``n``
-        calibration positives have been rejected; the threshold is the partial score of the
-        first positive still allowed to be lost (ties survive), so every other one survives.
+        Thresholds (Bourdev and Brandt's rejection distribution vector): after the first t
+        features, at most ``floor(miss_rate * v_t * n)`` of the ``n`` calibration positives
+        have been rejected, with ``v_t = t / (k - 1)`` (uniform, ``front_load=0``) or
+        ``v_t = (1 - exp(-a t / (k - 1))) / (1 - exp(-a))`` (``front_load=a > 0``: the budget
+        is spent early, where a rejection saves the most features); the threshold is the
+        partial score of the first positive still allowed to be lost (ties survive), so every
+        other one survives.
 
         Order: with negatives, features are taken greedily: each step takes the remaining
         feature that, with the threshold it would get, rejects the most negatives still alive
@@ -195,6 +208,8 @@ class AdditiveModel:
             Fraction of the calibration positives (bags) the whole cascade may reject.
         cost : array_like of shape (k,), optional
             Relative cost of computing each feature (default: all 1).
+        front_load : float, default=0.0
+            Exponent ``a >= 0`` of the rejection distribution (0: uniform).
 
         Returns
         -------
@@ -204,7 +219,8 @@ class AdditiveModel:
         Raises
         ------
         ValueError
-            If shapes disagree, ``miss_rate`` is outside [0, 1) or there are no positives.
+            If shapes disagree, ``miss_rate`` is outside [0, 1), ``front_load`` is negative or
+            there are no positives.
 
         References
         ----------
@@ -217,6 +233,8 @@ class AdditiveModel:
             raise ValueError("X_pos must hold at least one positive")
         if not 0.0 <= miss_rate < 1.0:
             raise ValueError(f"miss_rate must lie in [0, 1); got {miss_rate!r}")
+        if not (np.isfinite(front_load) and front_load >= 0.0):
+            raise ValueError(f"front_load must be a finite float >= 0; got {front_load!r}")
         cost = np.ones(k) if cost is None else np.asarray(cost, dtype=np.float64).reshape(-1)
         if cost.size != k or not (cost > 0).all():
             raise ValueError(f"cost must hold {k} positive values; got shape {cost.shape}")
@@ -238,8 +256,10 @@ class AdditiveModel:
         alive, alive_n = np.ones(n, dtype=bool), np.ones(Cn.shape[0], dtype=bool)
         remaining = list(range(k))
         order, thresholds = [], []
+        budget = _rejection_distribution(k - 1, front_load)
         for t in range(1, k):
-            allow = int(np.floor(miss_rate * t / (k - 1) * n + 1e-9)) - int(n - alive.sum())
+            share = miss_rate * t / (k - 1) if front_load == 0 else miss_rate * budget[t - 1]
+            allow = int(np.floor(share * n + 1e-9)) - int(n - alive.sum())
             P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
             r = np.partition(P, allow, axis=0)[allow]
             i = 0

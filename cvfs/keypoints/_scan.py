@@ -71,7 +71,7 @@ def _haar_run(flat, p0, off, weight, nt, val, ng):
             val[a] += wt * flat[ot + a]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
     """Scores ``out[q, i]`` of window ``i`` by classifier ``q`` (-inf once rejected).
 

@@ -9,7 +9,8 @@ cascade with a rejection threshold after every feature (:meth:`AdditiveModel.sof
 2. negatives: windows drawn uniformly from the whole detection pyramid of each image (the
    windows a detection scan visits), at least 0.5 IED from the keypoint of every face;
 3. the features are ordered greedily (most negatives rejected per unit of cost, a HOG column
-   costing ``hog_cost`` Haar columns) and the thresholds lose at most ``miss_rate`` of the faces.
+   costing ``hog_cost`` Haar columns) and the thresholds lose at most ``miss_rate`` of the faces,
+   spread over the thresholds by the rejection distribution (``front_load``).
 
 The scores of windows that pass every threshold are unchanged, so only the windows rejected early
 change (to -inf): detections keep their scores.
@@ -38,8 +39,8 @@ log = logging.getLogger(__name__)
 
 
 def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000, hog_cost=8.0,
-                       neg_radius=0.5, ied_range=(20.0, 40.0), random_state=None,
-                       verbose=False):
+                       neg_radius=0.5, ied_range=(20.0, 40.0), front_load=0.0,
+                       random_state=None, verbose=False):
     """Recalibrate the soft cascades of a detector on annotated images.
 
     Parameters
@@ -58,6 +59,9 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
         Negatives lie at least ``neg_radius`` IED from the keypoint of every face.
     ied_range : (float, float)
         Levels of the positives (the training rule).
+    front_load : float
+        Exponent of the rejection distribution (0: the miss budget spread evenly over the
+        thresholds; > 0: spent early), see :meth:`AdditiveModel.soft_cascade`.
     random_state : None, int or Generator
     verbose : bool
 
@@ -101,7 +105,8 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
         X_pos = feats(pos, columns=model.features)
         X_neg = X_all[far[name]][:, np.searchsorted(columns, model.features)]
         cost = np.where(detector.pool.is_hog(model.features), float(hog_cost), 1.0)
-        out[name] = model.soft_cascade(X_pos, X_neg, bags=bags, miss_rate=miss_rate, cost=cost)
+        out[name] = model.soft_cascade(X_pos, X_neg, bags=bags, miss_rate=miss_rate, cost=cost,
+                                       front_load=front_load)
         where = {int(f): j for j, f in enumerate(model.features)}
         perm = [where[int(f)] for f in out[name].features]  # new order in old columns
         stats[name] = cascade_statistics(out[name], X_pos[:, perm], X_neg[:, perm], bags)
@@ -112,6 +117,7 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
         "method": "soft cascade: greedy order, a threshold after every feature",
         "n_images": len(images), "miss_rate": miss_rate, "n_negatives": int(len(X_all)),
         "hog_cost": hog_cost, "neg_radius": neg_radius, "ied_range": list(ied_range),
+        "front_load": front_load,
         "keypoints": stats}
     return KeypointDetector(out, detector.pool_params, thresholds=detector.thresholds,
                             scales_per_octave=detector.scales_per_octave,

@@ -19,6 +19,9 @@ Learning", IEEE TPAMI 2017, section 3.3.
 
 import logging
 import math
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -183,9 +186,10 @@ def cascade_scores(pool, cache, centres, model, cascade=True):
     return _level_scores(pool, cache, centres, [model], cascade)[0]
 
 
-def _level_scores(pool, cache, centres, models, cascade):
-    """(n_models, n) scores of windows centred at ``centres``: the soft-cascade scan, or every
-    feature of every window (``cascade=False``, computed by the pool in chunks)."""
+def _level_scores(pool, cache, centres, models, cascade, plan=None):
+    """(n_models, n) scores of windows centred at ``centres``: the soft-cascade scan (``plan``,
+    built from ``models`` when not given), or every feature of every window (``cascade=False``,
+    computed by the pool in chunks)."""
     centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
     ok = valid_centres(cache.shape, centres)
     if not ok.all():
@@ -193,13 +197,51 @@ def _level_scores(pool, cache, centres, models, cascade):
         raise ValueError(f"centres: window centred at {tuple(centres[i].tolist())} leaves the "
                          f"level of shape {tuple(cache.shape)}")
     if cascade:
-        return ScanPlan(pool, models).scores(cache, centres - HALF)
+        return (plan or ScanPlan(pool, models)).scores(cache, centres - HALF)
     out = np.empty((len(models), len(centres)))
     for q, m in enumerate(models):
         for c0 in range(0, len(centres), _CHUNK):
             X = pool.compute(cache, centres[c0:c0 + _CHUNK], columns=m.features)
             out[q, c0:c0 + _CHUNK] = m.decision_function(X)
     return out
+
+
+def _check_n_jobs(n_jobs):
+    """Number of worker threads for ``n_jobs`` (an int >= 1, or -1 = every available core)."""
+    if isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and (
+            n_jobs >= 1 or n_jobs == -1):
+        return len(os.sched_getaffinity(0)) if n_jobs == -1 else int(n_jobs)
+    raise ValueError(f"n_jobs must be a positive int or -1 (every core); got {n_jobs!r}")
+
+
+def _pyramid_scores(pool, levels, models, cascade, n_jobs):
+    """``(level, grid_shape, scores)`` of every level in order, ``scores`` of shape
+    ``(n_models, n)`` for every valid window centre (row-major on ``grid_shape``).
+
+    With ``n_jobs > 1`` the levels (largest first) are scanned by that many threads (the numba
+    kernels release the GIL); at most ``n_jobs + 1`` levels are in flight, so the memory of
+    their maps and scores stays bounded. Every window's score is computed alone, so the results
+    do not depend on ``n_jobs``.
+    """
+    plan = ScanPlan(pool, models) if cascade else None
+
+    def one(level):
+        cache = LevelCache(level)
+        h, w = cache.shape
+        s = _level_scores(pool, cache, window_centres(cache.shape), models, cascade, plan)
+        return level, (h - 2 * HALF + 1, w - 2 * HALF + 1), s
+
+    if n_jobs == 1 or len(levels) < 2:
+        yield from map(one, levels)
+        return
+    with ThreadPoolExecutor(max_workers=n_jobs) as ex:
+        todo, running = iter(levels), deque()
+        for level in todo:
+            running.append(ex.submit(one, level))
+            if len(running) > n_jobs:
+                yield running.popleft().result()
+        while running:
+            yield running.popleft().result()
 
 
 class KeypointDetector:
@@ -275,7 +317,7 @@ class KeypointDetector:
         return centres, dict(zip(names, s, strict=True))
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
-               refine=True, cascade=True):
+               refine=True, cascade=True, n_jobs=1):
         """Detect every keypoint over the whole pyramid.
 
         Parameters
@@ -296,6 +338,9 @@ class KeypointDetector:
             (:func:`nms` with ``merge=True``).
         cascade : bool
             Early rejection with the classifiers' soft cascades (when they have one).
+        n_jobs : int, default=1
+            Threads scanning pyramid levels in parallel (-1: one per available core). The
+            detections do not depend on it.
 
         Returns
         -------
@@ -307,10 +352,12 @@ class KeypointDetector:
         TypeError
             If ``image`` is not an ndarray or has an unsupported dtype.
         ValueError
-            If ``image`` is empty, grayscale, not RGB, smaller than 24x24, or float outside [0, 1].
+            If ``image`` is empty, grayscale, not RGB, smaller than 24x24, or float outside
+            [0, 1], or ``n_jobs`` is not a positive int or -1.
         """
         rgb = as_float_rgb(image, min_size=self.pool.window)
         thr = self._thresholds(threshold)
+        n_jobs = _check_n_jobs(n_jobs)
         levels = gaussian_pyramid(rgb, scales_per_octave=self.scales_per_octave,
                                   max_scale=self.max_scale if max_scale is None else max_scale,
                                   min_size=self.pool.window)
@@ -318,13 +365,9 @@ class KeypointDetector:
         found = {k: [] for k in self.keypoints}
         radii = {k: [] for k in self.keypoints}
         models = list(self.classifiers.values())
-        for level in levels:
-            if level.scale < min_scale:
-                continue
-            cache = LevelCache(level)
-            h, w = cache.shape
-            grid_shape = (h - 2 * HALF + 1, w - 2 * HALF + 1)  # every valid window centre
-            scores = _level_scores(self.pool, cache, window_centres(cache.shape), models, cascade)
+        levels = [lv for lv in levels if lv.scale >= min_scale]
+        for level, grid_shape, scores in _pyramid_scores(self.pool, levels, models, cascade,
+                                                         n_jobs):
             for k, s in zip(self.keypoints, scores, strict=True):
                 grid = s.reshape(grid_shape)
                 rows, cols = _grid_peaks(grid, thr[k])

@@ -41,6 +41,7 @@ from cvfs.vision.hog import (
     _check_top_left,
     _normalize_block,
     _orient_bin,
+    _sum_squares,
     l2hys,
 )
 
@@ -100,16 +101,13 @@ def block_from_pixels(rgb, slot, r0, c0, window_border, cell_buf, out32):
 def _normalize(cell_buf, out32):
     """Cell sums (2, 2, 8) -> the L2-Hys-normalised block (32,) in skimage order."""
     inv = 1.0 / (CELL * CELL)
-    s = 0.0
     k = 0
     for i in range(2):
         for j in range(2):
             for o in range(N_ORIENT):
-                v = cell_buf[i, j, o] * inv
-                out32[k] = v
-                s += v * v
+                out32[k] = cell_buf[i, j, o] * inv
                 k += 1
-    l2hys(out32, s)
+    l2hys(out32, _sum_squares(out32))
 
 
 _B_ROW0 = _orient_bin(1.0, 0.0, _COS, _SIN)  # bin of a pixel whose row gradient is zeroed (0)
