@@ -31,6 +31,7 @@ Felzenszwalb and Huttenlocher, "Pictorial structures for object recognition", IJ
 scored with their best-placed partner under a Gaussian deformation cost).
 """
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,12 +135,13 @@ def partner_values(dets, partners, direction, model):
     expect = a[:, :2].copy()
     expect[:, 0] += direction * unit
     near = cKDTree(b[:, :2]).query_ball_point(expect, r=model.gate * model.sigma * unit)
-    for i, js in enumerate(near):
-        if not js:
-            continue
-        js = np.asarray(js)
-        q = ((b[js, :2] - expect[i]) / (model.sigma * unit[i])) ** 2
-        out[i] = np.max(b[js, 2] - 0.5 * q.sum(axis=1))
+    lens = np.fromiter(map(len, near), dtype=np.int64, count=len(near))
+    if lens.sum() == 0:
+        return out
+    i = np.repeat(np.arange(a.shape[0]), lens)
+    j = np.fromiter(itertools.chain.from_iterable(near), dtype=np.int64, count=int(lens.sum()))
+    q = (((b[j, :2] - expect[i]) / (model.sigma * unit[i])[:, None]) ** 2).sum(axis=1)
+    np.maximum.at(out, i, b[j, 2] - 0.5 * q)
     return out
 
 
