@@ -11,6 +11,10 @@ IED from every face), and prints
   in issue 5 (dlib 68-point 0.67/0.34 on the MTFL crops and 0.51/0.18 on Caltech, OpenCV 4's
   eye cascade 0.57/0.04 on Caltech), and the baselines' precision/recall.
 
+With ``--pairs`` every model with both eye detectors is also run with ``detect(pairs=True)``
+(eye detections rescored by their partner, :mod:`cvfs.keypoints.context`), labelled
+``LABEL+pairs``.
+
 Baseline detections come from ``benchmarks/keypoints_baselines.py`` (run in a dlib/OpenCV 4
 environment) via ``--baselines``. Results go to ``benchmarks/results/keypoints_evaluate.json``
 and PR figures (like the paper's Fig. 7) to ``benchmarks/results/keypoints_pr_<dataset>.png``.
@@ -66,6 +70,8 @@ def main(argv=None):
                     help="evaluate every k-th image (one k, or one per dataset in --datasets "
                          "order); 1 = the full set")
     ap.add_argument("--baselines", default=None, help="JSON of keypoints_baselines.py")
+    ap.add_argument("--pairs", action="store_true",
+                    help="also run each eye model with detect(pairs=True), as LABEL+pairs")
     ap.add_argument("--out", default="benchmarks/results/keypoints_evaluate.json")
     args = ap.parse_args(argv)
 
@@ -82,13 +88,19 @@ def main(argv=None):
                "every": every[ds], "n_faces": int(sum(im.n_faces for im in images)),
                "methods": {}, "baselines": {}}
         curves_fig, ops_fig = {}, {}
+        runs = []
         for spec in args.models:
             label, path = spec.split("=", 1)
             det = load_detector(path)
+            runs.append((label, path, det, None))
+            if args.pairs and all(k in det.keypoints for k in EYES):
+                runs.append((f"{label}+pairs", path, det, True))
+        for label, path, det, pairs in runs:
             kps = [k for k in det.keypoints if not np.isnan(
                 np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
             t0, load0 = time.perf_counter(), os.getloadavg()[0]
-            dets = [det.detect(im, threshold=-np.inf, max_scale=max_scale) for im in imgs]
+            dets = [det.detect(im, threshold=-np.inf, max_scale=max_scale, pairs=pairs)
+                    for im in imgs]
             spi = (time.perf_counter() - t0) / len(imgs)
             load = (load0 + os.getloadavg()[0]) / 2
             curves = evaluate_detections(dets, images, kps)

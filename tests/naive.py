@@ -215,3 +215,25 @@ def keypoints_logitboost(X, y01, n_rounds, bins):
         chosen.append(best[1])
         F += 0.5 * best[2][codes[:, best[1]]]
     return np.array(chosen), F
+
+
+# ---- keypoint context ----
+
+
+def pair_rescore(left, right, spacing, sigma, weight, tau, cap, gate):
+    """Double loop over (detection, partner): the best partner value inside the gate and the
+    capped penalty of :func:`cvfs.keypoints.context.pair_rescore`."""
+    out = []
+    for a, b, d in ((left, right, 1.0), (right, left, -1.0)):
+        s = np.empty(len(a))
+        for i in range(len(a)):
+            unit = spacing / a[i, 3]
+            ex, ey = a[i, 0] + d * unit, a[i, 1]
+            best = -np.inf
+            for j in range(len(b)):
+                r = np.hypot(b[j, 0] - ex, b[j, 1] - ey) / (sigma * unit)
+                if r <= gate:
+                    best = max(best, b[j, 2] - 0.5 * r * r)
+            s[i] = a[i, 2] - weight * min(cap, max(0.0, tau - best))
+        out.append(s)
+    return out

