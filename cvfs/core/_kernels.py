@@ -262,11 +262,16 @@ def _centring_offset(fp, coef):
 
 
 _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two BLAS products
-# kept linear columns at most this many are stored feature-major (axpy/dot sweeps, four columns
-# at a time, instead of two BLAS products per row block). Measured on this machine (row_pass
-# time / row_pass_t time, logistic, tracked and not): 1.4-1.55 at 20 columns, 1.0-1.27 at 40,
-# 0.92-1.39 at 64, 0.85-1.27 at 100-160 (N = 300, 1000, 3000)
-SMALL_WIDTH = 64
+# kept linear columns are stored feature-major (axpy/dot sweeps, four columns at a time, instead
+# of two BLAS products per row block) when there are at most SMALL_WIDTH of them, or at most
+# CACHED_WIDTH whose matrix fits in CACHED_BYTES (cache-resident: the sweeps are compute-bound
+# and win; streamed from memory BLAS's row blocks win). Measured on this machine, row_pass time /
+# row_pass_t time (logistic, tracked and not): N = 1000 float64: 1.4-1.55 at 20 columns,
+# 1.0-1.3 at 40, 0.9-1.4 at 64; N = 1e5 float32: 1.8-2.3 at 10-20 columns, 0.9-1.0 at 32,
+# 0.7-0.85 at 48-64
+SMALL_WIDTH = 20
+CACHED_WIDTH = 64
+CACHED_BYTES = 1 << 22
 
 
 @njit(cache=True)
@@ -488,8 +493,8 @@ def _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g, h, tra
 def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
-    time, within row chunks that stay in L2; they beat two BLAS calls up to ``SMALL_WIDTH``
-    columns."""
+    time, within row chunks that stay in L2; they beat two BLAS calls for the widths described
+    at ``SMALL_WIDTH``."""
     N = XT.shape[1]
     m = cols.size
     R = _chunk_rows(N, m, XT.itemsize)
@@ -865,7 +870,7 @@ def compact_features(X, cols, transposed):
 @njit(cache=True)
 def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
              intercept, lam, track, g_first, first_sums, e0, e1, schedule, code, param, curv,
-             shrink, smooth, lr_fixed, boost, fit_intercept, hist, path, small_width=SMALL_WIDTH):
+             shrink, smooth, lr_fixed, boost, fit_intercept, hist, path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
     ``hist`` (n_iter, 5) receives per iteration: objective (mean loss + prior) before the
@@ -882,7 +887,7 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
 
     The working matrix is compacted to the kept columns when they are at most half its width,
     when the zero-weight reads since the last compaction have cost as much as a copy, and at
-    the final size; linear responses of a row-separable loss with at most ``small_width`` kept
+    the final size; linear responses of a row-separable loss with few enough kept
     columns are then stored feature-major (``transposed``, shape (W, N)). The working matrix
     is the caller's ``X`` (only read) until the first compaction, then the solver's own buffer
     ``Xw`` (empty until then), within which later compactions move the kept columns. Returns
@@ -947,7 +952,9 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
             if (2 * cols.size <= width or waste >= width + cols.size
                     or schedule[e] == schedule[-1]):
                 waste = 0.0
-                if transposed or (bins == 0 and code != RANK and cols.size <= small_width):
+                if transposed or (bins == 0 and code != RANK and (
+                        cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.size
+                                                     * cols.size * X.itemsize <= CACHED_BYTES))):
                     Xw = compact_features(Xw if owned else X, cols, transposed)
                     transposed = True
                 elif owned:

@@ -19,9 +19,10 @@ Working set
     ``history["width"]`` records the columns each iteration read (with linear responses the
     dropped columns of the working matrix are read with zero weight until the next compaction,
     so between M_e and 2 M_e) and ``history["data_passes"]`` = sum_e width_e / M. A
-    compact matrix of at most ``_kernels.SMALL_WIDTH`` (64) linear columns (row-separable
-    losses) is stored feature-major: axpy/dot sweeps over four columns at a time, within row
-    chunks that stay in L2, beat two BLAS calls per row block at these widths.
+    compact matrix of at most ``_kernels.SMALL_WIDTH`` (20) linear columns, or of at most
+    ``CACHED_WIDTH`` (64) that fits in ``CACHED_BYTES`` (4 MiB), is stored feature-major
+    (row-separable losses): axpy/dot sweeps over four columns at a time, within row chunks
+    that stay in L2, beat two BLAS calls per row block there.
 
     First iteration: with linear responses and a row-separable loss, beta = 0 makes every
     score the intercept, so the loss derivatives are known before any pass and the raw
@@ -95,7 +96,6 @@ log = logging.getLogger(__name__)
 _BLOCK_BYTES = 64 << 20
 _POWER_ROWS = 256
 _POWER_ITERS = 6
-_SMALL = K.SMALL_WIDTH  # (a module attribute so benchmarks can vary it)
 
 
 @dataclass
@@ -364,8 +364,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
             X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
             intercept, lam, track, g_first, first_sums, e, e1, schedule, loss.code,
-            float(loss.param), curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path,
-            _SMALL)
+            float(loss.param), curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
         if bar is not None:
             bar.update(e1 - e)
         e = e1
