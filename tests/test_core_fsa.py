@@ -149,7 +149,7 @@ def test_piecewise_linear_encoding_matches_naive_reference():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(50, 3))
     resp = PiecewiseLinear(4)
-    fp, _ = _column_table(X, resp, 1 << 20)
+    fp, _, _ = _column_table(X, resp, 1 << 20)
     U = resp.basis(X, fp).reshape(50, 3, 5)
     for i in range(50):
         for j in range(3):
@@ -174,7 +174,7 @@ def test_kernel_gradient_matches_naive(bins, name):
     X = rng.normal(size=(40, 6))
     loss = get_loss(name)
     y = rng.normal(size=40) if name == "squared" else rng.choice([-1.0, 1.0], 40)
-    fp, _ = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
+    fp, _, _ = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
     G = 1 if bins == 0 else bins + 1
     beta = rng.normal(0, 0.3, (6, G))
     v = rng.normal(size=(6, G))
@@ -220,7 +220,7 @@ def test_solver_matches_naive_algorithm_with_fixed_step(bins):
     sched = annealing_schedule(30, 4, 120, 10)
     res = fsa_fit(X, y, 4, loss="logistic", bins=None if bins == 0 else bins, n_iter=120,
                   mu=10, learning_rate=0.5, prior=Shrinkage(1e-3))
-    fp, _ = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
+    fp, _, _ = _column_table(X, get_response(None if bins == 0 else bins), 1 << 20)
     loss = get_loss("logistic")
     kept, beta, icpt = naive.fsa_reference(X, y, 4, sched, fp, bins, "logistic", 0.5, 1e-3,
                                            intercept=loss.init_intercept(y),
@@ -290,7 +290,7 @@ def test_squared_loss_default_step_is_stable_where_paper_step_diverges():
 def test_power_iteration_estimate_tracks_largest_eigenvalue():
     X, y, true = make_ar1_regression(500, 60, k_true=6, random_state=9)
     res = fsa_fit(X, y, 6, loss="squared")
-    fp, _ = _column_table(X[:, res.support], get_response(None), 1 << 20)
+    fp, _, _ = _column_table(X[:, res.support], get_response(None), 1 << 20)
     lam = np.linalg.eigvalsh(naive.curvature_operator(X[:, res.support], fp, 0)).max()
     np.testing.assert_allclose(res.history["lipschitz"], lam, rtol=1e-3)
 
@@ -411,11 +411,13 @@ def test_statistics_pass_gives_the_first_gradient_sums(dtype):
     rng = np.random.default_rng(3)
     X = rng.normal(50.0, 3.0, size=(700, 9)).astype(dtype)
     d = rng.standard_normal(700)
-    fp, graw = _column_table(X, get_response(None), 4000)  # several row blocks
-    assert graw is None
-    fp2, graw = _column_table(X, get_response(None), 4000, d)
+    fp, graw, rows = _column_table(X, get_response(None), 4000)  # several row blocks
+    assert graw is None and rows is None
+    sub = np.array([0, 5, 6, 350, 699])  # the power-iteration rows, copied in the same pass
+    fp2, graw, rows = _column_table(X, get_response(None), 4000, d, sub)
     np.testing.assert_array_equal(fp, fp2)
     np.testing.assert_allclose(graw[:, 0], X.astype(np.float64).T @ d, rtol=1e-10)
+    np.testing.assert_array_equal(rows, X[sub])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -424,7 +426,7 @@ def test_power_start_on_rows_in_place_matches_the_gathered_rows(dtype):
     the generic kernel on a gathered copy, and close to the top eigenvalue of those rows."""
     rng = np.random.default_rng(5)
     X = (rng.standard_normal((300, 40)) @ rng.standard_normal((40, 40))).astype(dtype)
-    fp, _ = _column_table(X, get_response(None), 1 << 20)
+    fp, _, _ = _column_table(X, get_response(None), 1 << 20)
     rows = np.unique(np.linspace(0, 299, 103).astype(np.int64))  # not a multiple of 4
     v1 = rng.standard_normal((40, 1))
     v1 /= np.linalg.norm(v1)

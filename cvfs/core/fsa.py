@@ -179,22 +179,30 @@ def _read_block(X, r0, r1):
     return np.ascontiguousarray(block)
 
 
-def _column_table(X, response, block_bytes, d=None):
+def _column_table(X, response, block_bytes, d=None, rows=None):
     """Statistics passes: the response table fp (M, 2 + G) for all columns of X; with per-row
     weights ``d`` (N,) (linear responses) also the raw sums sum_i d_i x_ij, shape (M, 1), from
-    the same pass (else None)."""
+    the same pass (else None); with sorted row indices ``rows``, those rows of X, copied from the
+    blocks as they stream by (for an out-of-core X a scattered read of them costs far more),
+    else None. Returns (fp, raw sums, rows)."""
     N, M = X.shape
     row_bytes = M * X.dtype.itemsize
     stats = _ColumnStats(M)
     gacc = np.zeros(M) if d is not None else None
+    rows_out = None
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         block = _read_block(X, r0, r1)
         if not stats.update(block, None if d is None else d[r0:r1], gacc):
             bad = r0 + int(np.argwhere(~np.isfinite(block))[0, 0])
             raise ValueError(f"X contains NaN or infinity (first in row {bad})")
+        if rows is not None:
+            if rows_out is None:
+                rows_out = np.empty((rows.size, M), dtype=block.dtype)
+            lo, hi = np.searchsorted(rows, [r0, r1])
+            rows_out[lo:hi] = block[rows[lo:hi] - r0]
     if response.bins == 0:
         graw = None if d is None else (gacc + stats.shift * d.sum())[:, None]
-        return response.table(stats), graw
+        return response.table(stats), graw, rows_out
     fp = response.bin_table(stats)
     G = response.G
     sums = np.zeros(M * G)
@@ -204,7 +212,7 @@ def _column_table(X, response, block_bytes, d=None):
         sums += np.bincount((base + j).ravel(), (1.0 - a).ravel(), M * G)
         sums += np.bincount((base + j + 1).ravel(), a.ravel(), M * G)
     fp[:, 2:] = (sums / N).reshape(M, G)
-    return fp, None
+    return fp, None, rows_out
 
 
 def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
@@ -315,7 +323,12 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     if first:
         d0 = np.empty(N)
         l0 = K.loss_rows(loss.code, float(loss.param), np.full(N, intercept), y, d0)
-    fp, g_first = _column_table(X, response, block_bytes, d0 if first else None)
+    # rows of the power-iteration start (below): evenly spaced, at most one block
+    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
+    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
+    in_place = response.bins == 0 and not out_of_core  # read where they are
+    fp, g_first, Xs = _column_table(X, response, block_bytes, d0 if first else None,
+                                    None if in_place else sub)
     first_sums = (l0, float(d0.sum())) if first else (0.0, 0.0)
     if not first:
         g_first = np.zeros((0, 1))
@@ -330,13 +343,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
     curv = float(loss.curvature)
 
-    # start vector and initial curvature from a few power iterations on a row subsample
-    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
-    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
-    if response.bins == 0 and not out_of_core:
+    # start vector and initial curvature from a few power iterations on the row subsample
+    if in_place:
         lam = K.power_estimate_rows(X, sub, fp, v, _POWER_ITERS)
     else:
-        Xs = np.ascontiguousarray(np.asarray(X[sub]), dtype=X.dtype)
         lam = K.power_estimate(Xs, cols, fp, response.bins, v, _POWER_ITERS)
     if is_rank:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the weighted Laplacian)
         degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
