@@ -63,8 +63,10 @@ Data that does not fit in memory
     the remaining iterations run there (their compactions move the kept columns within that
     buffer, so the working matrix never exceeds ``max_memory``). Memory bound: at most
     ``max_memory + 3 * block_bytes + O(M * G)`` bytes besides ``y`` (and, for ranking,
-    O(N + P)), whatever the size of X (the three blocks: the block read, its contiguous copy and
-    its kept columns; the power-iteration subsample is capped at one block).
+    O(N + P)), whatever the size of X (the three blocks: the block read -- into one reused
+    buffer for a float32/float64 HDF5 dataset, read then converted for other dtypes -- its
+    kept columns, and the power-iteration rows, at most one block, copied from the statistics
+    pass).
 
 In memory
     An ndarray X is used as it is (C-contiguous float32/float64; anything else is copied once).
@@ -172,11 +174,26 @@ def _row_blocks(n_rows, row_bytes, block_bytes):
         yield r0, min(n_rows, r0 + step)
 
 
-def _read_block(X, r0, r1):
+def _read_block(X, r0, r1, buf=None):
+    """Rows r0:r1 of X as a C-contiguous float32/float64 array; an HDF5 dataset of such a dtype
+    is read straight into ``buf`` (a reused block buffer: a fresh array per block spends much of
+    the read on page faults) and a view of it is returned, valid until the next read."""
+    if buf is not None:
+        X.read_direct(buf, np.s_[r0:r1], np.s_[0:r1 - r0])
+        return buf[:r1 - r0]
     block = np.asarray(X[r0:r1])
     if block.dtype not in (np.float32, np.float64):
         block = block.astype(np.float64)
     return np.ascontiguousarray(block)
+
+
+def _block_buffer(X, block_bytes):
+    """A reusable row-block buffer for :func:`_read_block` if X is an HDF5 dataset of float32 or
+    float64 (None otherwise: arrays and memmaps are read in place)."""
+    if isinstance(X, np.ndarray) or X.dtype not in (np.float32, np.float64):
+        return None
+    rows = max(1, int(block_bytes // max(X.shape[1] * X.dtype.itemsize, 1)))
+    return np.empty((min(rows, X.shape[0]), X.shape[1]), dtype=X.dtype)
 
 
 def _column_table(X, response, block_bytes, d=None, rows=None):
@@ -190,8 +207,9 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     stats = _ColumnStats(M)
     gacc = np.zeros(M) if d is not None else None
     rows_out = None
+    buf = _block_buffer(X, block_bytes)
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
-        block = _read_block(X, r0, r1)
+        block = _read_block(X, r0, r1, buf)
         if not stats.update(block, None if d is None else d[r0:r1], gacc):
             bad = r0 + int(np.argwhere(~np.isfinite(block))[0, 0])
             raise ValueError(f"X contains NaN or infinity (first in row {bad})")
@@ -208,7 +226,7 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     sums = np.zeros(M * G)
     base = (np.arange(M) * G)[None, :]
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
-        j, a = response.bin_offset(_read_block(X, r0, r1), fp)
+        j, a = response.bin_offset(_read_block(X, r0, r1, buf), fp)
         sums += np.bincount((base + j).ravel(), (1.0 - a).ravel(), M * G)
         sums += np.bincount((base + j + 1).ravel(), a.ravel(), M * G)
     fp[:, 2:] = (sums / N).reshape(M, G)
@@ -414,6 +432,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
     pi, pj, pr, pw = pairs
     row_bytes = M * itemsize
     blocks = list(_row_blocks(N, row_bytes, block_bytes))
+    buf = _block_buffer(X, block_bytes)
     G = beta.shape[1]
     e = 0
     track = True
@@ -432,15 +451,15 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
             z = np.empty(N)
             t = np.empty(N)
             for r0, r1 in blocks:
-                K.score_pass(_read_block(X, r0, r1), cols, fp, bins, beta, v, intercept,
+                K.score_pass(_read_block(X, r0, r1, buf), cols, fp, bins, beta, v, intercept,
                              z[r0:r1], t[r0:r1], track)
             r = np.empty(N)
             w = np.empty(N)
             value = K.rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
             rsum = wsum = 0.0
             for r0, r1 in blocks:
-                a, b = K.grad_pass(_read_block(X, r0, r1), cols, fp, bins, r[r0:r1], w[r0:r1],
-                                   g, h, track)
+                a, b = K.grad_pass(_read_block(X, r0, r1, buf), cols, fp, bins, r[r0:r1],
+                                   w[r0:r1], g, h, track)
                 rsum += a
                 wsum += b
             K.finalize(g, fp, bins, rsum, 1.0)
@@ -449,8 +468,9 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
         else:
             lsum = dsum = tsum = 0.0
             for r0, r1 in blocks:
-                a, b, c = K.row_pass(_read_block(X, r0, r1), y[r0:r1], cols, fp, bins, beta, v,
-                                     intercept, loss.code, float(loss.param), g, h, track)
+                a, b, c = K.row_pass(_read_block(X, r0, r1, buf), y[r0:r1], cols, fp, bins,
+                                     beta, v, intercept, loss.code, float(loss.param), g, h,
+                                     track)
                 lsum += a
                 dsum += b
                 tsum += c
@@ -477,6 +497,6 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
     Xw = np.empty((N, cols.size), dtype=X.dtype if X.dtype in (np.float32, np.float64)
                   else np.float64)
     for r0, r1 in blocks:
-        Xw[r0:r1] = _read_block(X, r0, r1)[:, cols]
+        Xw[r0:r1] = _read_block(X, r0, r1, buf)[:, cols]
     log.debug("FSA: %d kept columns loaded into memory after %d iterations", cols.size, e)
     return e, Xw, np.arange(cols.size, dtype=np.int64), fp, beta, v, support, intercept, lam
