@@ -357,6 +357,13 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
     return lsum, dsum, tsum
 
 
+@njit(cache=True, inline="always")
+def _four_columns(XT, cols, j, off, n):
+    """Rows off:off + n of the feature-major columns cols[j:j + 4]."""
+    return (XT[cols[j], off:off + n], XT[cols[j + 1], off:off + n],
+            XT[cols[j + 2], off:off + n], XT[cols[j + 3], off:off + n])
+
+
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def _axpy_columns(z, t, XT, cols, a, b, track, off):
     """z_i += sum_j a_j XT[cols_j, off + i] (and t likewise with b if ``track``) for the
@@ -366,8 +373,7 @@ def _axpy_columns(z, t, XT, cols, a, b, track, off):
     m = cols.size
     j = 0
     while j + 4 <= m:
-        c0, c1, c2, c3 = XT[cols[j], off:off + N], XT[cols[j + 1], off:off + N], \
-            XT[cols[j + 2], off:off + N], XT[cols[j + 3], off:off + N]
+        c0, c1, c2, c3 = _four_columns(XT, cols, j, off, N)
         a0, a1, a2, a3 = a[j], a[j + 1], a[j + 2], a[j + 3]
         if track:
             b0, b1, b2, b3 = b[j], b[j + 1], b[j + 2], b[j + 3]
@@ -401,8 +407,7 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
     m = cols.size
     j = 0
     while j + 4 <= m:
-        c0, c1, c2, c3 = XT[cols[j], off:off + N], XT[cols[j + 1], off:off + N], \
-            XT[cols[j + 2], off:off + N], XT[cols[j + 3], off:off + N]
+        c0, c1, c2, c3 = _four_columns(XT, cols, j, off, N)
         s0 = s1 = s2 = s3 = 0.0
         if track:
             r0 = r1 = r2 = r3 = 0.0
