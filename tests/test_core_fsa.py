@@ -215,8 +215,7 @@ def test_kernel_gradient_matches_naive(bins, name):
 def test_solver_matches_naive_algorithm_with_fixed_step(bins):
     X, y, _ = make_ar1_classification(120, 30, k_true=2, random_state=6)
     y = np.where(y > 0, 1.0, -1.0)
-    # 120 iterations: the last ones run in the final-phase loop (kept set final, curvature
-    # estimate frozen, feature-major working matrix) for linear responses
+    # 120 iterations: the last ones run on the final, feature-major working matrix (linear)
     sched = annealing_schedule(30, 4, 120, 10)
     res = fsa_fit(X, y, 4, loss="logistic", bins=None if bins == 0 else bins, n_iter=120,
                   mu=10, learning_rate=0.5, prior=Shrinkage(1e-3))

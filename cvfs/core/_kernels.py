@@ -454,29 +454,29 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
         j += 1
 
 
-@njit(cache=True)
-def _chunk_rows(N, m, itemsize):
-    """Rows per chunk of the feature-major sweeps: the chunk's kept columns (~256 KiB) stay in
-    L2 between the axpy and the dot sweeps."""
-    return min(N, max(512, (1 << 18) // max(1, m * itemsize)))
-
-
 @njit(cache=True, fastmath={"reassoc", "contract"})
-def _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track, a, b, z, t,
-                     d):
-    """:func:`row_pass_t` with its work buffers passed in: ``a``, ``b`` (m,) and ``z``, ``t``,
-    ``d`` (at least one chunk of rows)."""
+def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
+    """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
+    the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
+    time, within row chunks that stay in L2; they beat two BLAS calls for the widths described
+    at ``SMALL_WIDTH``."""
     N = XT.shape[1]
     m = cols.size
     z0 = intercept
     t0 = 0.0
+    a = np.empty(m)
+    b = np.empty(m)
     for j in range(m):
         z0 -= beta[j, 0] * fp[j, 2]
         a[j] = beta[j, 0] * fp[j, 1]
         b[j] = v[j, 0] * fp[j, 1]
         if track:
             t0 -= v[j, 0] * fp[j, 2]
-    R = z.size
+    # row chunks whose kept columns (~256 KiB) stay in L2 between the axpy and the dot sweeps
+    R = min(N, max(512, (1 << 18) // max(1, m * XT.itemsize)))
+    z = np.empty(R)
+    t = np.empty(R)
+    d = np.empty(R)
     lsum = 0.0
     dsum = 0.0
     tsum = 0.0
@@ -492,59 +492,6 @@ def _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g, h, tra
             tsum += tc[i]
         _dot_columns(dc, tc, XT, cols, g, h, track, r0)
     return lsum, dsum, tsum
-
-
-@njit(cache=True)
-def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
-    """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
-    the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
-    time, within row chunks that stay in L2; they beat two BLAS calls for the widths described
-    at ``SMALL_WIDTH``."""
-    N = XT.shape[1]
-    m = cols.size
-    R = _chunk_rows(N, m, XT.itemsize)
-    return _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track,
-                            np.empty(m), np.empty(m), np.empty(R), np.empty(R), np.empty(R))
-
-
-@njit(cache=True)
-def final_iterations(XT, y, cols, fp, beta, intercept, lam, e0, e1, code, param, curv, shrink,
-                     lr_fixed, fit_intercept, hist, path, support):
-    """Iterations e0..e1-1 once the kept set is final, the curvature estimate frozen and the
-    working matrix feature-major (linear responses, row-separable loss): the same steps as
-    :func:`fsa_loop` (gradient step 1 / L, nothing dropped) without its per-iteration
-    allocations and selection. Returns the intercept."""
-    N = XT.shape[1]
-    m = cols.size
-    R = _chunk_rows(N, m, XT.itemsize)
-    a = np.empty(m)
-    b = np.empty(m)
-    z = np.empty(R)
-    t = np.empty(R)
-    d = np.empty(R)
-    g = np.empty((m, 1))
-    h = np.zeros((m, 1))
-    v = np.zeros((m, 1))
-    lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam + 2.0 * shrink)
-    for e in range(e0, e1):
-        g[:, :] = 0.0
-        lsum, dsum, _ = _row_pass_t_into(XT, y, cols, fp, beta, v, intercept, code, param, g,
-                                         h, False, a, b, z, t, d)
-        finalize(g, fp, 0, dsum, N)
-        pval = prior_value_grad(beta, shrink, 0.0, g)
-        for j in range(m):
-            beta[j, 0] -= lr * g[j, 0]
-        if fit_intercept:
-            intercept -= min(lr, 1.0 / curv) * (dsum / N)
-        hist[e, 0] = lsum / N + pval
-        hist[e, 1] = m
-        hist[e, 2] = lr
-        hist[e, 3] = m
-        hist[e, 4] = lam
-        if path.shape[0] > 0:
-            for j in range(m):
-                path[e, support[j]] = beta[j, 0]
-    return intercept
 
 
 @njit(cache=True)
@@ -905,11 +852,6 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
     owned = Xw.size > 0
     for e in range(e0, e1):
         m = cols.size
-        if transposed and not track and m == schedule[-1]:  # the rest: plain 1/L steps
-            intercept = final_iterations(Xw, y, cols, fp, beta, intercept, lam, e, e1, code,
-                                         param, curv, shrink, lr_fixed, fit_intercept, hist,
-                                         path, support)
-            break
         trk = track
         fused = e == 0 and g_first.shape[0] > 0
         if fused:
