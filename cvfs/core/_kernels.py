@@ -821,7 +821,7 @@ def compact_features(X, cols, transposed):
 
 @njit(cache=True)
 def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
-             intercept, lam, track, g_first, first_sums, e0, e1, schedule, code, param, curv,
+             intercept, lam, track, g_first, first, e0, e1, schedule, code, param, curv,
              shrink, smooth, lr_fixed, boost, fit_intercept, hist, path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
@@ -832,8 +832,8 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
     (n_iter, M) receives the coefficients by original feature (signed for G = 1, group norm
     otherwise) unless it has zero rows. ``track`` says whether the power iteration is still
     running (it stops once the kept set and the estimate are stable). If ``g_first`` (M, G)
-    is not empty, iteration 0 takes its raw gradient sums from it and (loss sum, sum d) from
-    ``first_sums`` (computed in the statistics pass: with beta = 0 every score is the
+    is not empty, iteration 0 takes its gradient from it and (mean loss, d loss / d intercept)
+    from ``first`` (computed from the statistics pass: with beta = 0 every score is the
     intercept) instead of reading X; it leaves the curvature estimate as it is and records
     width 0.
 
@@ -858,9 +858,7 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
             width = X.shape[1]
             g = g_first.copy()
             h = np.zeros_like(g)
-            N = y.size
-            finalize(g, fp, bins, first_sums[1], N)
-            loss, gi = first_sums[0] / N, first_sums[1] / N
+            loss, gi = first
             trk = False
         elif owned:
             width = Xw.shape[0] if transposed else Xw.shape[1]

@@ -337,19 +337,22 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     intercept = loss.init_intercept(y) if fit_intercept else 0.0
     # first iteration of linear responses, row-separable loss: beta = 0 makes every score the
     # intercept, so its gradient sums come from the statistics pass (no pass of its own)
-    first = (response.bins == 0 and not is_rank and schedule.size > 0)
-    if first:
+    fused = response.bins == 0 and not is_rank and schedule.size > 0
+    if fused:
         d0 = np.empty(N)
         l0 = K.loss_rows(loss.code, float(loss.param), np.full(N, intercept), y, d0)
     # rows of the power-iteration start (below): evenly spaced, at most one block
     n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
     sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
     in_place = response.bins == 0 and not out_of_core  # read where they are
-    fp, g_first, Xs = _column_table(X, response, block_bytes, d0 if first else None,
+    fp, g_first, Xs = _column_table(X, response, block_bytes, d0 if fused else None,
                                     None if in_place else sub)
-    first_sums = (l0, float(d0.sum())) if first else (0.0, 0.0)
-    if not first:
-        g_first = np.zeros((0, 1))
+    if fused:  # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
+        dsum = float(d0.sum())
+        K.finalize(g_first, fp, 0, dsum, N)
+        first = (l0 / N, dsum / N)
+    else:
+        first, g_first = (0.0, 0.0), np.zeros((0, 1))
     G = response.G
     rng = check_random_state(0 if random_state is None else random_state)
     v = rng.standard_normal((M, G))
@@ -378,7 +381,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     if out_of_core:
         e, X, cols, fp, beta, v, support, intercept, lam = _out_of_core_iterations(
             X, y, (pi, pj, pr, pw), cols, fp, response.bins, beta, v, support, intercept, lam,
-            g_first, first_sums, schedule, loss, curv, shrink, smooth, lr_fixed, boost,
+            g_first, first, schedule, loss, curv, shrink, smooth, lr_fixed, boost,
             fit_intercept, hist, path, max_memory, block_bytes, itemsize, bar)
     n_ooc = e
     chunk = n_iter if not verbose else max(1, n_iter // 50)
@@ -391,7 +394,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         e1 = min(n_iter, e + chunk)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
             X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
-            intercept, lam, track, g_first, first_sums, e, e1, schedule, loss.code,
+            intercept, lam, track, g_first, first, e, e1, schedule, loss.code,
             float(loss.param), curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
         if bar is not None:
             bar.update(e1 - e)
@@ -423,7 +426,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
 
 
 def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, intercept, lam,
-                            g_first, first_sums, schedule, loss, curv, shrink, smooth, lr_fixed,
+                            g_first, first, schedule, loss, curv, shrink, smooth, lr_fixed,
                             boost, fit_intercept, hist, path, max_memory, block_bytes, itemsize,
                             bar):
     """Iterations reading X in row blocks until the kept columns fit in ``max_memory``; then
@@ -444,8 +447,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
         width = M  # every column of every row is read
         if e == 0 and g_first.shape[0] > 0:  # from the statistics pass
             g[:] = g_first
-            K.finalize(g, fp, bins, first_sums[1], N)
-            value, gi = first_sums[0] / N, first_sums[1] / N
+            value, gi = first
             width = 0
         elif loss.code == K.RANK:
             z = np.empty(N)
