@@ -26,10 +26,8 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from cvfs.datasets.hopkins155 import hopkins155_home, list_sequences, load_hopkins155  # noqa: E402
-from cvfs.motion.cache import build_cache, cache_matches, load_cache  # noqa: E402
-from cvfs.motion.candidates import DEFAULT_ALPHAS, DEFAULT_REFINE  # noqa: E402
+from cvfs.motion.cache import build_cache, cache_matches, load_cache, pool_settings  # noqa: E402
 from cvfs.motion.evaluate import default_cache_path  # noqa: E402
-from cvfs.motion.features import FEATURE_VERSION, n_features  # noqa: E402
 from cvfs.motion.ranking import MotionRanker, save_ranker  # noqa: E402
 
 log = logging.getLogger("train_motion_ranker")
@@ -68,10 +66,7 @@ def main(argv=None):
         "command": "python data_prep/train_motion_ranker.py",
         "train_error_percent": float(100 * chosen.mean()), "fit_seconds": elapsed,
     }
-    settings = {"alphas": list(DEFAULT_ALPHAS), "refine": list(DEFAULT_REFINE),
-                "feature_version": FEATURE_VERSION,
-                "n_features": n_features(), "seed": 0}
-    save_ranker(args.out, ranker, settings=settings, training=training)
+    save_ranker(args.out, ranker, settings=pool_settings(), training=training)
     print(f"motion ranker: {len(names)} sequences, {data.X.shape[0]} candidates, "
           f"{data.X.shape[1]} features; fit {elapsed:.1f} s; training error "
           f"{100 * chosen.mean():.2f}%; selected {ranker.estimator_.support_.size} features; "

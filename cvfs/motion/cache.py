@@ -27,15 +27,25 @@ from cvfs.motion.evaluate import misclassification
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
 from cvfs.motion.ranking import RankingData
 
-__all__ = ["build_cache", "load_cache", "cache_matches"]
+__all__ = ["build_cache", "load_cache", "cache_matches", "pool_settings"]
 
 log = logging.getLogger(__name__)
 
 
+def pool_settings(alphas=DEFAULT_ALPHAS, refine=DEFAULT_REFINE, seed=0):
+    """Candidate pool and feature layout of a cache, as a ranker trained on it records them.
+
+    The ``settings`` of :func:`cvfs.motion.ranking.save_ranker`; :func:`cvfs.motion.segment`
+    regenerates candidates with them.
+    """
+    return {"alphas": [float(a) for a in alphas], "refine": list(refine),
+            "feature_version": FEATURE_VERSION, "n_features": n_features(), "seed": int(seed)}
+
+
 def _config(alphas, refine, seed):
-    return {"feature_version": FEATURE_VERSION, "n_features": n_features(),
-            "alphas": json.dumps([float(a) for a in alphas]),
-            "refine": json.dumps(list(refine)), "seed": int(seed)}
+    """:func:`pool_settings` as HDF5 attributes (lists as JSON)."""
+    return {key: json.dumps(value) if isinstance(value, list) else value
+            for key, value in pool_settings(alphas, refine, seed).items()}
 
 
 def cache_matches(path, alphas=DEFAULT_ALPHAS, refine=DEFAULT_REFINE, seed=0, names=None):
