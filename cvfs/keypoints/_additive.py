@@ -258,8 +258,7 @@ class AdditiveModel:
         order, thresholds = [], []
         budget = _rejection_distribution(k - 1, front_load)
         for t in range(1, k):
-            share = miss_rate * t / (k - 1) if front_load == 0 else miss_rate * budget[t - 1]
-            allow = int(np.floor(share * n + 1e-9)) - int(n - alive.sum())
+            allow = int(np.floor(miss_rate * budget[t - 1] * n + 1e-9)) - int(n - alive.sum())
             P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
             r = np.partition(P, allow, axis=0)[allow]
             i = 0
