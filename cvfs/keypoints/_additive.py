@@ -78,6 +78,12 @@ def _rejection_distribution(m, a):
     return v
 
 
+def best_of_bags(score, bags):
+    """Indices (increasing) of the highest-scoring element of each bag (ties: the first)."""
+    order = np.lexsort((-score, bags))
+    return np.sort(order[np.r_[True, bags[order][1:] != bags[order][:-1]]])
+
+
 class AdditiveModel:
     """A trained additive classifier on selected feature-pool columns.
 
@@ -244,10 +250,7 @@ class AdditiveModel:
             if bags.size != Cp.shape[0]:
                 raise ValueError(f"bags must have one label per positive ({Cp.shape[0]}); got "
                                  f"{bags.size}")
-            score = Cp.sum(axis=1)
-            order = np.lexsort((-score, bags))
-            first = np.r_[True, bags[order][1:] != bags[order][:-1]]
-            Cp = Cp[np.sort(order[first])]
+            Cp = Cp[best_of_bags(Cp.sum(axis=1), bags)]
         Cn = np.zeros((0, k)) if X_neg is None else self.contributions(
             self._check_X(X_neg, "X_neg"))
         n = Cp.shape[0]
@@ -258,8 +261,7 @@ class AdditiveModel:
         order, thresholds = [], []
         budget = _rejection_distribution(k - 1, front_load)
         for t in range(1, k):
-            share = miss_rate * t / (k - 1) if front_load == 0 else miss_rate * budget[t - 1]
-            allow = int(np.floor(share * n + 1e-9)) - int(n - alive.sum())
+            allow = int(np.floor(miss_rate * budget[t - 1] * n + 1e-9)) - int(n - alive.sum())
             P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
             r = np.partition(P, allow, axis=0)[allow]
             i = 0

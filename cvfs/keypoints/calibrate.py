@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from cvfs.base import check_random_state
 from cvfs.datasets.faces import keypoint_index, load_image
+from cvfs.keypoints._additive import best_of_bags
 from cvfs.keypoints.detector import KeypointDetector
 from cvfs.keypoints.examples import negative_mask, positive_examples
 from cvfs.keypoints.train import ExampleFeatures
@@ -162,10 +163,7 @@ def cascade_statistics(model, X_pos, X_neg, bags=None):
              "negatives_passing": float(alive_n.mean()),
              "features_per_negative": float(n_feat.mean())}
     if bags is not None:
-        bags = np.asarray(bags)
-        best = np.lexsort((-z, bags))
-        first = best[np.r_[True, bags[best][1:] != bags[best][:-1]]]
-        stats["bags_rejected"] = float(1 - alive_p[first].mean())
+        stats["bags_rejected"] = float(1 - alive_p[best_of_bags(z, np.asarray(bags))].mean())
     return stats
 
 
