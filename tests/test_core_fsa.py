@@ -211,6 +211,33 @@ def test_kernel_gradient_matches_naive(bins, name):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+def test_row_kernels_match_the_blas_products(dtype, name):
+    # the two ways row_pass computes a linear pass (row kernels up to ROW_KERNEL_WIDTH columns,
+    # BLAS products above): same loss, derivative sums and raw gradient sums, over several row
+    # blocks with a short last block and a row count not divisible by four
+    rng = np.random.default_rng(11)
+    N, W = 3001, 203
+    X = rng.normal(size=(N, W)).astype(dtype)
+    loss = get_loss(name)
+    y = rng.normal(size=N) if name == "squared" else rng.choice([-1.0, 1.0], N)
+    cols = np.sort(rng.choice(W, 150, replace=False))
+    fp, _, _ = _column_table(X, get_response(None), 1 << 20)
+    beta = rng.normal(0, 0.1, (cols.size, 1))
+    v = rng.normal(size=(cols.size, 1))
+    assert K._block_rows(X) < N
+    for track in (True, False):
+        W2, z0, t0 = K._linear_weights(X, cols, fp[cols], beta, v, track)
+        a1, a2 = np.zeros((W, 2)), np.zeros((W, 2))
+        r1 = K._linear_row_pass(X, y, W2, z0 + 0.2, t0, loss.code, loss.param, track, a1)
+        r2 = K._linear_blas_pass(X, y, W2, z0 + 0.2, t0, loss.code, loss.param, a2)
+        tol = 1e-10 if dtype == np.float64 else 2e-5
+        np.testing.assert_allclose(r1, r2, rtol=tol, atol=tol * N)
+        np.testing.assert_allclose(a1, a2, rtol=tol, atol=tol * np.abs(a2).max())
+        assert np.all(a1[np.setdiff1d(np.arange(W), cols), 0] != 0)  # zero-weight columns: read
+
+
 @pytest.mark.parametrize("bins", [0, 4])
 def test_solver_matches_naive_algorithm_with_fixed_step(bins):
     X, y, _ = make_ar1_classification(120, 30, k_true=2, random_state=6)

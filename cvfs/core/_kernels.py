@@ -272,6 +272,12 @@ _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two BLAS
 SMALL_WIDTH = 20
 CACHED_WIDTH = 64
 CACHED_BYTES = 1 << 22
+# row-major working matrices up to this width use the numba row kernels (_row_dots,
+# _row_axpys) instead of two BLAS products per row block: OpenBLAS's products with two
+# right-hand columns stream such short rows at 9-14 GB/s here (N = 1e5 float32, widths 100-2000),
+# the row kernels at 15-21 GB/s; wider rows no longer keep w, v and the accumulators in L1
+# and BLAS wins (benchmarks/row_kernels.py)
+ROW_KERNEL_WIDTH = 2048
 
 
 @njit(cache=True)
@@ -303,14 +309,144 @@ def _gather(acc, cols, g, h):
         h[j, 0] += acc[cols[j], 1]
 
 
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _row_dots(Xb, w, v, z, t, track):
+    """z_i = x_i . w and, if ``track``, t_i = x_i . v for the rows of a row block, in X's
+    dtype: one read of each row, in order (the reductions vectorise). Two rows per sweep of
+    w and v is faster on a cache-resident block but streams from memory at half the rate."""
+    n, W = Xb.shape
+    zero = Xb.dtype.type(0)
+    for i in range(n):
+        x = Xb[i]
+        a = zero
+        if track:
+            b = zero
+            for j in range(W):
+                a += x[j] * w[j]
+                b += x[j] * v[j]
+            t[i] = b
+        else:
+            for j in range(W):
+                a += x[j] * w[j]
+        z[i] = a
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _row_axpys(Xb, d, t, ag, ah, track):
+    """ag += sum_i d_i x_i and, if ``track``, ah += sum_i t_i x_i over the rows of a row
+    block (in L2 after :func:`_row_dots`), four rows per sweep of the accumulators."""
+    n, W = Xb.shape
+    i = 0
+    while i + 4 <= n:
+        x0 = Xb[i]
+        x1 = Xb[i + 1]
+        x2 = Xb[i + 2]
+        x3 = Xb[i + 3]
+        d0, d1, d2, d3 = d[i], d[i + 1], d[i + 2], d[i + 3]
+        if track:
+            t0, t1, t2, t3 = t[i], t[i + 1], t[i + 2], t[i + 3]
+            for j in range(W):
+                a, b, c, e = x0[j], x1[j], x2[j], x3[j]
+                ag[j] += (d0 * a + d1 * b) + (d2 * c + d3 * e)
+                ah[j] += (t0 * a + t1 * b) + (t2 * c + t3 * e)
+        else:
+            for j in range(W):
+                ag[j] += (d0 * x0[j] + d1 * x1[j]) + (d2 * x2[j] + d3 * x3[j])
+        i += 4
+    while i < n:
+        x0 = Xb[i]
+        d0 = d[i]
+        t0 = t[i]
+        for j in range(W):
+            ag[j] += d0 * x0[j]
+            if track:
+                ah[j] += t0 * x0[j]
+        i += 1
+
+
+@njit(cache=True)
+def _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc):
+    """Row blocks of :func:`row_pass` with the row kernels: scores, loss, derivatives and the
+    raw sums acc[:, 0] += d_i x_i, acc[:, 1] += t_i x_i (per block in X's dtype, like the
+    BLAS products). Returns (loss sum, sum d, sum t)."""
+    N, W = X.shape
+    R = _block_rows(X)
+    w = np.ascontiguousarray(W2[:, 0])
+    v = np.ascontiguousarray(W2[:, 1])
+    zx = np.empty(R, dtype=X.dtype)
+    tx = np.zeros(R, dtype=X.dtype)
+    dx = np.empty(R, dtype=X.dtype)
+    ag = np.empty(W, dtype=X.dtype)
+    ah = np.zeros(W, dtype=X.dtype)
+    zb = np.empty(R)
+    db = np.empty(R)
+    lsum = 0.0
+    dsum = 0.0
+    tsum = 0.0
+    for r0 in range(0, N, R):
+        r1 = min(N, r0 + R)
+        nb = r1 - r0
+        Xb = X[r0:r1]
+        _row_dots(Xb, w, v, zx, tx, track)
+        for i in range(nb):
+            zb[i] = zx[i] + z0
+        lsum += loss_rows(code, param, zb[:nb], y[r0:r1], db)
+        for i in range(nb):
+            dsum += db[i]
+            dx[i] = db[i]
+        if track:
+            for i in range(nb):
+                t = tx[i] + t0
+                tsum += t
+                tx[i] = t
+            ah[:] = 0
+        ag[:] = 0
+        _row_axpys(Xb, dx, tx, ag, ah, track)
+        for j in range(W):
+            acc[j, 0] += ag[j]
+            acc[j, 1] += ah[j]
+    return lsum, dsum, tsum
+
+
+@njit(cache=True)
+def _linear_blas_pass(X, y, W2, z0, t0, code, param, acc):
+    """:func:`_linear_row_pass` by two BLAS products per row block (scores X_b W2, then
+    X_b^T [d, t]); the faster one for rows wider than ``ROW_KERNEL_WIDTH``."""
+    N = X.shape[0]
+    R = _block_rows(X)
+    D = np.empty((R, 2), dtype=X.dtype)
+    zb = np.empty(R)
+    db = np.empty(R)
+    lsum = 0.0
+    dsum = 0.0
+    tsum = 0.0
+    for r0 in range(0, N, R):
+        r1 = min(N, r0 + R)
+        nb = r1 - r0
+        Xb = X[r0:r1]
+        Z = np.dot(Xb, W2)
+        for i in range(nb):
+            zb[i] = Z[i, 0] + z0
+        lsum += loss_rows(code, param, zb[:nb], y[r0:r1], db)
+        for i in range(nb):
+            t = Z[i, 1] + t0
+            dsum += db[i]
+            tsum += t
+            D[i, 0] = db[i]
+            D[i, 1] = t
+        acc += np.dot(Xb.T, D[:nb])
+    return lsum, dsum, tsum
+
+
 @njit(cache=True)
 def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track):
     """One pass for a row-separable loss: scores, loss, and the raw sums g += d_i u_i,
     h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t).
 
-    Linear responses: per block of rows (~512 KiB, cache resident) one BLAS product for the
-    scores and one for the gradient, over the working width (columns not kept have zero
-    weight); piecewise-linear responses: bin index and offset per element, never a basis.
+    Linear responses: per block of rows (~512 KiB, cache resident) the scores and then the
+    gradient sums over the working width (columns not kept have zero weight): by the row
+    kernels up to ``ROW_KERNEL_WIDTH`` columns, else by two BLAS products; piecewise-linear
+    responses: bin index and offset per element, never a basis.
     """
     lsum = 0.0
     dsum = 0.0
@@ -319,26 +455,11 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
     if bins == 0:
         W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
         z0 += intercept
-        R = _block_rows(X)
-        D = np.empty((R, 2), dtype=X.dtype)
-        zb = np.empty(R)
-        db = np.empty(R)
         acc = np.zeros((X.shape[1], 2))
-        for r0 in range(0, N, R):
-            r1 = min(N, r0 + R)
-            nb = r1 - r0
-            Xb = X[r0:r1]
-            Z = np.dot(Xb, W2)
-            for i in range(nb):
-                zb[i] = Z[i, 0] + z0
-            lsum += loss_rows(code, param, zb[:nb], y[r0:r1], db)
-            for i in range(nb):
-                t = Z[i, 1] + t0
-                dsum += db[i]
-                tsum += t
-                D[i, 0] = db[i]
-                D[i, 1] = t
-            acc += np.dot(Xb.T, D[:nb])
+        if X.shape[1] <= ROW_KERNEL_WIDTH:
+            lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc)
+        else:
+            lsum, dsum, tsum = _linear_blas_pass(X, y, W2, z0, t0, code, param, acc)
         _gather(acc, cols, g, h)
         return lsum, dsum, tsum
     m = cols.size

@@ -1,0 +1,103 @@
+"""The two ways FSA's linear row pass reads a row-major working matrix, side by side.
+
+One pass of a row-separable loss over an (N, W) working matrix computes the scores, the loss and
+its derivatives d, the power-iteration products t, and the raw gradient sums X^T d and X^T t.
+``cvfs.core._kernels`` has two implementations over the same ~512 KiB row blocks:
+
+* ``_linear_blas_pass``: two BLAS products per block (X_b W2 with W2 = [w, v], then X_b^T [d, t]);
+* ``_linear_row_pass``: the numba row kernels (two dot products per row in one read of it, then
+  the two sums four rows per sweep of the accumulators, the block still in L2).
+
+``row_pass`` uses the row kernels up to ``ROW_KERNEL_WIDTH`` columns. For each (dtype, N, W) this
+prints the time of one pass by each (best of ``--repeats``, alternating), in GB/s of the matrix
+(X.nbytes / time), next to the streaming rate of ``X @ b`` on the same matrix (the bandwidth
+``benchmarks/scaling.py`` divides by). Single thread. JSON: ``--out``.
+
+    python benchmarks/row_kernels.py --out benchmarks/results/row_kernels.json
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import format_table, limit_threads, machine_info, write_json  # noqa: E402
+
+
+def _best(f, repeats):
+    f()
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def one_case(dtype, n, w, repeats, track, seed=0):
+    """Times of one pass by each implementation and of X @ b on an (n, w) matrix."""
+    from cvfs.core import _kernels as K
+    from cvfs.core.losses import get_loss
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, w), dtype=np.float64).astype(dtype)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    loss = get_loss("logistic")
+    W2 = np.ascontiguousarray((rng.standard_normal((w, 2)) * 0.01).astype(dtype))
+    if not track:
+        W2[:, 1] = 0
+    b = W2[:, 0].copy()
+    acc = np.zeros((w, 2))
+
+    def rows():
+        K._linear_row_pass(X, y, W2, 0.1, 0.0, loss.code, loss.param, track, acc)
+
+    def blas():
+        K._linear_blas_pass(X, y, W2, 0.1, 0.0, loss.code, loss.param, acc)
+
+    t_rows, t_blas, t_xb = np.inf, np.inf, np.inf
+    for _ in range(2):  # alternate, keep the best of each
+        t_rows = min(t_rows, _best(rows, repeats))
+        t_blas = min(t_blas, _best(blas, repeats))
+        t_xb = min(t_xb, _best(lambda: X @ b, repeats))
+    gb = X.nbytes / 1e9
+    return {"dtype": np.dtype(dtype).name, "n": n, "w": w, "track": track, "nbytes": X.nbytes,
+            "t_rows": t_rows, "t_blas": t_blas, "t_xb": t_xb, "gbs_rows": gb / t_rows,
+            "gbs_blas": gb / t_blas, "gbs_xb": gb / t_xb, "blas_over_rows": t_blas / t_rows}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--widths", type=int, nargs="+",
+                    default=[30, 64, 100, 200, 500, 1000, 2000, 3000, 4500])
+    ap.add_argument("--n32", type=float, default=1e5, help="rows of the float32 (streamed) cases")
+    ap.add_argument("--n64", type=int, nargs="+", default=[300, 1000],
+                    help="rows of the float64 (cache-resident, Table II sizes) cases")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    limit_threads()
+    cases = [(np.float32, int(args.n32), w) for w in args.widths]
+    cases += [(np.float64, n, w) for n in args.n64 for w in args.widths if w <= 1000]
+    from tqdm.auto import tqdm
+
+    results = []
+    for dtype, n, w in tqdm(cases, desc="row kernels", leave=False):
+        for track in (True, False):
+            results.append(one_case(dtype, n, w, args.repeats, track))
+    rows = [[r["dtype"], r["n"], r["w"], "yes" if r["track"] else "no", f"{r['nbytes'] / 1e6:.1f}",
+             f"{r['gbs_rows']:.1f}", f"{r['gbs_blas']:.1f}", f"{r['gbs_xb']:.1f}",
+             f"{r['blas_over_rows']:.2f}"] for r in results]
+    print(format_table(["dtype", "N", "W", "track", "MB", "row kernels GB/s", "BLAS GB/s",
+                        "X @ b GB/s", "BLAS time / row-kernel time"], rows,
+                       title="One linear row pass (logistic), single thread, best of repeats"))
+    if args.out:
+        write_json(args.out, {"meta": machine_info(), "argv": sys.argv[1:], "results": results})
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
