@@ -1,17 +1,20 @@
-"""The two ways FSA's linear row pass reads a row-major working matrix, side by side.
+"""FSA's linear row pass on a row-major working matrix: the numba row kernels against the BLAS
+products they replaced.
 
 One pass of a row-separable loss over an (N, W) working matrix computes the scores, the loss and
-its derivatives d, the power-iteration products t, and the raw gradient sums X^T d and X^T t.
-``cvfs.core._kernels`` has two implementations over the same ~512 KiB row blocks:
+its derivatives d, the power-iteration products t, and the raw gradient sums X^T d and X^T t,
+over ~512 KiB row blocks:
 
-* ``_linear_blas_pass``: two BLAS products per block (X_b W2 with W2 = [w, v], then X_b^T [d, t]);
-* ``_linear_row_pass``: the numba row kernels (two dot products per row in one read of it, then
-  the two sums four rows per sweep of the accumulators, the block still in L2).
+* row kernels (``cvfs.core._kernels._linear_row_pass``, what ``row_pass`` runs): both dot
+  products of a row in one in-order read of it (four rows per sweep of w and v above
+  ``ROW_SWEEP_WIDTH`` columns), then the two sums four rows per sweep while the block is in L2;
+* BLAS (``blas_pass`` below, the code they replaced): two products per block, X_b W2 with
+  W2 = [w, v], then X_b^T [d, t].
 
-``row_pass`` uses the row kernels up to ``ROW_KERNEL_WIDTH`` columns. For each (dtype, N, W) this
-prints the time of one pass by each (best of ``--repeats``, alternating), in GB/s of the matrix
-(X.nbytes / time), next to the streaming rate of ``X @ b`` on the same matrix (the bandwidth
-``benchmarks/scaling.py`` divides by). Single thread. JSON: ``--out``.
+For each (dtype, N, W) this prints the time of one pass by each (best of ``--repeats``, two
+alternations), in GB/s of the matrix (X.nbytes / time), next to the streaming rate of ``X @ b``
+on the same matrix (the bandwidth ``benchmarks/scaling.py`` divides by). Single thread. JSON:
+``--out``.
 
     python benchmarks/row_kernels.py --out benchmarks/results/row_kernels.json
 """
@@ -37,7 +40,38 @@ def _best(f, repeats):
     return best
 
 
-def one_case(dtype, n, w, repeats, track, seed=0):
+def _blas_pass():
+    """The BLAS version of ``_linear_row_pass`` (compiled on first use)."""
+    from numba import njit
+
+    from cvfs.core import _kernels as K
+
+    @njit(cache=False)
+    def blas_pass(X, y, W2, z0, t0, code, param, acc):
+        N = X.shape[0]
+        R = K._block_rows(X)
+        D = np.empty((R, 2), dtype=X.dtype)
+        zb = np.empty(R)
+        db = np.empty(R)
+        lsum = 0.0
+        for r0 in range(0, N, R):
+            r1 = min(N, r0 + R)
+            nb = r1 - r0
+            Xb = X[r0:r1]
+            Z = np.dot(Xb, W2)
+            for i in range(nb):
+                zb[i] = Z[i, 0] + z0
+            lsum += K.loss_rows(code, param, zb[:nb], y[r0:r1], db)
+            for i in range(nb):
+                D[i, 0] = db[i]
+                D[i, 1] = Z[i, 1] + t0
+            acc += np.dot(Xb.T, D[:nb])
+        return lsum
+
+    return blas_pass
+
+
+def one_case(dtype, n, w, repeats, track, blas_pass, seed=0):
     """Times of one pass by each implementation and of X @ b on an (n, w) matrix."""
     from cvfs.core import _kernels as K
     from cvfs.core.losses import get_loss
@@ -56,7 +90,7 @@ def one_case(dtype, n, w, repeats, track, seed=0):
         K._linear_row_pass(X, y, W2, 0.1, 0.0, loss.code, loss.param, track, acc)
 
     def blas():
-        K._linear_blas_pass(X, y, W2, 0.1, 0.0, loss.code, loss.param, acc)
+        blas_pass(X, y, W2, 0.1, 0.0, loss.code, loss.param, acc)
 
     t_rows, t_blas, t_xb = np.inf, np.inf, np.inf
     for _ in range(2):  # alternate, keep the best of each
@@ -72,22 +106,26 @@ def one_case(dtype, n, w, repeats, track, seed=0):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--widths", type=int, nargs="+",
-                    default=[30, 64, 100, 200, 500, 1000, 2000, 3000, 4500])
+                    default=[30, 64, 100, 200, 500, 1000, 2000, 3000, 4500, 10788, 45546])
     ap.add_argument("--n32", type=float, default=1e5, help="rows of the float32 (streamed) cases")
+    ap.add_argument("--wide-bytes", type=float, default=6e8,
+                    help="float32 cases wider than 4500 columns get this many bytes of rows")
     ap.add_argument("--n64", type=int, nargs="+", default=[300, 1000],
                     help="rows of the float64 (cache-resident, Table II sizes) cases")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     limit_threads()
-    cases = [(np.float32, int(args.n32), w) for w in args.widths]
+    cases = [(np.float32, int(args.n32) if w <= 4500 else int(args.wide_bytes // (4 * w)), w)
+             for w in args.widths]
     cases += [(np.float64, n, w) for n in args.n64 for w in args.widths if w <= 1000]
     from tqdm.auto import tqdm
 
+    blas_pass = _blas_pass()
     results = []
     for dtype, n, w in tqdm(cases, desc="row kernels", leave=False):
         for track in (True, False):
-            results.append(one_case(dtype, n, w, args.repeats, track))
+            results.append(one_case(dtype, n, w, args.repeats, track, blas_pass))
     rows = [[r["dtype"], r["n"], r["w"], "yes" if r["track"] else "no", f"{r['nbytes'] / 1e6:.1f}",
              f"{r['gbs_rows']:.1f}", f"{r['gbs_blas']:.1f}", f"{r['gbs_xb']:.1f}",
              f"{r['blas_over_rows']:.2f}"] for r in results]

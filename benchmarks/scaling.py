@@ -430,14 +430,15 @@ def make_figure(out, path):
 
 def acceptance(out):
     checks = []
-    for j in out.get("grid") or []:
+    for j in (out.get("grid") or []) + ([out["eq"]] if out.get("eq") else []):
         s = j["summary"]
         if "passes_annealing" in s:
             checks.append({"check": f"annealing passes N={j['n']} M={j['m']}",
                            "value": round(s["passes_annealing"], 2), "target": "<= 6",
                            "pass": s["passes_annealing"] <= 6})
         if j["n"] * j["m"] >= 1e8 and "cpu_over_bound" in s:
-            checks.append({"check": f"CPU time / bandwidth bound N={j['n']} M={j['m']}",
+            name = "equicorrelated " if j is out.get("eq") else ""
+            checks.append({"check": f"CPU time / bandwidth bound {name}N={j['n']} M={j['m']}",
                            "value": round(s["cpu_over_bound"], 2), "target": "<= 2",
                            "pass": s["cpu_over_bound"] <= 2})
     if out.get("h5_ratio") is not None:

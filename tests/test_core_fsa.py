@@ -211,31 +211,39 @@ def test_kernel_gradient_matches_naive(bins, name):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("width", [203, K.ROW_SWEEP_WIDTH + 7])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
-def test_row_kernels_match_the_blas_products(dtype, name):
-    # the two ways row_pass computes a linear pass (row kernels up to ROW_KERNEL_WIDTH columns,
-    # BLAS products above): same loss, derivative sums and raw gradient sums, over several row
-    # blocks with a short last block and a row count not divisible by four
+def test_row_kernels_match_numpy(width, dtype, name):
+    # the linear row pass (one row per sweep up to ROW_SWEEP_WIDTH columns, four above) against
+    # numpy: same loss, derivative sums and raw gradient sums, over several row blocks with a
+    # short last block and a row count not divisible by four; zero-weight columns are still read
     rng = np.random.default_rng(11)
-    N, W = 3001, 203
+    W = width
+    N = 3001 if W < 1000 else 203
     X = rng.normal(size=(N, W)).astype(dtype)
     loss = get_loss(name)
     y = rng.normal(size=N) if name == "squared" else rng.choice([-1.0, 1.0], N)
-    cols = np.sort(rng.choice(W, 150, replace=False))
+    cols = np.sort(rng.choice(W, (3 * W) // 4, replace=False))
     fp, _, _ = _column_table(X, get_response(None), 1 << 20)
     beta = rng.normal(0, 0.1, (cols.size, 1))
     v = rng.normal(size=(cols.size, 1))
     assert K._block_rows(X) < N
+    X64 = X.astype(np.float64)
     for track in (True, False):
         W2, z0, t0 = K._linear_weights(X, cols, fp[cols], beta, v, track)
-        a1, a2 = np.zeros((W, 2)), np.zeros((W, 2))
-        r1 = K._linear_row_pass(X, y, W2, z0 + 0.2, t0, loss.code, loss.param, track, a1)
-        r2 = K._linear_blas_pass(X, y, W2, z0 + 0.2, t0, loss.code, loss.param, a2)
-        tol = 1e-10 if dtype == np.float64 else 2e-5
-        np.testing.assert_allclose(r1, r2, rtol=tol, atol=tol * N)
-        np.testing.assert_allclose(a1, a2, rtol=tol, atol=tol * np.abs(a2).max())
-        assert np.all(a1[np.setdiff1d(np.arange(W), cols), 0] != 0)  # zero-weight columns: read
+        acc = np.zeros((W, 2))
+        lsum, dsum, tsum = K._linear_row_pass(X, y, W2, z0 + 0.2, t0, loss.code, loss.param,
+                                              track, acc)
+        z = X64 @ W2[:, 0].astype(np.float64) + z0 + 0.2
+        t = X64 @ W2[:, 1].astype(np.float64) + t0 if track else np.zeros(N)
+        val, d = loss.value(z, y), loss.gradient(z, y)
+        tol = 1e-10 if dtype == np.float64 else 1e-4
+        np.testing.assert_allclose([lsum, dsum, tsum], [np.sum(val), d.sum(), t.sum()],
+                                   rtol=tol, atol=tol * N)
+        ref = np.column_stack([X64.T @ d, X64.T @ t])
+        np.testing.assert_allclose(acc, ref, rtol=tol, atol=tol * np.abs(ref).max())
+        assert np.all(acc[np.setdiff1d(np.arange(W), cols), 0] != 0)
 
 
 @pytest.mark.parametrize("bins", [0, 4])
@@ -276,6 +284,26 @@ def test_fsa_recovers_support_and_history():
     assert h["data_passes"] == pytest.approx(h["width"].sum() / 300)
     annealing = (300 + (sched[:-1] - 10).sum()) / 300 - 10 / 300
     assert annealing < 6  # the annealing itself costs under 6 passes at mu=300
+
+
+def test_first_compaction_into_a_large_new_matrix_waits_for_its_page_faults():
+    # a first compaction into more than FRESH_BYTES pays the page faults of the new matrix:
+    # the solver reads X at full width until the zero-weight reads cover that cost (ski
+    # rental), then compacts once into the kept columns
+    n, m = 10000, 2000
+    X, y, true = make_ar1_classification(n, m, k_true=10, random_state=3)
+    res = fsa_fit(X, np.where(y > 0, 1.0, -1.0), 10, loss="logistic")
+    kept, width = res.history["n_kept"], res.history["width"]
+    assert n * kept[0] * X.itemsize > K.FRESH_BYTES  # the rule applies from iteration 0 on
+    waste, e = 0.0, 0
+    while n * kept[e] * X.itemsize > K.FRESH_BYTES and (
+            waste + m - kept[e] < m + (1 + K.FRESH_COST) * kept[e]):
+        e += 1
+        waste += m - kept[e - 1]
+    assert e >= 2  # the old rule (compact once halved) compacted after iteration 0
+    np.testing.assert_array_equal(width[1:e + 1], m)
+    assert width[e + 1] == kept[e]
+    np.testing.assert_array_equal(np.sort(res.support), true)
 
 
 @pytest.mark.parametrize("name", ["logistic", "lorenz", "svm", "squared"])

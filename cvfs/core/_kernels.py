@@ -261,23 +261,33 @@ def _centring_offset(fp, coef):
     return off
 
 
-_BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two BLAS products
+_BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two kernels of a pass
 # kept linear columns are stored feature-major (axpy/dot sweeps, four columns at a time, instead
-# of two BLAS products per row block) when there are at most SMALL_WIDTH of them, or at most
+# of the row kernels per row block) when there are at most SMALL_WIDTH of them, or at most
 # CACHED_WIDTH whose matrix fits in CACHED_BYTES (cache-resident: the sweeps are compute-bound
-# and win; streamed from memory BLAS's row blocks win). Measured on this machine, row_pass time /
-# row_pass_t time (logistic, tracked and not): N = 1000 float64: 1.4-1.55 at 20 columns,
-# 1.0-1.3 at 40, 0.9-1.4 at 64; N = 1e5 float32: 1.8-2.3 at 10-20 columns, 0.9-1.0 at 32,
-# 0.7-0.85 at 48-64
-SMALL_WIDTH = 20
-CACHED_WIDTH = 64
+# and win; streamed from memory the row kernels win beyond ~40 columns). Measured on this
+# machine, row_pass time / row_pass_t time (logistic, tracked / not): N = 1000 float64: 1.9 / 1.8
+# at 10 columns, 1.5 / 1.5 at 20, 1.3 / 1.15 at 64, 1.2 / 1.1 at 128, 1.0 / 0.9 at 256;
+# N = 3000 float64: 1.3 / 1.1 at 128, 1.1 / 1.0 at 160; N = 1e5 float32: 2.2 / 1.8 at 10,
+# 1.2 / 1.1 at 32, 1.1 / 0.95 at 40, 0.9 / 0.85 at 48, 0.6 at 100
+SMALL_WIDTH = 32
+CACHED_WIDTH = 128
 CACHED_BYTES = 1 << 22
-# row-major working matrices up to this width use the numba row kernels (_row_dots,
-# _row_axpys) instead of two BLAS products per row block: OpenBLAS's products with two
-# right-hand columns stream such short rows at 9-14 GB/s here (N = 1e5 float32, widths 100-2000),
-# the row kernels at 15-21 GB/s; wider rows no longer keep w, v and the accumulators in L1
-# and BLAS wins (benchmarks/row_kernels.py)
-ROW_KERNEL_WIDTH = 2048
+# the row kernels (_row_dots) take one row per sweep of w and v up to this width (w, v and
+# the row stay in L1; several rows per sweep stream short rows from memory at half the rate)
+# and four rows per sweep above it (w and v come from L2 once per four rows): measured on
+# N x W float32 matrices of 0.6 GB, tracked pass, GB/s one row / four rows: W = 2000 16.9 /
+# 12.5, 3000 11.0 / 12.7, 10788 9.5 / 14.9, 45546 9.7 / 16.2 (benchmarks/row_kernels.py
+# compares the pass with the BLAS products it replaced)
+ROW_SWEEP_WIDTH = 2048
+# page faults of fresh memory, per element written, in units of an element streamed: filling
+# 1.8 GB of fresh memory took 0.65-0.85 s on this VM (4 KiB pages), refilling it 0.07 s and
+# reading it 0.08 s. Matrices above FRESH_BYTES (glibc's largest mmap threshold) are mapped
+# afresh by every allocation; smaller ones reuse the heap's pages after the first fit. At
+# N x M = 1e5 x 1e4 (float32) this moves the first compaction from iteration 0 (45.8% of the
+# columns, 1.8 GB) to 3 (17.8%), at 1.5e4 x 1e5 from 0 to 3 too: 6.6 -> 5.5 s CPU there
+FRESH_COST = 8.0
+FRESH_BYTES = 32 << 20
 
 
 @njit(cache=True)
@@ -312,11 +322,48 @@ def _gather(acc, cols, g, h):
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def _row_dots(Xb, w, v, z, t, track):
     """z_i = x_i . w and, if ``track``, t_i = x_i . v for the rows of a row block, in X's
-    dtype: one read of each row, in order (the reductions vectorise). Two rows per sweep of
-    w and v is faster on a cache-resident block but streams from memory at half the rate."""
+    dtype, in one in-order read of the rows (the reductions vectorise): one row per sweep of w
+    and v up to ``ROW_SWEEP_WIDTH`` columns, four above."""
     n, W = Xb.shape
     zero = Xb.dtype.type(0)
-    for i in range(n):
+    i = 0
+    if W > ROW_SWEEP_WIDTH:
+        while i + 4 <= n:
+            x0 = Xb[i]
+            x1 = Xb[i + 1]
+            x2 = Xb[i + 2]
+            x3 = Xb[i + 3]
+            a0 = a1 = a2 = a3 = zero
+            if track:
+                b0 = b1 = b2 = b3 = zero
+                for j in range(W):
+                    wj = w[j]
+                    vj = v[j]
+                    a0 += x0[j] * wj
+                    a1 += x1[j] * wj
+                    a2 += x2[j] * wj
+                    a3 += x3[j] * wj
+                    b0 += x0[j] * vj
+                    b1 += x1[j] * vj
+                    b2 += x2[j] * vj
+                    b3 += x3[j] * vj
+                t[i] = b0
+                t[i + 1] = b1
+                t[i + 2] = b2
+                t[i + 3] = b3
+            else:
+                for j in range(W):
+                    wj = w[j]
+                    a0 += x0[j] * wj
+                    a1 += x1[j] * wj
+                    a2 += x2[j] * wj
+                    a3 += x3[j] * wj
+            z[i] = a0
+            z[i + 1] = a1
+            z[i + 2] = a2
+            z[i + 3] = a3
+            i += 4
+    while i < n:
         x = Xb[i]
         a = zero
         if track:
@@ -329,6 +376,7 @@ def _row_dots(Xb, w, v, z, t, track):
             for j in range(W):
                 a += x[j] * w[j]
         z[i] = a
+        i += 1
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
@@ -366,9 +414,9 @@ def _row_axpys(Xb, d, t, ag, ah, track):
 
 @njit(cache=True)
 def _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc):
-    """Row blocks of :func:`row_pass` with the row kernels: scores, loss, derivatives and the
-    raw sums acc[:, 0] += d_i x_i, acc[:, 1] += t_i x_i (per block in X's dtype, like the
-    BLAS products). Returns (loss sum, sum d, sum t)."""
+    """The linear branch of :func:`row_pass` over the row blocks: scores x_i . W2 (+ z0, t0),
+    loss, derivatives d_i and the raw sums acc[:, 0] += d_i x_i, acc[:, 1] += t_i x_i (summed
+    per block in X's dtype, then in float64). Returns (loss sum, sum d, sum t)."""
     N, W = X.shape
     R = _block_rows(X)
     w = np.ascontiguousarray(W2[:, 0])
@@ -409,44 +457,13 @@ def _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc):
 
 
 @njit(cache=True)
-def _linear_blas_pass(X, y, W2, z0, t0, code, param, acc):
-    """:func:`_linear_row_pass` by two BLAS products per row block (scores X_b W2, then
-    X_b^T [d, t]); the faster one for rows wider than ``ROW_KERNEL_WIDTH``."""
-    N = X.shape[0]
-    R = _block_rows(X)
-    D = np.empty((R, 2), dtype=X.dtype)
-    zb = np.empty(R)
-    db = np.empty(R)
-    lsum = 0.0
-    dsum = 0.0
-    tsum = 0.0
-    for r0 in range(0, N, R):
-        r1 = min(N, r0 + R)
-        nb = r1 - r0
-        Xb = X[r0:r1]
-        Z = np.dot(Xb, W2)
-        for i in range(nb):
-            zb[i] = Z[i, 0] + z0
-        lsum += loss_rows(code, param, zb[:nb], y[r0:r1], db)
-        for i in range(nb):
-            t = Z[i, 1] + t0
-            dsum += db[i]
-            tsum += t
-            D[i, 0] = db[i]
-            D[i, 1] = t
-        acc += np.dot(Xb.T, D[:nb])
-    return lsum, dsum, tsum
-
-
-@njit(cache=True)
 def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track):
     """One pass for a row-separable loss: scores, loss, and the raw sums g += d_i u_i,
     h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t).
 
     Linear responses: per block of rows (~512 KiB, cache resident) the scores and then the
-    gradient sums over the working width (columns not kept have zero weight): by the row
-    kernels up to ``ROW_KERNEL_WIDTH`` columns, else by two BLAS products; piecewise-linear
-    responses: bin index and offset per element, never a basis.
+    gradient sums over the working width (columns not kept have zero weight), by the row
+    kernels; piecewise-linear responses: bin index and offset per element, never a basis.
     """
     lsum = 0.0
     dsum = 0.0
@@ -456,10 +473,7 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
         W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
         z0 += intercept
         acc = np.zeros((X.shape[1], 2))
-        if X.shape[1] <= ROW_KERNEL_WIDTH:
-            lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc)
-        else:
-            lsum, dsum, tsum = _linear_blas_pass(X, y, W2, z0, t0, code, param, acc)
+        lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc)
         _gather(acc, cols, g, h)
         return lsum, dsum, tsum
     m = cols.size
@@ -579,7 +593,7 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
 def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
-    time, within row chunks that stay in L2; they beat two BLAS calls for the widths described
+    time, within row chunks that stay in L2; they beat the row kernels for the widths described
     at ``SMALL_WIDTH``."""
     N = XT.shape[1]
     m = cols.size
@@ -896,13 +910,18 @@ def power_estimate_rows(X, rows, fp, v, n_iter):
 
 
 @njit(cache=True)
-def compact_columns(X, cols):
-    """A new C-contiguous matrix holding the columns ``cols`` of ``X``."""
-    N = X.shape[0]
-    out = np.empty((N, cols.size), dtype=X.dtype)
-    for i in range(N):
+def take_columns(X, cols, out):
+    """out[i, j] = X[i, cols[j]] (3-4x numpy's fancy indexing of a row block here)."""
+    for i in range(X.shape[0]):
         for j in range(cols.size):
             out[i, j] = X[i, cols[j]]
+
+
+@njit(cache=True)
+def compact_columns(X, cols):
+    """A new C-contiguous matrix holding the columns ``cols`` of ``X``."""
+    out = np.empty((X.shape[0], cols.size), dtype=X.dtype)
+    take_columns(X, cols, out)
     return out
 
 
@@ -948,7 +967,7 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
 
     ``hist`` (n_iter, 5) receives per iteration: objective (mean loss + prior) before the
     step, kept count after it, step size, columns read (the working matrix's width for the
-    BLAS path of linear responses, whose dropped columns are read with zero weight until the
+    row-major passes of linear responses, whose dropped columns are read with zero weight until the
     next compaction; the kept count otherwise), and the curvature estimate lam. ``path``
     (n_iter, M) receives the coefficients by original feature (signed for G = 1, group norm
     otherwise) unless it has zero rows. ``track`` says whether the power iteration is still
@@ -1012,11 +1031,17 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
             fp = fp[keep]
             support = support[keep]
             cols = cols[keep]
-            # compact when the kept set has halved, when the zero-weight reads since the last
-            # compaction have cost as much as a copy (read width, write the kept columns), and
-            # at the final size
-            if (2 * cols.size <= width or waste >= width + cols.size
-                    or schedule[e] == schedule[-1]):
+            # compact at the final size, and before when the kept set has halved or the
+            # zero-weight reads since the last compaction have cost as much as a copy (read
+            # the width, write the kept columns); a first compaction into a new matrix larger
+            # than FRESH_BYTES also pays the page faults of its memory, and waits until those
+            # reads, the next iteration's included, have cost as much (ski rental)
+            copy = width + cols.size
+            if not owned and y.size * cols.size * X.itemsize > FRESH_BYTES:
+                due = waste + width - cols.size >= copy + FRESH_COST * cols.size
+            else:
+                due = 2 * cols.size <= width or waste >= copy
+            if due or schedule[e] == schedule[-1]:
                 waste = 0.0
                 if transposed or (bins == 0 and code != RANK and (
                         cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.size

@@ -19,10 +19,13 @@ Working set
     ``history["width"]`` records the columns each iteration read (with linear responses the
     dropped columns of the working matrix are read with zero weight until the next compaction,
     so between M_e and 2 M_e) and ``history["data_passes"]`` = sum_e width_e / M. A
-    compact matrix of at most ``_kernels.SMALL_WIDTH`` (20) linear columns, or of at most
-    ``CACHED_WIDTH`` (64) that fits in ``CACHED_BYTES`` (4 MiB), is stored feature-major
+    compact matrix of at most ``_kernels.SMALL_WIDTH`` (32) linear columns, or of at most
+    ``CACHED_WIDTH`` (128) that fits in ``CACHED_BYTES`` (4 MiB), is stored feature-major
     (row-separable losses): axpy/dot sweeps over four columns at a time, within row chunks
-    that stay in L2, beat two BLAS calls per row block there.
+    that stay in L2, beat the row kernels there. Row-major passes read each ~512 KiB row block
+    once from memory: both dot products of a row in one in-order read, then the gradient sums
+    four rows per sweep while the block is in L2 (numba; OpenBLAS's products with two
+    right-hand columns streamed such blocks at about half the rate, benchmarks/row_kernels.py).
 
     First iteration: with linear responses and a row-separable loss, beta = 0 makes every
     score the intercept, so the loss derivatives are known before any pass and the raw
@@ -499,6 +502,6 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
     Xw = np.empty((N, cols.size), dtype=X.dtype if X.dtype in (np.float32, np.float64)
                   else np.float64)
     for r0, r1 in blocks:
-        Xw[r0:r1] = _read_block(X, r0, r1, buf)[:, cols]
+        K.take_columns(_read_block(X, r0, r1, buf), cols, Xw[r0:r1])
     log.debug("FSA: %d kept columns loaded into memory after %d iterations", cols.size, e)
     return e, Xw, np.arange(cols.size, dtype=np.int64), fp, beta, v, support, intercept, lam
