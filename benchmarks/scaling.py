@@ -117,7 +117,7 @@ def _peak_rss_bytes():
 
 def _warm_up(loss, out_of_core=False):
     """Compile (or load from numba's cache) every kernel the timed fits use, outside the timing:
-    in-memory float32 fits on narrow and on wide rows (row kernels and BLAS products) and, with
+    in-memory float32 fits on narrow and on wide rows (one and four rows per sweep) and, with
     ``out_of_core``, a fit from a small HDF5 file read in row blocks."""
     import tempfile
 
