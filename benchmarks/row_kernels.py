@@ -21,23 +21,12 @@ on the same matrix (the bandwidth ``benchmarks/scaling.py`` divides by). Single 
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import format_table, limit_threads, machine_info, write_json  # noqa: E402
-
-
-def _best(f, repeats):
-    f()
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from _bench import best_time, format_table, limit_threads, machine_info, write_json  # noqa: E402
 
 
 def _blas_pass():
@@ -94,9 +83,9 @@ def one_case(dtype, n, w, repeats, track, blas_pass, seed=0):
 
     t_rows, t_blas, t_xb = np.inf, np.inf, np.inf
     for _ in range(2):  # alternate, keep the best of each
-        t_rows = min(t_rows, _best(rows, repeats))
-        t_blas = min(t_blas, _best(blas, repeats))
-        t_xb = min(t_xb, _best(lambda: X @ b, repeats))
+        t_rows = min(t_rows, best_time(rows, repeats))
+        t_blas = min(t_blas, best_time(blas, repeats))
+        t_xb = min(t_xb, best_time(lambda: X @ b, repeats))
     gb = X.nbytes / 1e9
     return {"dtype": np.dtype(dtype).name, "n": n, "w": w, "track": track, "nbytes": X.nbytes,
             "t_rows": t_rows, "t_blas": t_blas, "t_xb": t_xb, "gbs_rows": gb / t_rows,

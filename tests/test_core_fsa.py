@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 from cvfs.core import _kernels as K
+from cvfs.core import _loss_kernels as LK
+from cvfs.core import _pl_kernels as PL
 from cvfs.core.fsa import _column_table, fsa_fit
 from cvfs.core.losses import LOSSES, HuberSVM, get_loss
 from cvfs.core.priors import SecondOrder, Shrinkage, get_prior
@@ -41,7 +43,7 @@ def test_kernel_loss_matches_numpy(name):
     loss = get_loss(name)
     z = rng.normal(0, 3, 100)
     y = rng.normal(size=100) if name == "squared" else rng.choice([-1.0, 1.0], 100)
-    out = np.array([K.loss_value_grad(loss.code, loss.param, zi, yi) for zi, yi in zip(z, y)])
+    out = np.array([LK.loss_value_grad(loss.code, loss.param, zi, yi) for zi, yi in zip(z, y)])
     np.testing.assert_allclose(out[:, 0], loss.value(z, y), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(out[:, 1], loss.gradient(z, y), rtol=1e-12, atol=1e-14)
 
@@ -53,7 +55,7 @@ def test_kernel_row_losses_match_numpy(name):
     z = rng.normal(0, 5, 2000)
     y = rng.normal(size=2000) if name == "squared" else rng.choice([-1.0, 1.0], 2000)
     d = np.empty(2000)
-    total = K.loss_rows(loss.code, loss.param, z, y, d)
+    total = LK.loss_rows(loss.code, loss.param, z, y, d)
     np.testing.assert_allclose(total, loss.value(z, y).sum(), rtol=1e-12)
     np.testing.assert_allclose(d, loss.gradient(z, y), rtol=1e-12, atol=1e-15)
 
@@ -74,10 +76,31 @@ def test_compactions_match_fancy_indexing(dtype):
     assert out.flags.c_contiguous and np.shares_memory(out, buf)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bin_coordinates_match_the_piecewise_linear_encoding(dtype):
+    # compact_bins / take_bins store s = j + alpha of PiecewiseLinear.bin_offset, feature-major,
+    # clipped outside the training range (fp from other rows), in X's dtype
+    rng = np.random.default_rng(19)
+    resp = PiecewiseLinear(5)
+    fp, _, _ = _column_table(rng.normal(size=(50, 23)), resp, 1 << 20)
+    X = (2.0 * rng.normal(size=(71, 23))).astype(dtype)
+    cols = np.array([0, 3, 4, 9, 22])
+    j, a = resp.bin_offset(X[:, cols], fp[cols])
+    ref = (j + a).T
+    S = PL.compact_bins(X, cols, fp[cols], 5)
+    assert S.dtype == dtype and S.shape == (5, 71) and S.flags.c_contiguous
+    np.testing.assert_allclose(S, ref, rtol=1e-6 if dtype == np.float32 else 1e-15, atol=0)
+    assert S.min() == 0.0 and S.max() == 5.0  # clipped
+    out = np.full((5, 100), np.nan, dtype=dtype)
+    PL.take_bins(X[40:], cols, fp[cols], 5, out, 10)  # a row block written at its offset
+    np.testing.assert_array_equal(out[:, 10:41], S[:, 40:])
+    assert np.isnan(out[:, :10]).all() and np.isnan(out[:, 41:]).all()
+
+
 def test_vectorised_exp_matches_numpy():
     u = np.concatenate([np.linspace(-45, 45, 20001), [0.0, -0.0, 1e-300, 700.0, -700.0]])
     out = np.empty_like(u)
-    K._exp_neg_abs(u, out)
+    LK._exp_neg_abs(u, out)
     ref = np.exp(-np.minimum(np.abs(u), 40.0))
     np.testing.assert_allclose(out, ref, rtol=1e-13, atol=0)
     exact = np.exp(-np.abs(u))
@@ -199,14 +222,19 @@ def test_kernel_gradient_matches_naive(bins, name):
     fd = _fd(lambda b: naive.fsa_gradient(X, y, fp, bins, b, 0.2, name,
                                           pairs if name == "rank" else None)[0], beta)
     np.testing.assert_allclose(g, fd, rtol=1e-4, atol=1e-7)
-    if bins == 0 and name != "rank":  # the feature-major working matrix gives the same pass
+    if bins > 0 or name != "rank":
+        # the feature-major working matrix gives the same pass: the kept linear columns, or the
+        # bin coordinates of all features of which rows ``sub`` are kept (piecewise linear)
         sub = np.array([5, 1, 3])
-        XT = np.ascontiguousarray(X.T)
+        if bins == 0:
+            XT, cols_t = np.ascontiguousarray(X.T), sub
+        else:
+            XT, cols_t = PL.compact_bins(X, cols, fp, bins), sub
         for track in (True, False):
-            ref = K.compute_gradient(X, y, pi, pj, pr, pw, sub, fp[sub], 0, beta[sub], v[sub],
-                                     0.2, loss.code, loss.param, track)
-            got = K.compute_gradient(XT, y, pi, pj, pr, pw, sub, fp[sub], 0, beta[sub], v[sub],
-                                     0.2, loss.code, loss.param, track, True)
+            ref = K.compute_gradient(X, y, pi, pj, pr, pw, sub, fp[sub], bins, beta[sub],
+                                     v[sub], 0.2, loss.code, loss.param, track)
+            got = K.compute_gradient(XT, y, pi, pj, pr, pw, cols_t, fp[sub], bins, beta[sub],
+                                     v[sub], 0.2, loss.code, loss.param, track, True)
             for a, b in zip(got, ref):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
@@ -402,13 +430,14 @@ def test_ranking_recovers_relevant_features():
     assert res.coef[0, 0] > 0 > res.coef[1, 0]
 
 
-def test_out_of_core_inputs_match_in_memory(tmp_path):
+@pytest.mark.parametrize("bins", [None, 4])
+def test_out_of_core_inputs_match_in_memory(tmp_path, bins):
     import h5py
 
     X, y, true = make_ar1_classification(2000, 400, k_true=8, random_state=14)
     X = X.astype(np.float32)
     y = np.where(y > 0, 1.0, -1.0)
-    ref = fsa_fit(X, y, 8, loss="lorenz")
+    ref = fsa_fit(X, y, 8, loss="lorenz", bins=bins)
     with h5py.File(tmp_path / "x.h5", "w") as f:
         f["X"] = X
     mm = np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="w+", shape=X.shape)
@@ -416,10 +445,10 @@ def test_out_of_core_inputs_match_in_memory(tmp_path):
     mm.flush()
     with h5py.File(tmp_path / "x.h5", "r") as f:
         # the kept columns may use 1/4 of X's size: the first iterations read row blocks
-        a = fsa_fit(f["X"], y, 8, loss="lorenz", max_memory=X.nbytes // 4,
+        a = fsa_fit(f["X"], y, 8, loss="lorenz", bins=bins, max_memory=X.nbytes // 4,
                     block_bytes=300 * 400 * 4)
     b = fsa_fit(np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="r", shape=X.shape), y,
-                8, loss="lorenz", max_memory=X.nbytes // 4)
+                8, loss="lorenz", bins=bins, max_memory=X.nbytes // 4)
     for r in (a, b):
         np.testing.assert_array_equal(r.support, ref.support)
         np.testing.assert_allclose(r.coef, ref.coef, rtol=1e-6, atol=1e-9)
@@ -511,7 +540,8 @@ def test_column_statistics_match_numpy_across_blocks():
     assert not _ColumnStats(7).update(X)
 
 
-def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path):
+@pytest.mark.parametrize("bins", [None, 4])
+def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path, bins):
     """Peak traced allocations of an HDF5 fit stay under max_memory + 3 blocks + O(M)."""
     import tracemalloc
 
@@ -525,17 +555,20 @@ def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path):
     del X
     max_memory, block = 2 << 20, 1 << 20
     with h5py.File(tmp_path / "x.h5", "r") as f:
-        fsa_fit(f["X"], y, 5, loss="lorenz", max_memory=max_memory, block_bytes=block)  # JIT
+        fsa_fit(f["X"], y, 5, loss="lorenz", bins=bins, max_memory=max_memory,
+                block_bytes=block)  # JIT
         tracemalloc.start()
-        res = fsa_fit(f["X"], y, 5, loss="lorenz", max_memory=max_memory, block_bytes=block)
+        res = fsa_fit(f["X"], y, 5, loss="lorenz", bins=bins, max_memory=max_memory,
+                      block_bytes=block)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     np.testing.assert_array_equal(res.support, true)
     assert peak <= max_memory + 3 * block + 200 * 500 * 8 + 4000 * 8 * 8
     # the kept columns were loaded as soon as max_memory could hold them
     n_ooc = res.history["out_of_core_iterations"]
-    # (iteration 0's gradient comes from the statistics pass: it reads nothing of its own)
-    assert n_ooc >= 2 and res.history["width"][0] == 0
+    # (linear: iteration 0's gradient comes from the statistics pass, it reads nothing of its
+    # own)
+    assert n_ooc >= 2 and res.history["width"][0] == (0 if bins is None else 500)
     assert np.all(res.history["width"][1:n_ooc] == 500)
     loaded = res.history["n_kept"][n_ooc - 1]
     assert 4000 * loaded * 4 <= max_memory < 4000 * res.history["n_kept"][n_ooc - 2] * 4

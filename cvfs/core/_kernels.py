@@ -21,38 +21,16 @@ import math
 import numpy as np
 from numba import njit
 
-LOSS_NONE = -1
-SQUARED, LOGISTIC, LORENZ, HUBER_SVM, RANK = 0, 1, 2, 3, 4
-
-
-@njit(cache=True)
-def loss_value_grad(code, param, z, y):
-    """Loss value and d loss / dz at score ``z`` and target ``y`` (margin losses: y = +-1)."""
-    if code == SQUARED:
-        d = z - y
-        return 0.5 * d * d, d
-    if code == LOSS_NONE:
-        return 0.0, 0.0
-    u = y * z
-    if code == LOGISTIC:
-        if u > 0:
-            e = math.exp(-u)
-            return math.log1p(e), -y * e / (1.0 + e)
-        e = math.exp(u)
-        return -u + math.log1p(e), -y / (1.0 + e)
-    if code == LORENZ:
-        if u >= 1.0:
-            return 0.0, 0.0
-        t = u - 1.0
-        return math.log1p(t * t), y * 2.0 * t / (1.0 + t * t)
-    # HUBER_SVM with half-width param
-    h = param
-    if u > 1.0 + h:
-        return 0.0, 0.0
-    if u < 1.0 - h:
-        return 1.0 - u, -y
-    q = 1.0 + h - u
-    return q * q / (4.0 * h), -y * q / (2.0 * h)
+from cvfs.core._loss_kernels import LOSS_NONE, RANK, loss_rows, rank_pairs
+from cvfs.core._pl_kernels import (
+    compact_bins,
+    pl_grad_pass,
+    pl_grad_pass_t,
+    pl_row_pass,
+    pl_row_pass_t,
+    pl_score_pass,
+    pl_score_pass_t,
+)
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
@@ -102,163 +80,6 @@ def column_stats(X, shift, s1, s2, lo, hi, d, gacc):
         if not (math.isfinite(s1[j]) and math.isfinite(s2[j])):
             return False
     return True
-
-
-@njit(cache=True, fastmath={"reassoc", "contract"})
-def _exp_neg_abs(u, out):
-    """out_i = exp(-|u_i|), relative error < 1e-14 (exp(-40) for |u_i| > 40, which changes
-    no sum or derivative by more than 5e-18).
-
-    exp(-a) = exp(-a/64)^64 with a degree-14 Taylor polynomial on [0, 0.625]: no library call
-    and no branch, so the loop vectorises (about 4x faster than ``math.exp`` per element on
-    this machine; the logistic loss needs one per row per iteration).
-    """
-    for i in range(u.size):
-        s = -min(abs(u[i]), 40.0) * 0.015625
-        p = 1.0 / 87178291200.0
-        p = p * s + 1.0 / 6227020800.0
-        p = p * s + 1.0 / 479001600.0
-        p = p * s + 1.0 / 39916800.0
-        p = p * s + 1.0 / 3628800.0
-        p = p * s + 1.0 / 362880.0
-        p = p * s + 1.0 / 40320.0
-        p = p * s + 1.0 / 5040.0
-        p = p * s + 1.0 / 720.0
-        p = p * s + 1.0 / 120.0
-        p = p * s + 1.0 / 24.0
-        p = p * s + 1.0 / 6.0
-        p = p * s + 0.5
-        p = p * s + 1.0
-        p = p * s + 1.0
-        p *= p
-        p *= p
-        p *= p
-        p *= p
-        p *= p
-        out[i] = p * p
-
-
-@njit(cache=True)
-def loss_rows(code, param, z, y, d):
-    """Sum of the loss over rows and its derivative per row (into ``d``).
-
-    The Lorenz branch accumulates sum_i log1p(t_i^2) as the log of the running product of
-    (1 + t_i^2), flushed to a log before it could overflow (relative error ~1e-13).
-
-    The logistic branch needs one exp per row (e_i = exp(-|u_i|) by :func:`_exp_neg_abs`):
-    sum_i log1p(e_i) is accumulated as the log of the running product of (1 + e_i) in (1, 2],
-    taken every 512 rows (relative error of the sum ~1e-13; derivatives to ~1e-14).
-    """
-    if code == LORENZ:  # sum of log1p(t^2) as the log of a product, flushed before overflow
-        total = 0.0
-        prod = 1.0
-        for i in range(z.size):
-            u = y[i] * z[i]
-            if u >= 1.0:
-                d[i] = 0.0
-                continue
-            t = u - 1.0
-            q = 1.0 + t * t
-            d[i] = y[i] * 2.0 * t / q
-            prod *= q
-            if prod > 1e250:
-                total += math.log(prod)
-                prod = 1.0
-        return total + math.log(prod)
-    if code != LOGISTIC:
-        total = 0.0
-        for i in range(z.size):
-            val, di = loss_value_grad(code, param, z[i], y[i])
-            total += val
-            d[i] = di
-        return total
-    return _logistic_rows(z, y, d)
-
-
-@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def _logistic_rows(z, y, d):
-    """Logistic branch of :func:`loss_rows`, branch-free so that its loops vectorise (numpy's
-    error model: Python's zero-division check on 1 / (1 + e) would keep the division loop
-    scalar; 1 + e >= 1)."""
-    n = z.size
-    total = 0.0
-    u = np.empty(n)
-    for i in range(n):
-        u[i] = y[i] * z[i]
-        total += max(-u[i], 0.0)
-    _exp_neg_abs(u, d)  # e_i = exp(-|u_i|) (separate arrays: in place would not vectorise)
-    # sum_i log1p(e_i) as the log of products of (1 + e_i) in (1, 2], eight running products
-    # per chunk of 512 rows (one vector register; a single running product is a serial chain)
-    p = np.empty(8)
-    for c0 in range(0, n, 512):
-        c1 = min(n, c0 + 512)
-        p[:] = 1.0
-        i = c0
-        while i + 8 <= c1:
-            for k in range(8):
-                p[k] *= 1.0 + d[i + k]
-            i += 8
-        prod = 1.0
-        for k in range(8):
-            prod *= p[k]
-        while i < c1:
-            prod *= 1.0 + d[i]
-            i += 1
-        total += math.log(prod)
-    for i in range(n):
-        e = d[i]
-        d[i] = -y[i] * (e if u[i] > 0.0 else 1.0) / (1.0 + e)
-    return total
-
-
-@njit(cache=True, inline="always")
-def _bins_of_row(row, cols, fp, bins, jbuf, abuf):
-    for j in range(cols.size):
-        s = (row[cols[j]] - fp[j, 0]) * fp[j, 1]
-        if s <= 0.0:
-            s = 0.0
-        elif s >= bins:
-            s = bins
-        b = int(s)
-        if b >= bins:
-            b = bins - 1
-        jbuf[j] = b
-        abuf[j] = s - b
-
-
-@njit(cache=True, inline="always")
-def _pl_dot2(jbuf, abuf, c1, c2, track):
-    z = 0.0
-    t = 0.0
-    for j in range(jbuf.size):
-        b = jbuf[j]
-        a = abuf[j]
-        z += c1[j, b] + a * (c1[j, b + 1] - c1[j, b])
-        if track:
-            t += c2[j, b] + a * (c2[j, b + 1] - c2[j, b])
-    return z, t
-
-
-@njit(cache=True, inline="always")
-def _pl_axpy2(jbuf, abuf, d, t, g, h, track):
-    for j in range(jbuf.size):
-        b = jbuf[j]
-        a = abuf[j]
-        g[j, b] += d * (1.0 - a)
-        g[j, b + 1] += d * a
-        if track:
-            h[j, b] += t * (1.0 - a)
-            h[j, b + 1] += t * a
-
-
-@njit(cache=True)
-def _centring_offset(fp, coef):
-    """-sum_jb coef_jb * mean_jb: what centring the basis adds to every score."""
-    off = 0.0
-    for j in range(coef.shape[0]):
-        for b in range(coef.shape[1]):
-            off -= coef[j, b] * fp[j, 2 + b]
-    return off
 
 
 _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two kernels of a pass
@@ -463,32 +284,14 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
 
     Linear responses: per block of rows (~512 KiB, cache resident) the scores and then the
     gradient sums over the working width (columns not kept have zero weight), by the row
-    kernels; piecewise-linear responses: bin index and offset per element, never a basis.
+    kernels; piecewise-linear responses: :func:`cvfs.core._pl_kernels.pl_row_pass`.
     """
-    lsum = 0.0
-    dsum = 0.0
-    tsum = 0.0
-    N = X.shape[0]
-    if bins == 0:
-        W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
-        z0 += intercept
-        acc = np.zeros((X.shape[1], 2))
-        lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc)
-        _gather(acc, cols, g, h)
-        return lsum, dsum, tsum
-    m = cols.size
-    z0 = _centring_offset(fp, beta)
-    t0 = _centring_offset(fp, v)
-    jbuf = np.empty(m, dtype=np.int64)
-    abuf = np.empty(m, dtype=np.float64)
-    for i in range(N):
-        _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-        z, t = _pl_dot2(jbuf, abuf, beta, v, track)
-        val, d = loss_value_grad(code, param, z + z0 + intercept, y[i])
-        lsum += val
-        dsum += d
-        tsum += t + t0
-        _pl_axpy2(jbuf, abuf, d, t + t0, g, h, track)
+    if bins > 0:
+        return pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
+    W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
+    acc = np.zeros((X.shape[1], 2))
+    lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0 + intercept, t0, code, param, track, acc)
+    _gather(acc, cols, g, h)
     return lsum, dsum, tsum
 
 
@@ -632,82 +435,37 @@ def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
 @njit(cache=True)
 def score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track):
     """Scores z = U_c beta + intercept and t = U_c v for every row (non-separable losses)."""
-    N = X.shape[0]
-    if bins == 0:
-        W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
-        R = _block_rows(X)
-        for r0 in range(0, N, R):
-            r1 = min(N, r0 + R)
-            Z = np.dot(X[r0:r1], W2)
-            for i in range(r1 - r0):
-                z[r0 + i] = Z[i, 0] + z0 + intercept
-                t[r0 + i] = Z[i, 1] + t0
+    if bins > 0:
+        pl_score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track)
         return
-    m = cols.size
-    z0 = _centring_offset(fp, beta)
-    t0 = _centring_offset(fp, v)
-    jbuf = np.empty(m, dtype=np.int64)
-    abuf = np.empty(m, dtype=np.float64)
-    for i in range(N):
-        _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-        zi, ti = _pl_dot2(jbuf, abuf, beta, v, track)
-        z[i] = zi + z0 + intercept
-        t[i] = ti + t0
+    N = X.shape[0]
+    W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
+    R = _block_rows(X)
+    for r0 in range(0, N, R):
+        r1 = min(N, r0 + R)
+        Z = np.dot(X[r0:r1], W2)
+        for i in range(r1 - r0):
+            z[r0 + i] = Z[i, 0] + z0 + intercept
+            t[r0 + i] = Z[i, 1] + t0
 
 
 @njit(cache=True)
 def grad_pass(X, cols, fp, bins, r, w, g, h, track):
     """Raw sums g += r_i u_i, h += w_i u_i over every row. Returns (sum r, sum w)."""
+    if bins > 0:
+        return pl_grad_pass(X, cols, fp, bins, r, w, g, h, track)
     N = X.shape[0]
-    if bins == 0:
-        R = _block_rows(X)
-        D = np.empty((R, 2), dtype=X.dtype)
-        acc = np.zeros((X.shape[1], 2))
-        for r0 in range(0, N, R):
-            r1 = min(N, r0 + R)
-            for i in range(r1 - r0):
-                D[i, 0] = r[r0 + i]
-                D[i, 1] = w[r0 + i] if track else 0.0
-            acc += np.dot(X[r0:r1].T, D[:r1 - r0])
-        _gather(acc, cols, g, h)
-        return r.sum(), w.sum()
-    m = cols.size
-    jbuf = np.empty(m, dtype=np.int64)
-    abuf = np.empty(m, dtype=np.float64)
-    for i in range(N):
-        _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
-        _pl_axpy2(jbuf, abuf, r[i], w[i], g, h, track)
+    R = _block_rows(X)
+    D = np.empty((R, 2), dtype=X.dtype)
+    acc = np.zeros((X.shape[1], 2))
+    for r0 in range(0, N, R):
+        r1 = min(N, r0 + R)
+        for i in range(r1 - r0):
+            D[i, 0] = r[r0 + i]
+            D[i, 1] = w[r0 + i] if track else 0.0
+        acc += np.dot(X[r0:r1].T, D[:r1 - r0])
+    _gather(acc, cols, g, h)
     return r.sum(), w.sum()
-
-
-@njit(cache=True)
-def rank_pairs(z, t, pi, pj, pr, pw, r, w, track):
-    """Pairwise ranking loss, weighted mean over pairs (weights ``pw`` sum to 1): fills
-    r = d loss / dz and w = D^T W D t (the curvature operator applied to t). Returns the loss."""
-    r[:] = 0.0
-    w[:] = 0.0
-    lsum = 0.0
-    for p in range(pi.size):
-        i = pi[p]
-        j = pj[p]
-        d = z[i] - z[j]
-        if d > 0:
-            e = math.exp(-d)
-            sp = d + math.log1p(e)
-            sig = 1.0 / (1.0 + e)
-        else:
-            e = math.exp(d)
-            sp = math.log1p(e)
-            sig = e / (1.0 + e)
-        lsum += (sp - pr[p] * d) * pw[p]
-        s = (sig - pr[p]) * pw[p]
-        r[i] += s
-        r[j] -= s
-        if track:
-            dt = (t[i] - t[j]) * pw[p]
-            w[i] += dt
-            w[j] -= dt
-    return lsum
 
 
 @njit(cache=True)
@@ -774,31 +532,39 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, c
                      track, transposed=False):
     """Mean loss, its gradient on the centred basis (m, G), d loss / d intercept, and
     H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T W D U_c for ranking pairs
-    with weights W summing to 1). ``transposed``: X is feature-major (W, N) (linear responses,
-    row-separable losses only; see :func:`fsa_loop`)."""
+    with weights W summing to 1). ``transposed``: X is feature-major (W, N): the kept linear
+    columns of a row-separable loss, or the bin coordinates of kept piecewise-linear features
+    (:func:`cvfs.core._pl_kernels.compact_bins`); see :func:`fsa_loop`."""
     m, G = beta.shape
     g = np.zeros((m, G))
     h = np.zeros((m, G))
+    N = X.shape[1] if transposed else X.shape[0]
     if code == RANK:
-        N = X.shape[0]
         z = np.empty(N)
         t = np.empty(N)
         r = np.empty(N)
         w = np.empty(N)
-        score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track)
+        if transposed:
+            pl_score_pass_t(X, cols, fp, bins, beta, v, intercept, z, t, track)
+        else:
+            score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track)
         loss = rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
-        rsum, wsum = grad_pass(X, cols, fp, bins, r, w, g, h, track)
+        if transposed:
+            rsum, wsum = pl_grad_pass_t(X, cols, bins, r, w, g, h, track)
+        else:
+            rsum, wsum = grad_pass(X, cols, fp, bins, r, w, g, h, track)
         finalize(g, fp, bins, rsum, 1.0)
         finalize(h, fp, bins, wsum, 1.0)
         return loss, g, 0.0, h
-    if transposed:
-        N = X.shape[1]
-        lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, code, param, g, h,
-                                      track)
-    else:
-        N = X.shape[0]
+    if not transposed:
         lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g,
                                     h, track)
+    elif bins > 0:
+        lsum, dsum, tsum = pl_row_pass_t(X, y, cols, fp, bins, beta, v, intercept, code, param,
+                                         g, h, track)
+    else:
+        lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, code, param, g, h,
+                                      track)
     finalize(g, fp, bins, dsum, N)
     finalize(h, fp, bins, tsum, N)
     return lsum / N, g, dsum / N, h
@@ -977,13 +743,16 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
     intercept) instead of reading X; it leaves the curvature estimate as it is and records
     width 0.
 
-    The working matrix is compacted to the kept columns when they are at most half its width,
-    when the zero-weight reads since the last compaction have cost as much as a copy, and at
-    the final size; linear responses of a row-separable loss with few enough kept
-    columns are then stored feature-major (``transposed``, shape (W, N)). The working matrix
-    is the caller's ``X`` (only read) until the first compaction, then the solver's own buffer
-    ``Xw`` (empty until then), within which later compactions move the kept columns. Returns
-    the updated (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track).
+    Linear responses: the working matrix is compacted to the kept columns when they are at
+    most half its width, when the zero-weight reads since the last compaction have cost as
+    much as a copy, and at the final size; with a row-separable loss and few enough kept
+    columns they are then stored feature-major (``transposed``, shape (W, N)).
+    Piecewise-linear responses: at the first drop the kept features are stored feature-major
+    as bin coordinates (``transposed``), whose later passes read only the kept rows ``cols``.
+    The working matrix is the caller's ``X`` (only read) until the first compaction, then the
+    solver's own buffer ``Xw`` (empty until then, or the kept columns an out-of-core fit
+    loaded), within which later compactions move the kept columns. Returns the updated (Xw,
+    transposed, cols, fp, beta, v, support, intercept, lam, track).
     """
     lam_prev = lam
     lam0 = lam
@@ -1031,29 +800,41 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
             fp = fp[keep]
             support = support[keep]
             cols = cols[keep]
-            # compact at the final size, and before when the kept set has halved or the
-            # zero-weight reads since the last compaction have cost as much as a copy (read
-            # the width, write the kept columns); a first compaction into a new matrix larger
-            # than FRESH_BYTES also pays the page faults of its memory, and waits until those
-            # reads, the next iteration's included, have cost as much (ski rental)
-            copy = width + cols.size
-            if not owned and y.size * cols.size * X.itemsize > FRESH_BYTES:
-                due = waste + width - cols.size >= copy + FRESH_COST * cols.size
-            else:
-                due = 2 * cols.size <= width or waste >= copy
-            if due or schedule[e] == schedule[-1]:
-                waste = 0.0
-                if transposed or (bins == 0 and code != RANK and (
-                        cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.size
-                                                     * cols.size * X.itemsize <= CACHED_BYTES))):
-                    Xw = compact_features(Xw if owned else X, cols, transposed)
+            if bins > 0:
+                # piecewise linear: the first drop moves the kept features into a new
+                # feature-major matrix of bin coordinates, whose passes cost a fraction of the
+                # row-major ones (cvfs.core._pl_kernels) and read only the kept rows (cols)
+                if not transposed:
+                    Xw = compact_bins(Xw if owned else X, cols, fp, bins)
                     transposed = True
-                elif owned:
-                    Xw = compact_columns_inplace(Xw, cols)
+                    owned = True
+                    cols = np.arange(cols.size)
+            else:
+                # linear: compact at the final size, and before when the kept set has halved or
+                # the zero-weight reads since the last compaction have cost as much as a copy
+                # (read the width, write the kept columns); a first compaction into a new
+                # matrix larger than FRESH_BYTES also pays the page faults of its memory, and
+                # waits until those reads, the next iteration's included, have cost as much
+                # (ski rental)
+                copy = width + cols.size
+                if not owned and y.size * cols.size * X.itemsize > FRESH_BYTES:
+                    due = waste + width - cols.size >= copy + FRESH_COST * cols.size
                 else:
-                    Xw = compact_columns(X, cols)
-                owned = True
-                cols = np.arange(cols.size)
+                    due = 2 * cols.size <= width or waste >= copy
+                if due or schedule[e] == schedule[-1]:
+                    waste = 0.0
+                    if transposed or (code != RANK and (
+                            cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.size
+                                                         * cols.size * X.itemsize
+                                                         <= CACHED_BYTES))):
+                        Xw = compact_features(Xw if owned else X, cols, transposed)
+                        transposed = True
+                    elif owned:
+                        Xw = compact_columns_inplace(Xw, cols)
+                    else:
+                        Xw = compact_columns(X, cols)
+                    owned = True
+                    cols = np.arange(cols.size)
             track = True
         elif track and abs(lam - lam_prev) <= 1e-4 * lam:
             track = False
@@ -1066,17 +847,3 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
                     path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
     return Xw, transposed, cols, fp, beta, v, support, intercept, lam, track
 
-
-@njit(cache=True)
-def pl_decision(X, support, fp, bins, coef, intercept):
-    """Piecewise-linear scores intercept + sum_j u_j(x_j)^T coef_j for every row of ``X``
-    (uncentred basis: ``coef``/``intercept`` are the fitted, de-centred values)."""
-    m = support.size
-    jbuf = np.empty(m, dtype=np.int64)
-    abuf = np.empty(m, dtype=np.float64)
-    out = np.empty(X.shape[0])
-    for i in range(X.shape[0]):
-        _bins_of_row(X[i], support, fp, bins, jbuf, abuf)
-        z, _ = _pl_dot2(jbuf, abuf, coef, coef, False)
-        out[i] = z + intercept
-    return out
