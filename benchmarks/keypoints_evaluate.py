@@ -122,9 +122,11 @@ def main(argv=None):
             }
             curves_fig[label] = curves
         # baselines (same images, same criteria)
-        braw = base.get(ds, {})
+        # baseline files name images as the baselines run saw them (relative or absolute)
+        braw = {str(Path(k).resolve()): v for k, v in base.get(ds, {}).items()
+                if not k.startswith("_")}
         if braw:
-            paths = [str(im.path) for im in images]
+            paths = [str(Path(im.path).resolve()) for im in images]
             missing = [p for p in paths if p not in braw]
             if missing:
                 print(f"{ds}: baselines lack {len(missing)} of the images; skipped")

@@ -801,11 +801,12 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
             support = support[keep]
             cols = cols[keep]
             if bins > 0:
-                # piecewise linear: the first drop moves the kept features into a new
-                # feature-major matrix of bin coordinates, whose passes cost a fraction of the
-                # row-major ones (cvfs.core._pl_kernels) and read only the kept rows (cols)
+                # piecewise linear: the first drop moves the kept features of the caller's X
+                # into a new feature-major matrix of bin coordinates, whose passes cost a
+                # fraction of the row-major ones (cvfs.core._pl_kernels) and read only the kept
+                # rows (cols); an out-of-core fit loads them in that layout already
                 if not transposed:
-                    Xw = compact_bins(Xw if owned else X, cols, fp, bins)
+                    Xw = compact_bins(X, cols, fp, bins)
                     transposed = True
                     owned = True
                     cols = np.arange(cols.size)
