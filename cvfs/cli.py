@@ -227,19 +227,19 @@ def _add_keypoints_parser(sub):
     p.add_argument("--keypoints", nargs="+", default=["left_eye_center", "right_eye_center"])
     p.add_argument("--method", default="fsa-lorenz",
                    choices=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"])
-    p.add_argument("--k", type=int, default=300, help="selected features (paper: 1500)")
+    p.add_argument("--k", type=int, default=1500, help="selected features (paper: 1500)")
     p.add_argument("--bins", type=int, default=8)
-    p.add_argument("--n-iter", type=int, default=300)
+    p.add_argument("--n-iter", type=int, default=500)
     p.add_argument("--mu", type=float, default=300)
     p.add_argument("--annealing-boost", type=float, default=1.0,
                    help="FSA step factor while features are removed (1: plain 1/L step)")
     p.add_argument("--clip-quantile", type=float, default=None,
                    help="clip each feature to its [q, 1-q] quantiles before fitting")
-    p.add_argument("--haar-per-channel", type=int, default=2000)
-    p.add_argument("--hog-border", choices=["image", "window"], default="image",
+    p.add_argument("--haar-per-channel", type=int, default=20000)
+    p.add_argument("--hog-border", choices=["image", "window"], default="window",
                    help="HOG gradients on the window border from the level or the crop")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--n-hard", type=int, default=5000)
+    p.add_argument("--n-hard", type=int, default=3000)
     p.add_argument("--neg-per-image", type=int, default=20)
     p.add_argument("--max-positives", type=int, default=None)
     p.add_argument("--ied-range", type=float, nargs=2, default=[20.0, 40.0],

@@ -302,13 +302,13 @@ def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1,
     return scan
 
 
-def train_detector(images, keypoints, *, method="fsa-lorenz", k=300, bins=8, n_iter=300,
-                   mu=300, annealing_boost=1.0, clip_quantile=None, haar_per_channel=2000,
-                   hog_border="image",
-                   n_rounds=3, n_hard=5000,
+def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_iter=500,
+                   mu=300, annealing_boost=1.0, clip_quantile=None, haar_per_channel=20000,
+                   hog_border="window",
+                   n_rounds=3, n_hard=3000,
                    neg_per_image=20, max_positives=None, ied_range=(20.0, 40.0),
                    pos_radius=1.0, neg_radius=0.5, negative_levels="training", mirror=False,
-                   scales_per_octave=4, max_scale=2.0, scan_stride=1,
+                   scales_per_octave=4, max_scale=2.0, scan_stride=2,
                    cascade_ends=(10, 30, 100), cascade_miss_rate=0.005, checkpoint_dir=None,
                    random_state=None, verbose=False):
     """Train a :class:`KeypointDetector` with hard-negative mining.
