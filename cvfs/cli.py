@@ -131,18 +131,12 @@ def _cmd_keypoints_train(args):
         images = _kp_images(args.dataset, args.n_images, args.data)
         source = args.dataset
     t0 = time.perf_counter()
-    det = train_detector(
-        images, args.keypoints, method=args.method, k=args.k, bins=args.bins,
-        n_iter=args.n_iter, mu=args.mu, annealing_boost=args.annealing_boost,
-        clip_quantile=args.clip_quantile,
-        haar_per_channel=args.haar_per_channel, hog_border=args.hog_border,
-        n_rounds=args.rounds, n_hard=args.n_hard, neg_per_image=args.neg_per_image,
-        max_positives=args.max_positives, ied_range=tuple(args.ied_range),
-        pos_radius=args.pos_radius, neg_radius=args.neg_radius,
-        negative_levels=args.negative_levels, mirror=args.mirror, max_scale=args.max_scale,
-        scan_stride=args.scan_stride, checkpoint_dir=args.checkpoint_dir, random_state=args.seed,
-        verbose=not args.quiet,
-    )
+    given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
+    if "ied_range" in given:
+        given["ied_range"] = tuple(given["ied_range"])
+    det = train_detector(images, args.keypoints, method=args.method,
+                         checkpoint_dir=args.checkpoint_dir, random_state=args.seed,
+                         verbose=not args.quiet, **given)
     names = "\n".join(str(im.path.name) for im in images).encode()
     det.info["training"].update({
         "data": source, "n_images": len(images), "seconds": time.perf_counter() - t0,
@@ -214,11 +208,20 @@ def _cmd_keypoints_detect(args):
     return 0
 
 
+# `cvfs keypoints train` options passed to train_detector when given (its defaults otherwise)
+_TRAIN_OPTIONS = ("k", "bins", "n_iter", "mu", "annealing_boost", "clip_quantile",
+                  "haar_per_channel", "hog_border", "n_rounds", "n_hard", "neg_per_image",
+                  "max_positives", "ied_range", "pos_radius", "neg_radius", "negative_levels",
+                  "mirror", "max_scale", "scan_stride")
+
+
 def _add_keypoints_parser(sub):
     kp = sub.add_parser("keypoints", help="face keypoint detectors: train | evaluate | detect")
     ksub = kp.add_subparsers(dest="keypoints_command", required=True)
 
-    p = ksub.add_parser("train", help="train detectors with hard-negative mining")
+    p = ksub.add_parser("train", help="train detectors with hard-negative mining",
+                        description="Settings not given take the defaults of "
+                        "cvfs.keypoints.train.train_detector: the shipped models' recipe.")
     p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-train")
     p.add_argument("--data", default=None, help="dataset folder (default: in $CVFS_DATA)")
     p.add_argument("--aflw-sqlite", default=None, help="train on AFLW single-face images")
@@ -227,33 +230,35 @@ def _add_keypoints_parser(sub):
     p.add_argument("--keypoints", nargs="+", default=["left_eye_center", "right_eye_center"])
     p.add_argument("--method", default="fsa-lorenz",
                    choices=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"])
-    p.add_argument("--k", type=int, default=1500, help="selected features (paper: 1500)")
-    p.add_argument("--bins", type=int, default=8)
-    p.add_argument("--n-iter", type=int, default=500)
-    p.add_argument("--mu", type=float, default=300)
-    p.add_argument("--annealing-boost", type=float, default=1.0,
+    # training settings default to None: train_detector's signature holds the defaults (the
+    # shipped models' recipe), and only the options given are passed on
+    p.add_argument("--k", type=int, help="selected features (paper: 1500)")
+    p.add_argument("--bins", type=int)
+    p.add_argument("--n-iter", type=int)
+    p.add_argument("--mu", type=float)
+    p.add_argument("--annealing-boost", type=float,
                    help="FSA step factor while features are removed (1: plain 1/L step)")
-    p.add_argument("--clip-quantile", type=float, default=None,
+    p.add_argument("--clip-quantile", type=float,
                    help="clip each feature to its [q, 1-q] quantiles before fitting")
-    p.add_argument("--haar-per-channel", type=int, default=20000)
-    p.add_argument("--hog-border", choices=["image", "window"], default="window",
+    p.add_argument("--haar-per-channel", type=int)
+    p.add_argument("--hog-border", choices=["image", "window"],
                    help="HOG gradients on the window border from the level or the crop")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--n-hard", type=int, default=3000)
-    p.add_argument("--neg-per-image", type=int, default=20)
-    p.add_argument("--max-positives", type=int, default=None)
-    p.add_argument("--ied-range", type=float, nargs=2, default=[20.0, 40.0],
+    p.add_argument("--rounds", type=int, dest="n_rounds")
+    p.add_argument("--n-hard", type=int)
+    p.add_argument("--neg-per-image", type=int)
+    p.add_argument("--max-positives", type=int)
+    p.add_argument("--ied-range", type=float, nargs=2,
                    help="IED range (px) of the pyramid levels positives come from")
-    p.add_argument("--pos-radius", type=float, default=1.0,
+    p.add_argument("--pos-radius", type=float,
                    help="positives within this many level pixels of the keypoint")
-    p.add_argument("--neg-radius", type=float, default=0.5,
+    p.add_argument("--neg-radius", type=float,
                    help="negatives at least this many IED from the keypoint of every face")
-    p.add_argument("--negative-levels", choices=["training", "all"], default="training",
+    p.add_argument("--negative-levels", choices=["training", "all"],
                    help="negatives from every pyramid level or only the training levels")
-    p.add_argument("--mirror", action=argparse.BooleanOptionalAction, default=False,
+    p.add_argument("--mirror", action=argparse.BooleanOptionalAction,
                    help="add the mirrored images (left/right swapped) as training examples")
-    p.add_argument("--max-scale", type=float, default=2.0)
-    p.add_argument("--scan-stride", type=int, default=2)
+    p.add_argument("--max-scale", type=float)
+    p.add_argument("--scan-stride", type=int)
     p.add_argument("--checkpoint-dir", default=None, help="resume mining from here")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="model file (.h5)")
