@@ -89,6 +89,26 @@ def ranking_pairs(y, groups=None, weights="uniform", min_gap=None):
     return pi, pj, r, pw / pw.sum()
 
 
+def _binary_classes(y):
+    """The two sorted labels of binary targets y (1-D). Numeric labels with two finite integral
+    values are what scikit-learn's ``type_of_target`` calls binary and take a direct path (that
+    check costs ~0.4 ms, 3% of a 1000 x 1000 fit); anything else goes through
+    ``check_classification_targets`` and its error messages."""
+    if y.dtype.kind in "biuf":
+        classes = np.unique(y)
+        if classes.size == 2 and (y.dtype.kind != "f" or (
+                np.all(np.isfinite(classes)) and np.all(classes == np.floor(classes)))):
+            return classes
+    check_classification_targets(y)
+    classes = np.unique(y)
+    if classes.size != 2:
+        raise ValueError(
+            f"Only binary classification is supported: y must have exactly 2 classes, "
+            f"got {classes.size} class(es)"
+        )
+    return classes
+
+
 class _FSABase(SelectorMixin, BaseEstimator):
     """Parameter checks, data handling and the fitted state shared by the FSA estimators."""
 
@@ -274,13 +294,7 @@ class FSAClassifier(ClassifierMixin, _FSABase):
             If y does not have exactly two classes, or a parameter is invalid.
         """
         X, y = self._validate_X_y(X, y, y_numeric=False)
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if self.classes_.size != 2:
-            raise ValueError(
-                f"Only binary classification is supported: y must have exactly 2 classes, "
-                f"got {self.classes_.size} class(es)"
-            )
+        self.classes_ = _binary_classes(y)
         return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
                               get_loss(self.loss))
 

@@ -46,38 +46,56 @@ def loss_value_grad(code, param, z, y):
     return q * q / (4.0 * h), -y * q / (2.0 * h)
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
+_LOG2E = np.float32(1.4426950408889634)
+_ROUND = np.float32(12582912.0)  # 1.5 * 2**23: x + _ROUND rounds x to an integer in its low bits
+_ROUND_BITS = np.int32(0x4B400000)  # the bits of _ROUND
+_LN2_HI = np.float32(0.693145751953125)  # ln 2 = _LN2_HI + _LN2_LO, _LN2_HI exact in 12 bits
+_LN2_LO = np.float32(1.428606765330187e-06)
+
+
+@njit(cache=True, fastmath={"contract"})
 def _exp_neg_abs(u, out):
-    """out_i = exp(-|u_i|), relative error < 1e-14 (exp(-40) for |u_i| > 40, which changes
+    """out_i = exp(-|u_i|) to a relative error < 2e-7 (exp(-40) for |u_i| > 40, which changes
     no sum or derivative by more than 5e-18).
 
-    exp(-a) = exp(-a/64)^64 with a degree-14 Taylor polynomial on [0, 0.625]: no library call
-    and no branch, so the loop vectorises (about 4x faster than ``math.exp`` per element on
-    this machine; the logistic loss needs one per row per iteration).
+    Single precision where it is cheap and double where it matters: a = min(|u|, 40) is split
+    into its float32 rounding a32 and the rest (|a - a32| <= 1.2e-6, applied in float64 as the
+    factor 1 - (a - a32)); exp(-a32) = 2^-n exp(r) with n = round(a32 / ln 2), r = n ln 2 - a32
+    (|r| <= ln 2 / 2, exact in float32 with the two-part ln 2) and a degree-7 Taylor polynomial
+    (error 5e-9), evaluated in float32; 2^-n is applied by subtracting n from the exponent
+    bits. No library call and no branch, so the loops vectorise with eight float32 lanes per
+    AVX2 register: 2-2.5x faster than the all-float64 version (exp(-a/64)^64, degree 14) on the
+    Zen 1 host, which is a quarter of a logistic FSA fit at N = M = 1000 (benchmarks/
+    synthetic_tables.py). The derivatives and the loss of the logistic rows inherit the 2e-7
+    (their sums are float64). Only "contract" fastmath: reassociation could fold the rounding
+    (x + _ROUND) - _ROUND away.
     """
-    for i in range(u.size):
-        s = -min(abs(u[i]), 40.0) * 0.015625
-        p = 1.0 / 87178291200.0
-        p = p * s + 1.0 / 6227020800.0
-        p = p * s + 1.0 / 479001600.0
-        p = p * s + 1.0 / 39916800.0
-        p = p * s + 1.0 / 3628800.0
-        p = p * s + 1.0 / 362880.0
-        p = p * s + 1.0 / 40320.0
-        p = p * s + 1.0 / 5040.0
-        p = p * s + 1.0 / 720.0
-        p = p * s + 1.0 / 120.0
-        p = p * s + 1.0 / 24.0
-        p = p * s + 1.0 / 6.0
-        p = p * s + 0.5
-        p = p * s + 1.0
-        p = p * s + 1.0
-        p *= p
-        p *= p
-        p *= p
-        p *= p
-        p *= p
-        out[i] = p * p
+    n = u.size
+    p32 = np.empty(n, dtype=np.float32)
+    k32 = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        a = min(abs(u[i]), 40.0)
+        a32 = np.float32(a)
+        out[i] = 1.0 - (a - np.float64(a32))
+        kf = a32 * _LOG2E + _ROUND
+        nf = kf - _ROUND
+        r = nf * _LN2_HI - a32 + nf * _LN2_LO
+        p = np.float32(1.0 / 5040.0)
+        p = p * r + np.float32(1.0 / 720.0)
+        p = p * r + np.float32(1.0 / 120.0)
+        p = p * r + np.float32(1.0 / 24.0)
+        p = p * r + np.float32(1.0 / 6.0)
+        p = p * r + np.float32(0.5)
+        p = p * r + np.float32(1.0)
+        p = p * r + np.float32(1.0)
+        p32[i] = p
+        k32[i] = kf
+    pb = p32.view(np.int32)
+    kb = k32.view(np.int32)
+    for i in range(n):
+        pb[i] -= (kb[i] - _ROUND_BITS) << 23
+    for i in range(n):
+        out[i] *= p32[i]
 
 
 @njit(cache=True)
