@@ -573,6 +573,13 @@ def test_column_statistics_match_numpy_across_blocks():
     np.testing.assert_array_equal(st.hi, X.max(axis=0))
     X[5, 3] = np.inf
     assert not _ColumnStats(7).update(X)
+    # without min/max (linear responses): same sums, bounds untouched, NaN still caught
+    st2 = _ColumnStats(7, minmax=False)
+    assert st2.update(np.ascontiguousarray(X[6:]))
+    np.testing.assert_allclose(st2.mean, X[6:].mean(axis=0), rtol=1e-13)
+    assert np.all(st2.lo == np.inf) and np.all(st2.hi == -np.inf)
+    X[7, 2] = np.nan
+    assert not _ColumnStats(7, minmax=False).update(X)
 
 
 @pytest.mark.parametrize("bins", [None, 4])

@@ -214,7 +214,7 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     else None. Returns (fp, raw sums, rows)."""
     N, M = X.shape
     row_bytes = M * X.dtype.itemsize
-    stats = _ColumnStats(M)
+    stats = _ColumnStats(M, minmax=response.bins > 0)  # bin edges need min and max
     gacc = np.zeros(M) if d is not None else None
     rows_out = None
     buf = _block_buffer(X, block_bytes)

@@ -20,9 +20,11 @@ __all__ = ["Linear", "PiecewiseLinear", "get_response"]
 
 class _ColumnStats:
     """Streaming column statistics over row blocks: mean, sum of squared deviations (m2),
-    min and max, from shifted sums (shift = the first row seen)."""
+    and with ``minmax`` min and max (else they stay at +-inf), from shifted sums (shift = the
+    first row seen)."""
 
-    def __init__(self, m):
+    def __init__(self, m, minmax=True):
+        self.minmax = bool(minmax)
         self.n = 0
         self.shift = None
         self.s1 = np.zeros(m)
@@ -43,7 +45,8 @@ class _ColumnStats:
         self.n += block.shape[0]
         if d is None:
             d, gacc = np.zeros(block.shape[0]), np.zeros(block.shape[1])
-        return column_stats(block, self.shift, self.s1, self.s2, self.lo, self.hi, d, gacc)
+        return column_stats(block, self.shift, self.s1, self.s2, self.lo, self.hi, d, gacc,
+                            self.minmax)
 
     @property
     def mean(self):
