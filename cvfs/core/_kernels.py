@@ -303,25 +303,35 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
 
 @njit(cache=True, inline="always")
 def _four_columns(XT, cols, j, off, n):
-    """Rows off:off + n of the feature-major columns cols[j:j + 4]."""
-    return (XT[cols[j], off:off + n], XT[cols[j + 1], off:off + n],
-            XT[cols[j + 2], off:off + n], XT[cols[j + 3], off:off + n])
+    """Rows off:off + n of the feature-major columns cols[j:j + 4]; past the last column the
+    sweep reads column cols[j] again (its products are then discarded or weighted by 0)."""
+    m = cols.size
+    c = cols[j]
+    return (XT[c, off:off + n], XT[cols[j + 1] if j + 1 < m else c, off:off + n],
+            XT[cols[j + 2] if j + 2 < m else c, off:off + n],
+            XT[cols[j + 3] if j + 3 < m else c, off:off + n])
+
+
+@njit(cache=True, inline="always")
+def _four_weights(a, j):
+    """a[j:j + 4], zero past the end of a."""
+    m = a.size
+    return (a[j], a[j + 1] if j + 1 < m else 0.0, a[j + 2] if j + 2 < m else 0.0,
+            a[j + 3] if j + 3 < m else 0.0)
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def _axpy_columns(z, t, XT, cols, a, b, track, off):
     """z_i += sum_j a_j XT[cols_j, off + i] (and t likewise with b if ``track``) for the
     z.size rows from ``off``, four columns per sweep so that z and t are loaded and stored once per
-    four products (the last one to three columns in one more sweep: 10 columns take three
-    sweeps, not four)."""
+    four products (the last one to three columns in one more sweep, padded with zero weights:
+    10 columns take three sweeps)."""
     N = z.size
-    m = cols.size
-    j = 0
-    while j + 4 <= m:
+    for j in range(0, cols.size, 4):
         c0, c1, c2, c3 = _four_columns(XT, cols, j, off, N)
-        a0, a1, a2, a3 = a[j], a[j + 1], a[j + 2], a[j + 3]
+        a0, a1, a2, a3 = _four_weights(a, j)
         if track:
-            b0, b1, b2, b3 = b[j], b[j + 1], b[j + 2], b[j + 3]
+            b0, b1, b2, b3 = _four_weights(b, j)
             for i in range(N):
                 x0, x1, x2, x3 = c0[i], c1[i], c2[i], c3[i]
                 z[i] += a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3
@@ -329,56 +339,20 @@ def _axpy_columns(z, t, XT, cols, a, b, track, off):
         else:
             for i in range(N):
                 z[i] += a0 * c0[i] + a1 * c1[i] + a2 * c2[i] + a3 * c3[i]
-        j += 4
-    if m - j == 3:  # the last one to three columns in one sweep too
-        c0, c1, c2 = XT[cols[j], off:off + N], XT[cols[j + 1], off:off + N], XT[cols[j + 2],
-                                                                               off:off + N]
-        a0, a1, a2 = a[j], a[j + 1], a[j + 2]
-        b0, b1, b2 = b[j], b[j + 1], b[j + 2]
-        if track:
-            for i in range(N):
-                x0, x1, x2 = c0[i], c1[i], c2[i]
-                z[i] += a0 * x0 + a1 * x1 + a2 * x2
-                t[i] += b0 * x0 + b1 * x1 + b2 * x2
-        else:
-            for i in range(N):
-                z[i] += a0 * c0[i] + a1 * c1[i] + a2 * c2[i]
-    elif m - j == 2:
-        c0, c1 = XT[cols[j], off:off + N], XT[cols[j + 1], off:off + N]
-        a0, a1, b0, b1 = a[j], a[j + 1], b[j], b[j + 1]
-        if track:
-            for i in range(N):
-                x0, x1 = c0[i], c1[i]
-                z[i] += a0 * x0 + a1 * x1
-                t[i] += b0 * x0 + b1 * x1
-        else:
-            for i in range(N):
-                z[i] += a0 * c0[i] + a1 * c1[i]
-    elif m - j == 1:
-        c0 = XT[cols[j], off:off + N]
-        a0, b0 = a[j], b[j]
-        if track:
-            for i in range(N):
-                z[i] += a0 * c0[i]
-                t[i] += b0 * c0[i]
-        else:
-            for i in range(N):
-                z[i] += a0 * c0[i]
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def _dot_columns(d, t, XT, cols, g, h, track, off):
     """g_j += sum_i d_i XT[cols_j, off + i] (and h_j likewise with t if ``track``) for the
     d.size rows from ``off``, four columns per sweep so that d and t are loaded once per four
-    products (the last two or three columns in one more sweep)."""
+    products (the last one to three columns in one more sweep, whose padding is discarded)."""
     N = d.size
     m = cols.size
-    j = 0
-    while j + 4 <= m:
+    for j in range(0, m, 4):
         c0, c1, c2, c3 = _four_columns(XT, cols, j, off, N)
         s0 = s1 = s2 = s3 = 0.0
+        r0 = r1 = r2 = r3 = 0.0
         if track:
-            r0 = r1 = r2 = r3 = 0.0
             for i in range(N):
                 di, ti = d[i], t[i]
                 x0, x1, x2, x3 = c0[i], c1[i], c2[i], c3[i]
@@ -390,10 +364,6 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
                 r1 += ti * x1
                 r2 += ti * x2
                 r3 += ti * x3
-            h[j, 0] += r0
-            h[j + 1, 0] += r1
-            h[j + 2, 0] += r2
-            h[j + 3, 0] += r3
         else:
             for i in range(N):
                 di = d[i]
@@ -401,54 +371,10 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
                 s1 += di * c1[i]
                 s2 += di * c2[i]
                 s3 += di * c3[i]
-        g[j, 0] += s0
-        g[j + 1, 0] += s1
-        g[j + 2, 0] += s2
-        g[j + 3, 0] += s3
-        j += 4
-    if m - j >= 2:  # the last two or three columns in one sweep too
-        three = m - j == 3
-        c0, c1 = XT[cols[j], off:off + N], XT[cols[j + 1], off:off + N]
-        c2 = XT[cols[j + 2 if three else j], off:off + N]
-        s0 = s1 = s2 = 0.0
-        if track:
-            r0 = r1 = r2 = 0.0
-            for i in range(N):
-                di, ti = d[i], t[i]
-                x0, x1, x2 = c0[i], c1[i], c2[i]
-                s0 += di * x0
-                s1 += di * x1
-                s2 += di * x2
-                r0 += ti * x0
-                r1 += ti * x1
-                r2 += ti * x2
-            h[j, 0] += r0
-            h[j + 1, 0] += r1
-            if three:
-                h[j + 2, 0] += r2
-        else:
-            for i in range(N):
-                di = d[i]
-                s0 += di * c0[i]
-                s1 += di * c1[i]
-                s2 += di * c2[i]
-        g[j, 0] += s0
-        g[j + 1, 0] += s1
-        if three:
-            g[j + 2, 0] += s2
-    elif m - j == 1:
-        c = XT[cols[j], off:off + N]
-        sg = 0.0
-        sh = 0.0
-        if track:
-            for i in range(N):
-                sg += d[i] * c[i]
-                sh += t[i] * c[i]
-        else:
-            for i in range(N):
-                sg += d[i] * c[i]
-        g[j, 0] += sg
-        h[j, 0] += sh
+        for q, (sq, rq) in enumerate(((s0, r0), (s1, r1), (s2, r2), (s3, r3))):
+            if j + q < m:
+                g[j + q, 0] += sq
+                h[j + q, 0] += rq
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
