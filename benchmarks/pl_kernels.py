@@ -5,7 +5,8 @@ FSA keeps piecewise-linear features in two layouts (``cvfs.core._pl_kernels``): 
 row-major X, on which every pass computes each element's bin and offset and scatters the
 gradient sums into the (m, B + 1) accumulators (``pl_row_pass``), and, from the first drop on,
 a feature-major matrix of bin coordinates s = clip((x - lo) scale, 0, B) (``pl_row_pass_t``:
-two table reads per element for the scores, four interleaved per-bin histograms for the sums).
+two table reads per element for the scores, one vectorised sweep per knot of the hat-function
+basis for the sums).
 
 (a) passes -- one pass of a row-separable loss (Lorenz) by each, on the same data: N rows
     (``--n``), B bins (``--bins``), widths ``--widths``, float32 and float64, with and without

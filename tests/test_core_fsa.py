@@ -99,6 +99,30 @@ def test_bin_coordinates_match_the_piecewise_linear_encoding(dtype):
     assert np.isnan(out[:, :10]).all() and np.isnan(out[:, 41:]).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 6, 1031])
+def test_basis_sums_and_first_gradient_sums_match_the_basis(dtype, n):
+    # basis_sums adds the hat functions of the bin coordinates four rows at a time, over
+    # column chunks (600 columns: a partial second chunk), flushing every 256 rows; with
+    # weights d it also gives sum_i d_i u_ij (FSA's first gradient sums)
+    rng = np.random.default_rng(29)
+    resp = PiecewiseLinear(5)
+    fp, _, _ = _column_table(rng.normal(size=(40, 600)), resp, 1 << 20)
+    X = (1.5 * rng.normal(size=(n, 600))).astype(dtype)  # values outside the edges: clipped
+    d = rng.normal(size=n)
+    U = resp.basis(X, fp).reshape(n, 600, resp.G)
+    sums = np.zeros((600, resp.G))
+    gsums = np.zeros((600, resp.G))
+    PL.basis_sums(X, fp, 5, sums, d, gsums)
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(sums, U.sum(0), rtol=tol, atol=tol * n)
+    np.testing.assert_allclose(gsums, np.einsum("i,ijb->jb", d, U), rtol=tol,
+                               atol=tol * np.abs(d).sum())
+    only = np.zeros((600, resp.G))
+    PL.basis_sums(X, fp, 5, only, np.zeros(0), only)  # unweighted: gsums untouched
+    np.testing.assert_array_equal(only, sums)
+
+
 def test_vectorised_exp_matches_numpy():
     u = np.concatenate([np.linspace(-45, 45, 20001), [0.0, -0.0, 1e-300, 700.0, -700.0]])
     out = np.empty_like(u)
@@ -612,9 +636,8 @@ def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path, bins):
     assert peak <= max_memory + 3 * block + 200 * 500 * 8 + 4000 * 8 * 8
     # the kept columns were loaded as soon as max_memory could hold them
     n_ooc = res.history["out_of_core_iterations"]
-    # (linear: iteration 0's gradient comes from the statistics pass, it reads nothing of its
-    # own)
-    assert n_ooc >= 2 and res.history["width"][0] == (0 if bins is None else 500)
+    # (iteration 0's gradient comes from a statistics pass, it reads nothing of its own)
+    assert n_ooc >= 2 and res.history["width"][0] == 0
     assert np.all(res.history["width"][1:n_ooc] == 500)
     loaded = res.history["n_kept"][n_ooc - 1]
     assert 4000 * loaded * 4 <= max_memory < 4000 * res.history["n_kept"][n_ooc - 2] * 4

@@ -30,6 +30,7 @@ from cvfs.core._loss_kernels import loss_rows, loss_value_grad
 __all__ = ["basis_sums", "compact_bins", "pl_decision", "pl_grad_pass", "pl_grad_pass_t",
            "pl_row_pass", "pl_row_pass_t", "pl_score_pass", "pl_score_pass_t", "take_bins"]
 
+BASIS_COLS = 512  # columns per chunk of basis_sums (4 rows of s and the B + 1 sums stay in L1)
 SUM_CHUNK = 512  # rows per chunk of the feature-major sums (float32: 2 KiB of s, d and t each)
 
 
@@ -90,18 +91,81 @@ def centring_offset(fp, coef):
 # ---- row-major X ----
 
 
-@njit(cache=True)
-def basis_sums(X, fp, bins, sums):
+@njit(cache=True, fastmath={"reassoc", "contract", "nnan", "ninf", "nsz"})
+def basis_sums(X, fp, bins, sums, d, gsums):
     """sums[j, b] += sum_i u_jb(X[i, j]) over the rows of X: the basis column sums of every
-    feature (for the basis means of ``fp``), without any (rows, M) temporary."""
-    for i in range(X.shape[0]):
-        row = X[i]
-        for j in range(X.shape[1]):
-            s = _bin_coordinate(row[j], fp[j, 0], fp[j, 1], bins)
-            b = min(int(s), bins - 1)
-            a = s - b
-            sums[j, b] += 1.0 - a
-            sums[j, b + 1] += a
+    feature (for the basis means of ``fp``), without any (rows, M) temporary; and if ``d``
+    (rows,) is not empty, gsums[j, b] += sum_i d_i u_jb(X[i, j]) (with d the loss derivatives
+    at beta = 0, FSA's first gradient: every score is then the intercept).
+
+    Per chunk of BASIS_COLS columns, four rows at a time: their bin coordinates, then for each
+    knot b one vectorised sweep adding the four hat functions max(0, 1 - |s - b|) (as in
+    :func:`_pl_sums_t`) into a (B + 1, BASIS_COLS) accumulator in X's dtype that stays in L1 and
+    is added to ``sums`` every 256 rows. Scattering each element into its two basis columns of
+    the (M, B + 1) float64 table instead misses the cache once that table outgrows L2 (60,864
+    features: 4.4 MB): Zen 1 host, 6,000 x 20,000 float32, B = 8: 14.3 -> 3.8 ns per element
+    (float64 12.9 -> 5.8)."""
+    N, M = X.shape
+    ty = X.dtype.type
+    top = ty(bins)
+    one = ty(1.0)
+    zero = ty(0.0)
+    weighted = d.size > 0
+    s4 = np.empty((4, BASIS_COLS), X.dtype)
+    acc = np.zeros((bins + 1, BASIS_COLS), X.dtype)
+    gacc = np.zeros((bins + 1, BASIS_COLS), X.dtype)
+    dx = d.astype(X.dtype)
+    d4 = np.zeros(4, X.dtype)
+    lo = np.ascontiguousarray(fp[:, 0])
+    scale = np.ascontiguousarray(fp[:, 1])
+    for c0 in range(0, M, BASIS_COLS):
+        w = min(M, c0 + BASIS_COLS) - c0
+        lc = lo[c0:c0 + w]
+        sc = scale[c0:c0 + w]
+        i = 0
+        while i < N:
+            q = min(4, N - i)
+            for r in range(q):
+                row = X[i + r, c0:c0 + w]
+                sr = s4[r]
+                for jj in range(w):
+                    sr[jj] = ty(min(max((row[jj] - lc[jj]) * sc[jj], 0.0), top))
+            for r in range(q, 4):
+                s4[r, :w] = ty(-2.0)  # every hat function is 0 there
+            if weighted:
+                for r in range(q):
+                    d4[r] = dx[i + r]
+            a0 = s4[0]
+            a1 = s4[1]
+            a2 = s4[2]
+            a3 = s4[3]
+            d0, d1, d2, d3 = d4[0], d4[1], d4[2], d4[3]
+            for b in range(bins + 1):
+                fb = ty(b)
+                ab = acc[b]
+                gb = gacc[b]
+                if weighted:
+                    for jj in range(w):
+                        u0 = max(zero, one - abs(a0[jj] - fb))
+                        u1 = max(zero, one - abs(a1[jj] - fb))
+                        u2 = max(zero, one - abs(a2[jj] - fb))
+                        u3 = max(zero, one - abs(a3[jj] - fb))
+                        ab[jj] += (u0 + u1) + (u2 + u3)
+                        gb[jj] += (d0 * u0 + d1 * u1) + (d2 * u2 + d3 * u3)
+                else:
+                    for jj in range(w):
+                        u01 = max(zero, one - abs(a0[jj] - fb)) + max(zero, one - abs(a1[jj] - fb))
+                        u23 = max(zero, one - abs(a2[jj] - fb)) + max(zero, one - abs(a3[jj] - fb))
+                        ab[jj] += u01 + u23
+            i += 4
+            if i % 256 == 0 or i >= N:
+                for b in range(bins + 1):
+                    for jj in range(w):
+                        sums[c0 + jj, b] += acc[b, jj]
+                        acc[b, jj] = zero
+                        if weighted:
+                            gsums[c0 + jj, b] += gacc[b, jj]
+                            gacc[b, jj] = zero
 
 
 @njit(cache=True)

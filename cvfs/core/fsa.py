@@ -29,15 +29,14 @@ Working set
     Piecewise-linear responses are read row-major from X until the first drop, then the kept
     features are stored once as a feature-major matrix of bin coordinates (X's dtype, same
     size as a compacted copy; :mod:`cvfs.core._pl_kernels`), whose passes need two table reads
-    per element for the scores and per-bin histograms for the sums: 1.3-1.9x faster per pass
-    than the row-major one, 1.45-1.9x per fit at the keypoint detectors' sizes
+    per element for the scores and one vectorised sweep per knot for the sums
     (benchmarks/pl_kernels.py).
 
-    First iteration: with linear responses and a row-separable loss, beta = 0 makes every
-    score the intercept, so the loss derivatives are known before any pass and the raw
-    gradient sums sum_i d_i x_ij are accumulated by the statistics pass itself; iteration 0
-    reads nothing of its own (``history["width"][0] == 0``) and keeps the curvature estimate
-    of the start (below).
+    First iteration: with a row-separable loss, beta = 0 makes every score the intercept, so
+    the loss derivatives are known before any pass and the raw gradient sums sum_i d_i u_ij
+    are accumulated by a statistics pass itself (linear responses: the pass of the means and
+    variances; piecewise linear: that of the basis means); iteration 0 reads nothing of its
+    own (``history["width"][0] == 0``) and keeps the curvature estimate of the start (below).
 
 Step size (``learning_rate=None``)
     The paper's eta (20 for logistic, 1 otherwise) assumes a scaling it does not state; with the
@@ -208,10 +207,11 @@ def _block_buffer(X, block_bytes):
 
 def _column_table(X, response, block_bytes, d=None, rows=None):
     """Statistics passes: the response table fp (M, 2 + G) for all columns of X; with per-row
-    weights ``d`` (N,) (linear responses) also the raw sums sum_i d_i x_ij, shape (M, 1), from
-    the same pass (else None); with sorted row indices ``rows``, those rows of X, copied from the
-    blocks as they stream by (for an out-of-core X a scattered read of them costs far more),
-    else None. Returns (fp, raw sums, rows)."""
+    weights ``d`` (N,) also the raw sums sum_i d_i u_ij of each basis column, shape (M, G),
+    from the same pass (the statistics pass for linear responses, that of the basis means for
+    piecewise-linear ones; else None); with sorted row indices ``rows``, those rows of X, copied
+    from the blocks as they stream by (for an out-of-core X a scattered read of them costs far
+    more), else None. Returns (fp, raw sums, rows)."""
     N, M = X.shape
     row_bytes = M * X.dtype.itemsize
     stats = _ColumnStats(M, minmax=response.bins > 0)  # bin edges need min and max
@@ -233,10 +233,12 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
         return response.table(stats), graw, rows_out
     fp = response.bin_table(stats)
     sums = np.zeros((M, response.G))
+    graw = np.zeros((M, response.G)) if d is not None else None
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
-        PL.basis_sums(_read_block(X, r0, r1, buf), fp, response.bins, sums)
+        PL.basis_sums(_read_block(X, r0, r1, buf), fp, response.bins, sums,
+                      np.zeros(0) if d is None else d[r0:r1], sums if graw is None else graw)
     fp[:, 2:] = sums / N
-    return fp, None, rows_out
+    return fp, graw, rows_out
 
 
 def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
@@ -341,9 +343,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         max_memory = _physical_memory() // 4
 
     intercept = loss.init_intercept(y) if fit_intercept else 0.0
-    # first iteration of linear responses, row-separable loss: beta = 0 makes every score the
-    # intercept, so its gradient sums come from the statistics pass (no pass of its own)
-    fused = response.bins == 0 and not is_rank and schedule.size > 0
+    # first iteration of a row-separable loss: beta = 0 makes every score the intercept, so its
+    # gradient sums come from the statistics pass (no pass of its own; for piecewise-linear
+    # responses from the pass of the basis means)
+    fused = not is_rank and schedule.size > 0
     if fused:
         d0 = np.empty(N)
         l0 = K.loss_rows(loss.code, float(loss.param), np.full(N, intercept), y, d0)
@@ -355,7 +358,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
                                     None if in_place else sub)
     if fused:  # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
         dsum = float(d0.sum())
-        K.finalize(g_first, fp, 0, dsum, N)
+        K.finalize(g_first, fp, response.bins, dsum, N)
         first = (l0 / N, dsum / N)
     else:
         first, g_first = (0.0, 0.0), np.zeros((0, 1))
