@@ -45,6 +45,13 @@ def _bin_coordinate(x, lo, scale, bins):
 
 
 @njit(cache=True, inline="always")
+def _hat(s, knot, zero, one):
+    """The basis function of knot ``knot`` at bin coordinate s: max(0, 1 - |s - knot|)
+    (1 - alpha at knot b, alpha at b + 1, 0 elsewhere); ``zero``, ``one`` in s's dtype."""
+    return max(zero, one - abs(s - knot))
+
+
+@njit(cache=True, inline="always")
 def _bins_of_row(row, cols, fp, bins, jbuf, abuf):
     for j in range(cols.size):
         s = _bin_coordinate(row[cols[j]], fp[j, 0], fp[j, 1], bins)
@@ -103,19 +110,17 @@ def basis_sums(X, fp, bins, sums, d, gsums):
     :func:`_pl_sums_t`) into a (B + 1, BASIS_COLS) accumulator in X's dtype that stays in L1 and
     is added to ``sums`` every 256 rows. Scattering each element into its two basis columns of
     the (M, B + 1) float64 table instead misses the cache once that table outgrows L2 (60,864
-    features: 4.4 MB): Zen 1 host, 6,000 x 20,000 float32, B = 8: 14.3 -> 3.8 ns per element
-    (float64 12.9 -> 5.8)."""
+    features: 4.4 MB): Zen 1 host, 6,000 x 20,000 float32, B = 8: 14.3 -> 4.0 ns per element,
+    4.2 with the weighted sums (which replace a row-major pass of 4.6-6.6 ns)."""
     N, M = X.shape
     ty = X.dtype.type
-    top = ty(bins)
-    one = ty(1.0)
     zero = ty(0.0)
+    one = ty(1.0)
     weighted = d.size > 0
     s4 = np.empty((4, BASIS_COLS), X.dtype)
     acc = np.zeros((bins + 1, BASIS_COLS), X.dtype)
     gacc = np.zeros((bins + 1, BASIS_COLS), X.dtype)
-    dx = d.astype(X.dtype)
-    d4 = np.zeros(4, X.dtype)
+    d4 = np.zeros(4, X.dtype)  # stays 0 without weights
     lo = np.ascontiguousarray(fp[:, 0])
     scale = np.ascontiguousarray(fp[:, 1])
     for c0 in range(0, M, BASIS_COLS):
@@ -129,12 +134,12 @@ def basis_sums(X, fp, bins, sums, d, gsums):
                 row = X[i + r, c0:c0 + w]
                 sr = s4[r]
                 for jj in range(w):
-                    sr[jj] = ty(min(max((row[jj] - lc[jj]) * sc[jj], 0.0), top))
+                    sr[jj] = ty(_bin_coordinate(row[jj], lc[jj], sc[jj], bins))
+                if weighted:
+                    d4[r] = ty(d[i + r])
             for r in range(q, 4):
                 s4[r, :w] = ty(-2.0)  # every hat function is 0 there
-            if weighted:
-                for r in range(q):
-                    d4[r] = dx[i + r]
+                d4[r] = zero
             a0 = s4[0]
             a1 = s4[1]
             a2 = s4[2]
@@ -144,19 +149,13 @@ def basis_sums(X, fp, bins, sums, d, gsums):
                 fb = ty(b)
                 ab = acc[b]
                 gb = gacc[b]
-                if weighted:
-                    for jj in range(w):
-                        u0 = max(zero, one - abs(a0[jj] - fb))
-                        u1 = max(zero, one - abs(a1[jj] - fb))
-                        u2 = max(zero, one - abs(a2[jj] - fb))
-                        u3 = max(zero, one - abs(a3[jj] - fb))
-                        ab[jj] += (u0 + u1) + (u2 + u3)
-                        gb[jj] += (d0 * u0 + d1 * u1) + (d2 * u2 + d3 * u3)
-                else:
-                    for jj in range(w):
-                        u01 = max(zero, one - abs(a0[jj] - fb)) + max(zero, one - abs(a1[jj] - fb))
-                        u23 = max(zero, one - abs(a2[jj] - fb)) + max(zero, one - abs(a3[jj] - fb))
-                        ab[jj] += u01 + u23
+                for jj in range(w):
+                    u0 = _hat(a0[jj], fb, zero, one)
+                    u1 = _hat(a1[jj], fb, zero, one)
+                    u2 = _hat(a2[jj], fb, zero, one)
+                    u3 = _hat(a3[jj], fb, zero, one)
+                    ab[jj] += (u0 + u1) + (u2 + u3)
+                    gb[jj] += (d0 * u0 + d1 * u1) + (d2 * u2 + d3 * u3)
             i += 4
             if i % 256 == 0 or i >= N:
                 for b in range(bins + 1):
@@ -310,8 +309,8 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
     element, tracked 11.4 -> 2.6, against four interleaved histograms)."""
     n = d.size
     ty = S.dtype.type
-    one = ty(1.0)
     zero = ty(0.0)
+    one = ty(1.0)
     dx = d.astype(S.dtype)
     tx = t.astype(S.dtype) if track else dx
     for j in range(cols.size):
@@ -326,13 +325,13 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
                 if track:
                     c = zero
                     for i in range(i0, i1):
-                        u = max(zero, one - abs(row[i] - fb))
+                        u = _hat(row[i], fb, zero, one)
                         a += u * dx[i]
                         c += u * tx[i]
                     hj[b] += c
                 else:
                     for i in range(i0, i1):
-                        a += max(zero, one - abs(row[i] - fb)) * dx[i]
+                        a += _hat(row[i], fb, zero, one) * dx[i]
                 gj[b] += a
 
 

@@ -236,7 +236,8 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     graw = np.zeros((M, response.G)) if d is not None else None
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         PL.basis_sums(_read_block(X, r0, r1, buf), fp, response.bins, sums,
-                      np.zeros(0) if d is None else d[r0:r1], sums if graw is None else graw)
+                      np.zeros(0) if d is None else d[r0:r1],
+                      np.zeros((0, response.G)) if graw is None else graw)
     fp[:, 2:] = sums / N
     return fp, graw, rows_out
 
