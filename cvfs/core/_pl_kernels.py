@@ -318,20 +318,25 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
         gj = g[j]
         hj = h[j]
         for i0 in range(0, n, SUM_CHUNK):
-            i1 = min(n, i0 + SUM_CHUNK)
+            # slices indexed from 0: over range(i0, i1) numba's negative-index wraparound is
+            # not provably dead and LLVM vectorises the loads as gathers (Zen 4, 1500 x 15,000
+            # float32: 8.1 instead of 0.75 ns per element)
+            rs = row[i0:min(n, i0 + SUM_CHUNK)]
+            ds = dx[i0:i0 + rs.size]
+            ts = tx[i0:i0 + rs.size]
             for b in range(bins + 1):
                 fb = ty(b)
                 a = zero
                 if track:
                     c = zero
-                    for i in range(i0, i1):
-                        u = _hat(row[i], fb, zero, one)
-                        a += u * dx[i]
-                        c += u * tx[i]
+                    for i in range(rs.size):
+                        u = _hat(rs[i], fb, zero, one)
+                        a += u * ds[i]
+                        c += u * ts[i]
                     hj[b] += c
                 else:
-                    for i in range(i0, i1):
-                        a += _hat(row[i], fb, zero, one) * dx[i]
+                    for i in range(rs.size):
+                        a += _hat(rs[i], fb, zero, one) * ds[i]
                 gj[b] += a
 
 
