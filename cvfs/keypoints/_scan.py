@@ -60,15 +60,17 @@ def _haar_run(flat, p0, off, weight, nt, val, ng):
     """``val[a]`` = Haar value of the window whose top-left corner is ``flat[p0 + a]``, for a run
     of ``ng`` adjacent windows (terms in :func:`cvfs.vision.haar.haar_terms` order, contiguous
     loads)."""
+    # slices indexed from 0: ``flat[o + a]`` keeps numba's negative-index wraparound, and LLVM
+    # then loads with gathers (Zen 4: 0.68 instead of 0.17 ns per term)
     w0 = weight[0]
-    o0 = p0 + off[0]
+    src = flat[p0 + off[0]:p0 + off[0] + ng]
     for a in range(ng):
-        val[a] = w0 * flat[o0 + a]
+        val[a] = w0 * src[a]
     for t in range(1, nt):
         wt = weight[t]
-        ot = p0 + off[t]
+        src = flat[p0 + off[t]:p0 + off[t] + ng]
         for a in range(ng):
-            val[a] += wt * flat[ot + a]
+            val[a] += wt * src[a]
 
 
 @njit(cache=True, nogil=True)
