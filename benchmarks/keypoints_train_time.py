@@ -43,8 +43,9 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=1500, help="FSA features = LogitBoost rounds")
     ap.add_argument("--n-iter", type=int, default=500)
     ap.add_argument("--lb-bins", type=int, default=16, help="LogitBoost bins (FSA: 8)")
-    ap.add_argument("--annealing-boost", type=float, default=1.0,
-                    help="FSA step factor while features are removed (as the shipped models)")
+    ap.add_argument("--annealing-boost", type=float, default=None,
+                    help="FSA step factor while features are removed (default: the loss's, "
+                    "as the shipped models; 1: the plain 1/L step)")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--methods", nargs="+",
                     default=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"])

@@ -237,7 +237,8 @@ def _add_keypoints_parser(sub):
     p.add_argument("--n-iter", type=int)
     p.add_argument("--mu", type=float)
     p.add_argument("--annealing-boost", type=float,
-                   help="FSA step factor while features are removed (1: plain 1/L step)")
+                   help="FSA step factor while features are removed (default: the loss's, "
+                   "Lorenz 10; 1: the plain 1/L step)")
     p.add_argument("--clip-quantile", type=float,
                    help="clip each feature to its [q, 1-q] quantiles before fitting")
     p.add_argument("--haar-per-channel", type=int)
