@@ -26,7 +26,9 @@ def test_detect_threads_match_serial():
             assert list(par) == list(serial)
             for k in serial:
                 np.testing.assert_array_equal(par[k], serial[k])
-    assert sum(len(v) for v in serial.values()) > 100
+    # not a vacuous comparison: every keypoint has cascade survivors on the frame
+    assert all(len(v) > 0 for v in serial.values())
+    assert sum(len(v) for v in serial.values()) >= 5 * len(serial)
 
 
 def test_detect_n_jobs_errors():
