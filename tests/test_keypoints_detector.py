@@ -116,6 +116,31 @@ def test_cascade_scores_match_full(real_data):
         np.testing.assert_array_equal(got["nose_center"], ref["nose_center"])
 
 
+def test_soft_cascade_without_negatives_matches_naive_rule():
+    """Without negatives the order is kept and the threshold after feature t is the partial
+    score of the first positive the budget may not lose (front-loaded rejection distribution),
+    among the positives alive after the earlier thresholds: recomputed naively here."""
+    from cvfs.keypoints._additive import _rejection_distribution
+
+    rng = np.random.default_rng(3)
+    k, n, miss, a = 12, 400, 0.1, 5.0
+    m = AdditiveModel(np.arange(k), rng.normal(size=k), np.full(k, 2.0),
+                      rng.normal(size=(k, 5)), 0.2)
+    X = rng.normal(size=(n, k))
+    c = m.soft_cascade(X, miss_rate=miss, front_load=a)
+    assert c.features.tolist() == list(range(k))
+    C = m.contributions(X)
+    budget = _rejection_distribution(k - 1, a)
+    alive, thresholds = np.ones(n, bool), []
+    for t in range(1, k):
+        partial = m.intercept + C[:, :t].sum(axis=1)
+        allow = int(np.floor(miss * budget[t - 1] * n + 1e-9)) - int(n - alive.sum())
+        thresholds.append(np.sort(partial[alive])[allow])
+        alive &= partial >= thresholds[-1]
+    np.testing.assert_allclose(c.cascade_thresholds, thresholds, rtol=0, atol=1e-12)
+    assert (~alive).sum() <= int(miss * n)
+
+
 def test_soft_cascade_hand_made():
     # two features; g_0(x) = x on [0, 1] (1 bin), g_1 likewise, intercept 0
     m = AdditiveModel([864, 865], [0.0, 0.0], [1.0, 1.0], [[0.0, 1.0], [0.0, 1.0]], 0.0)

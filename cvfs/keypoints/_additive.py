@@ -262,19 +262,22 @@ class AdditiveModel:
         budget = _rejection_distribution(k - 1, front_load)
         for t in range(1, k):
             allow = int(np.floor(miss_rate * budget[t - 1] * n + 1e-9)) - int(n - alive.sum())
-            P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
-            r = np.partition(P, allow, axis=0)[allow]
-            i = 0
             if X_neg is not None and alive_n.any():
+                P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
+                r = np.partition(P, allow, axis=0)[allow]
                 N = pn[alive_n, None] + Cn[np.ix_(alive_n, remaining)]
                 i = int(np.argmax((N < r).sum(axis=0) / cost[remaining]))
+                r_i = r[i]
+            else:  # the order stays: only the next feature's threshold is needed
+                i = 0
+                r_i = np.partition(pp[alive] + Cp[alive, remaining[0]], allow)[allow]
             j = remaining.pop(i)
             order.append(j)
-            thresholds.append(float(r[i]))
+            thresholds.append(float(r_i))
             pp += Cp[:, j]
             pn += Cn[:, j]
-            alive &= pp >= r[i]
-            alive_n &= pn >= r[i]
+            alive &= pp >= r_i
+            alive_n &= pn >= r_i
         order += remaining
         m = self.reordered(order)
         return AdditiveModel(m.features, m.lo, m.scale, m.table, m.intercept, m.kind,
