@@ -41,7 +41,7 @@ def main(argv=None):
     ap.add_argument("--n-images", type=int, required=True,
                     help="the --n-images of the training run (MTFL train order)")
     ap.add_argument("--k", type=int, default=1500, help="FSA features = LogitBoost rounds")
-    ap.add_argument("--n-iter", type=int, default=500)
+    ap.add_argument("--n-iter", type=int, default=1000)
     ap.add_argument("--lb-bins", type=int, default=16, help="LogitBoost bins (FSA: 8)")
     ap.add_argument("--annealing-boost", type=float, default=None,
                     help="FSA step factor while features are removed (default: the loss's, "

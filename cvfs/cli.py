@@ -212,7 +212,8 @@ def _cmd_keypoints_detect(args):
 _TRAIN_OPTIONS = ("k", "bins", "n_iter", "mu", "annealing_boost", "clip_quantile",
                   "haar_per_channel", "hog_border", "n_rounds", "n_hard", "neg_per_image",
                   "max_positives", "ied_range", "pos_radius", "neg_radius", "negative_levels",
-                  "mirror", "max_scale", "scan_stride")
+                  "mirror", "max_scale", "scan_stride", "cascade_miss_rate",
+                  "cascade_front_load")
 
 
 def _add_keypoints_parser(sub):
@@ -256,6 +257,11 @@ def _add_keypoints_parser(sub):
                    help="negatives at least this many IED from the keypoint of every face")
     p.add_argument("--negative-levels", choices=["training", "all"],
                    help="negatives from every pyramid level or only the training levels")
+    p.add_argument("--cascade-miss-rate", type=float,
+                   help="share of the training positives the mining scans' soft cascade may "
+                   "reject")
+    p.add_argument("--cascade-front-load", type=float,
+                   help="exponent of that cascade's rejection distribution (0: uniform)")
     p.add_argument("--mirror", action=argparse.BooleanOptionalAction,
                    help="add the mirrored images (left/right swapped) as training examples")
     p.add_argument("--max-scale", type=float)

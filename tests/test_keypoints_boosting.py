@@ -85,7 +85,7 @@ def test_logitboost_errors():
         clf.decision_function(X[:, :2])
 
 
-def test_cascade_calibration_and_reorder():
+def test_cascade_format_and_reorder():
     rng = np.random.default_rng(3)
     k, B = 12, 4
     m = AdditiveModel(np.arange(k), np.zeros(k), np.full(k, B), rng.standard_normal((k, B + 1)),
@@ -94,12 +94,14 @@ def test_cascade_calibration_and_reorder():
     order = np.argsort(-m.influence())
     r = m.reordered(order)
     np.testing.assert_allclose(r.decision_function(X[:, order]), m.decision_function(X))
-    c = r.calibrate_cascade(X[:, order], [3, 7], miss_rate=0.05)
-    assert c.cascade_ends.tolist() == [3, 7] and c.cascade_thresholds.size == 2
+    # partial scores after 3 and 7 features: the subsets plus the intercept
     p1 = 0.1 + r.subset(0, 3).decision_function(X[:, order[:3]])
     p2 = p1 + r.subset(3, 7).decision_function(X[:, order[3:7]])
-    survive = (p1 >= c.cascade_thresholds[0]) & (p2 >= c.cascade_thresholds[1])
-    assert 0.9 - 1e-9 <= survive.mean() < 1.0
+    z = 0.1 + np.cumsum(r.contributions(X[:, order]), axis=1)
+    np.testing.assert_allclose(np.column_stack([p1, p2]), z[:, [2, 6]], atol=1e-12)
+    c = AdditiveModel(r.features, r.lo, r.scale, r.table, r.intercept, cascade_ends=[3, 7],
+                      cascade_thresholds=np.quantile(z[:, [2, 6]], 0.05, axis=0))
+    assert c.cascade_ends.tolist() == [3, 7] and c.cascade_thresholds.size == 2
     back = AdditiveModel.from_arrays(c.to_arrays("m"), "m")
     np.testing.assert_array_equal(back.cascade_thresholds, c.cascade_thresholds)
     with pytest.raises(ValueError, match="order must be a permutation"):

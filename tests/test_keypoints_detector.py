@@ -86,7 +86,12 @@ def test_cascade_scores_match_full(real_data):
         centres, full = det.score_level(cache, cascade=False)
         X = det.pool.compute(cache, centres, columns=m.features)
         np.testing.assert_allclose(full["left_eye_center"], m.decision_function(X))
-        casc = m.calibrate_cascade(X[rng.choice(len(X), 200)], [5, 15], miss_rate=0.2)
+        # two stages, after 5 and 15 features, at the 10% quantiles of 200 windows' partial
+        # scores
+        z = m.intercept + np.cumsum(m.contributions(X[rng.choice(len(X), 200)]), axis=1)
+        casc = AdditiveModel(m.features, m.lo, m.scale, m.table, m.intercept,
+                             cascade_ends=[5, 15],
+                             cascade_thresholds=np.quantile(z[:, [4, 14]], 0.1, axis=0))
         det_c = KeypointDetector({"left_eye_center": casc},
                                  {"haar_per_channel": 10, "hog_border": border})
         _, part = det_c.score_level(cache)
@@ -99,6 +104,18 @@ def test_cascade_scores_match_full(real_data):
         if border == "window":  # the scan's features are the pool's, bitwise
             np.testing.assert_array_equal(alive, expect)
             np.testing.assert_array_equal(s[alive], f[alive])
+            # mining's ranking: features reached (the first failed stage end, else all k),
+            # then the partial score there, from the naive partial sums
+            from cvfs.keypoints.detector import cascade_hardness
+
+            h = cascade_hardness(det_c.pool, cache, centres, casc)
+            fail = z < casc.cascade_thresholds
+            first = np.where(fail.any(axis=1), np.argmax(fail, axis=1), 2)
+            depth = np.array([5, 15, k])[first]
+            zz = np.column_stack([z, f])[np.arange(len(f)), first]
+            np.testing.assert_array_equal(np.floor(h), depth)
+            np.testing.assert_allclose(h - depth, 0.5 + np.arctan(zz) / np.pi, atol=1e-12)
+            assert (h[alive] > k).all() and (h[~alive] < 15 + 1).all()
         else:  # HOG blocks within a float32 ulp of the pool's: skip near-ties
             clear = np.abs(z - casc.cascade_thresholds).min(axis=1) > 1e-9
             assert clear.mean() > 0.5
@@ -139,6 +156,46 @@ def test_soft_cascade_without_negatives_matches_naive_rule():
         alive &= partial >= thresholds[-1]
     np.testing.assert_allclose(c.cascade_thresholds, thresholds, rtol=0, atol=1e-12)
     assert (~alive).sum() <= int(miss * n)
+
+
+def test_soft_cascade_greedy_matches_naive_rule():
+    """With negatives: each step takes the feature whose threshold rejects the most alive
+    negatives per unit cost (first on ties), recomputed naively here, until a step rejects
+    none; the rest keep their order."""
+    from cvfs.keypoints._additive import _rejection_distribution
+
+    rng = np.random.default_rng(5)
+    k, n, nn, miss, a = 10, 300, 500, 0.05, 3.0
+    m = AdditiveModel(np.arange(k), rng.normal(size=k), np.full(k, 2.0),
+                      rng.normal(size=(k, 5)), 0.1)
+    X_pos, X_neg = rng.normal(size=(n, k)) + 0.5, rng.normal(size=(nn, k))
+    X_neg[:3] = X_pos[:3] + 10.0  # three negatives no threshold rejects: the search stops
+    cost = np.where(np.arange(k) % 4 == 0, 3.0, 1.0)
+    c = m.soft_cascade(X_pos, X_neg, miss_rate=miss, front_load=a, cost=cost)
+    Cp, Cn = m.contributions(X_pos), m.contributions(X_neg)
+    budget = _rejection_distribution(k - 1, a)
+    pp, pn = np.full(n, m.intercept), np.full(nn, m.intercept)
+    alive, alive_n, remaining, order, thr, greedy = (np.ones(n, bool), np.ones(nn, bool),
+                                                      list(range(k)), [], [], True)
+    for t in range(1, k):
+        allow = int(np.floor(miss * budget[t - 1] * n + 1e-9)) - int(n - alive.sum())
+        i = 0
+        if greedy:
+            r = [np.sort(pp[alive] + Cp[alive, j])[allow] for j in remaining]
+            gain = [((pn[alive_n] + Cn[alive_n, j]) < r[q]).sum() for q, j in
+                    enumerate(remaining)]
+            i = int(np.argmax(np.asarray(gain) / cost[remaining]))
+            greedy = gain[i] > 0
+        j = remaining.pop(i)
+        r_j = np.sort(pp[alive] + Cp[alive, j])[allow]
+        order.append(j)
+        thr.append(r_j)
+        pp, pn = pp + Cp[:, j], pn + Cn[:, j]
+        alive &= pp >= r_j
+        alive_n &= pn >= r_j
+    assert not greedy and alive_n.sum() >= 3  # the stop was reached
+    assert c.features.tolist() == order + remaining
+    np.testing.assert_allclose(c.cascade_thresholds, thr, rtol=0, atol=1e-12)
 
 
 def test_soft_cascade_hand_made():
@@ -283,7 +340,11 @@ def test_end_to_end_real_data(real_data, tmp_path):
     assert rec["n_positives"] > 80 and len(rec["rounds"]) == 2
     assert rec["n_negatives"] == 8 * 40 + rec["rounds"][0]["n_added"]
     assert (tmp_path / "ck" / "left_eye_center.h5").is_file()
-    dets = [det.detect(load_image(im.path), threshold=-np.inf, max_scale=1.0) for im in test]
+    # the training cascade (a threshold after each of the 40 features, set on 8 faces' positives)
+    # is for the mining scans; the classifier itself is what this tiny run can test
+    assert det.classifiers["left_eye_center"].cascade_ends.tolist() == list(range(1, 40))
+    dets = [det.detect(load_image(im.path), threshold=-np.inf, max_scale=1.0, cascade=False)
+            for im in test]
     # a detector this small localises loosely: 5% IED (2.2 px here) is too tight to test on
     curves = evaluate_detections(dets, test, ["left_eye_center"], detect_radius=0.1)
     c = curves["left_eye_center"]
@@ -313,10 +374,18 @@ def test_fit_classifier_fsa_matches_estimator(method):
     np.testing.assert_allclose(m.decision_function(X[:, m.features]), est.decision_function(X),
                                atol=1e-9)
     assert {3, 7} <= set(m.features.tolist()) and m.table.shape == (6, 5)
-    c = with_cascade(m, X[y == 1], n_hog=0, ends=[2, 4], miss_rate=0.01)
-    assert c.cascade_ends.tolist() == [2, 4]
+    c = with_cascade(m, X, y, lambda cols: cols < 40, miss_rate=0.05)
+    assert c.cascade_ends.tolist() == list(range(1, 6)) and sorted(c.features) == sorted(
+        m.features)
     np.testing.assert_allclose(c.decision_function(X[:, c.features]),
                                m.decision_function(X[:, m.features]), atol=1e-9)
+    # survivors of every threshold: at most 5% of the positives lost, most negatives rejected
+    # (partial scores summed from the intercept on, as the scan does: ties survive)
+    C = c.contributions(X[:, c.features])
+    z = np.cumsum(np.column_stack([np.full(len(X), c.intercept), C]), axis=1)[:, 1:-1]
+    alive = (z >= c.cascade_thresholds).all(axis=1)
+    assert (~alive[y == 1]).mean() <= 0.05 and (~alive[y == 0]).mean() > 0.5
+    assert with_cascade(m, X, y, lambda cols: cols < 40, miss_rate=None) is m
     with pytest.raises(ValueError, match="piecewise-linear learners"):
         additive_from_fsa(FSAClassifier(k=2).fit(X, y))
 

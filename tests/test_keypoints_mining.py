@@ -100,6 +100,28 @@ def test_run_mining_grows_and_resumes(tmp_path):
 
     run_mining(pos, neg, n_rounds=3, **{**kw, "features": counting})
     assert sizes == [pos.size + neg.size, 15, 15]
+    # in chunks (here of 4 examples) into one buffer: same examples, same model, and every
+    # round's fit sees the rows of all examples so far
+    import cvfs.keypoints.mining as mining
+
+    sizes.clear()
+    seen = []
+
+    def fit_seen(X, y):
+        seen.append((X.copy(), y.copy()))
+        return _fit(X, y)
+
+    orig, mining._CHUNK = mining._CHUNK, 4
+    try:
+        small = run_mining(pos, neg, n_rounds=3, **{**kw, "features": counting, "fit": fit_seen})
+    finally:
+        mining._CHUNK = orig
+    assert max(sizes) == 4 and sum(sizes) == pos.size + neg.size + 30
+    np.testing.assert_array_equal(small.negatives, full.negatives)
+    for X_r, y_r in seen:
+        ex = np.concatenate([small.positives, small.negatives])[:y_r.size]
+        np.testing.assert_array_equal(X_r, _feat(ex))
+    assert [len(y_r) for _, y_r in seen] == [pos.size + neg.size + 15 * r for r in range(3)]
     # running again with a finished checkpoint does nothing more
     again = run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **kw)
     assert again.round == 3 and len(again.history) == 3

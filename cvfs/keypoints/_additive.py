@@ -14,10 +14,9 @@ so detection needs only the selected feature columns.
 Soft cascade. A model may carry ``cascade_ends`` (increasing feature counts e_1 < e_2 < ... < k)
 and ``cascade_thresholds`` r_t: a window whose partial score intercept + sum_{j < e_t} g_j is
 below r_t is rejected without computing the remaining features (Bourdev and Brandt, "Robust
-object detection via soft cascade", CVPR 2005). Thresholds are set from the training positives,
-so a known fraction of positives is lost: after a few stages
-(:meth:`AdditiveModel.calibrate_cascade`), or after every feature with the features reordered so
-that negatives are rejected early (:meth:`AdditiveModel.soft_cascade`).
+object detection via soft cascade", CVPR 2005). :meth:`AdditiveModel.soft_cascade` sets a
+threshold after every feature from the training positives, so a known fraction of them is lost,
+with the features reordered so that negatives are rejected early.
 """
 
 import numpy as np
@@ -67,6 +66,31 @@ def _scores(X, lo, scale, table, step, intercept):
             z += _term(X[i, j], lo[j], scale[j], table[j], B, step)
         out[i] = z
     return out
+
+
+@njit(cache=True)
+def _greedy_pick(pp, CpT, alive, pn, CnT, alive_n, remaining, allow, cost):
+    """One greedy step of :meth:`AdditiveModel.soft_cascade`: the position in ``remaining`` of
+    the feature whose threshold (the ``allow``-th smallest partial score of the alive
+    positives) rejects the most alive negatives per unit cost (ties: the first), that threshold
+    and the number it rejects. ``CpT``, ``CnT``: contributions transposed (feature-major)."""
+    best, best_score, best_r, best_cnt = 0, -1.0, 0.0, 0
+    buf = np.empty(alive.size)
+    for q in range(remaining.size):
+        j = remaining[q]
+        cp = CpT[j]
+        for a in range(alive.size):
+            buf[a] = pp[alive[a]] + cp[alive[a]]
+        r = np.partition(buf, allow)[allow]
+        cn = CnT[j]
+        cnt = 0
+        for a in range(alive_n.size):
+            if pn[alive_n[a]] + cn[alive_n[a]] < r:
+                cnt += 1
+        score = cnt / cost[j]
+        if score > best_score:
+            best, best_score, best_r, best_cnt = q, score, r, cnt
+    return best, best_r, best_cnt
 
 
 def _rejection_distribution(m, a):
@@ -150,37 +174,6 @@ class AdditiveModel:
         return AdditiveModel(self.features[order], self.lo[order], self.scale[order],
                              self.table[order], self.intercept, self.kind)
 
-    def calibrate_cascade(self, X_pos, ends, miss_rate=0.005):
-        """A copy with cascade thresholds that reject at most ``miss_rate`` of ``X_pos`` per
-        stage.
-
-        Parameters
-        ----------
-        X_pos : ndarray of shape (n_pos, k)
-            Selected features of positive examples (columns in model order).
-        ends : sequence of int
-            Stage ends (feature counts), increasing, each in [1, k).
-        miss_rate : float
-            Fraction of the positives still alive that a stage may reject.
-
-        Returns
-        -------
-        model : AdditiveModel
-        """
-        X_pos = np.asarray(X_pos, dtype=np.float64)
-        ends = [int(e) for e in ends if 1 <= int(e) < self.n_features]
-        alive = np.ones(X_pos.shape[0], dtype=bool)
-        partial = np.full(X_pos.shape[0], self.intercept)
-        thresholds, start = [], 0
-        for e in ends:
-            partial += self.subset(start, e).decision_function(X_pos[:, start:e])
-            r = float(np.quantile(partial[alive], miss_rate)) if alive.any() else -np.inf
-            thresholds.append(r)
-            alive &= partial >= r
-            start = e
-        return AdditiveModel(self.features, self.lo, self.scale, self.table, self.intercept,
-                             self.kind, cascade_ends=ends, cascade_thresholds=thresholds)
-
     def soft_cascade(self, X_pos, X_neg=None, *, bags=None, miss_rate=0.005, cost=None,
                      front_load=0.0):
         """A copy with a rejection threshold after every feature, in a rejection-first order.
@@ -195,7 +188,10 @@ class AdditiveModel:
 
         Order: with negatives, features are taken greedily: each step takes the remaining
         feature that, with the threshold it would get, rejects the most negatives still alive
-        per unit ``cost`` (ties: the earlier feature); without negatives, the current order.
+        per unit ``cost`` (ties: the earlier feature), until every negative is rejected or a
+        step's best feature rejects none (the negatives left look like positives to every
+        remaining feature; searching on would cost O(k) per step for nothing); then, and
+        without negatives, the remaining features keep their current order.
 
         Multiple-instance positives: with ``bags`` (e.g. one bag per annotated face, holding its
         positive windows of every pyramid level), only the best-scoring window of each bag is a
@@ -253,6 +249,7 @@ class AdditiveModel:
             Cp = Cp[best_of_bags(Cp.sum(axis=1), bags)]
         Cn = np.zeros((0, k)) if X_neg is None else self.contributions(
             self._check_X(X_neg, "X_neg"))
+        CpT, CnT = np.ascontiguousarray(Cp.T), np.ascontiguousarray(Cn.T)
         n = Cp.shape[0]
         pp = np.full(n, self.intercept)
         pn = np.full(Cn.shape[0], self.intercept)
@@ -260,14 +257,14 @@ class AdditiveModel:
         remaining = list(range(k))
         order, thresholds = [], []
         budget = _rejection_distribution(k - 1, front_load)
+        greedy = X_neg is not None
         for t in range(1, k):
             allow = int(np.floor(miss_rate * budget[t - 1] * n + 1e-9)) - int(n - alive.sum())
-            if X_neg is not None and alive_n.any():
-                P = pp[alive, None] + Cp[np.ix_(alive, remaining)]
-                r = np.partition(P, allow, axis=0)[allow]
-                N = pn[alive_n, None] + Cn[np.ix_(alive_n, remaining)]
-                i = int(np.argmax((N < r).sum(axis=0) / cost[remaining]))
-                r_i = r[i]
+            if greedy and alive_n.any():
+                i, r_i, n_rej = _greedy_pick(pp, CpT, np.flatnonzero(alive), pn, CnT,
+                                             np.flatnonzero(alive_n), np.asarray(remaining),
+                                             allow, cost)
+                greedy = n_rej > 0
             else:  # the order stays: only the next feature's threshold is needed
                 i = 0
                 r_i = np.partition(pp[alive] + Cp[alive, remaining[0]], allow)[allow]

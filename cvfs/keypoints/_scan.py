@@ -74,8 +74,12 @@ def _haar_run(flat, p0, off, weight, nt, val, ng):
 
 
 @njit(cache=True, nogil=True)
-def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
+def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial):
     """Scores ``out[q, i]`` of window ``i`` by classifier ``q`` (-inf once rejected).
+
+    If ``depth`` and ``partial`` have ``n`` columns (else none), they receive how many features
+    of classifier ``q`` window ``i`` reached (the one whose threshold rejected it included; all
+    of them if it passed) and its partial score there (the full score if it passed).
 
     ``level = (flat, w1, window_border)`` with ``flat`` the raveled ``(3, H + 1, W + 1)``
     integral image of rows of ``w1``; ``hl`` the level's HOG maps ``(cells, bins, mag,
@@ -98,6 +102,7 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
     thr, ptr, intercept = casc
     n = top_left.shape[0]
     nq = ptr.shape[0] - 1
+    record = depth.shape[1] > 0
     base = np.empty(_GROUP, dtype=np.int64)
     alive = np.empty(_GROUP, dtype=np.int64)
     pos = np.empty(_GROUP, dtype=np.int64)  # base of alive windows
@@ -142,6 +147,9 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
                         zi = z[i] + _pl(np.float64(np.float32(val[i])), lo, scale, table, nb,
                                         st, j)
                         z[i] = zi
+                        if record and ok[i] == 1 and zi < th:
+                            depth[q, g0 + i] = j - ptr[q] + 1
+                            partial[q, g0 + i] = zi
                         ok[i] &= zi >= th
                         n_ok += ok[i]
                     j += 1
@@ -172,6 +180,9 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
                             v += wj[t] * flat[p + oj[t]]
                         zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
+                        if record and zi < th:
+                            depth[q, g0 + i] = j - ptr[q] + 1
+                            partial[q, g0 + i] = zi
                         alive[kept] = i  # branch-free compaction
                         pos[kept] = p
                         kept += zi >= th
@@ -192,6 +203,9 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
                         v = blocks[store[i, s], within[j]]
                         zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
+                        if record and zi < th:
+                            depth[q, g0 + i] = j - ptr[q] + 1
+                            partial[q, g0 + i] = zi
                         alive[kept] = i  # branch-free compaction
                         pos[kept] = pos[a]
                         kept += zi >= th
@@ -199,6 +213,9 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out):
                 j += 1
             for a in range(na):
                 out[q, g0 + alive[a]] = z[alive[a]]
+                if record:
+                    depth[q, g0 + alive[a]] = ptr[q + 1] - ptr[q]
+                    partial[q, g0 + alive[a]] = z[alive[a]]
         total += n_blocks
         g0 = g1
     return total
@@ -251,7 +268,7 @@ class ScanPlan:
             if cascade and m.cascade_ends.size:
                 self.thr[a + m.cascade_ends - 1] = m.cascade_thresholds
 
-    def scores(self, cache, top_left):
+    def scores(self, cache, top_left, reached=False):
         """Scores of windows of one level.
 
         Parameters
@@ -259,16 +276,26 @@ class ScanPlan:
         cache : cvfs.vision.LevelCache
         top_left : ndarray of shape (n, 2), int64
             Window top-left pixels (inside the level; not checked).
+        reached : bool
+            Also return how far each window got through each cascade.
 
         Returns
         -------
         scores : ndarray of shape (n_models, n)
             Full score of each window that passes every threshold, -inf for the others.
+        depth : ndarray of int64, shape (n_models, n)
+            Only with ``reached``: features computed (the rejecting one included; all of the
+            model's if the window passed).
+        partial : ndarray of shape (n_models, n)
+            Only with ``reached``: the partial score after those features.
         """
         n = len(top_left)
         out = np.empty((self.ptr.size - 1, n))
+        m = n if reached else 0
+        depth = np.zeros((self.ptr.size - 1, m), dtype=np.int64)
+        partial = np.zeros((self.ptr.size - 1, m))
         if n == 0:
-            return out
+            return (out, depth, partial) if reached else out
         integral = cache.integral
         _, h1, w1 = integral.shape
         off = (self.channel[:, None] * (h1 * w1) + self.dy * w1 + self.dx).astype(np.int64)
@@ -279,8 +306,8 @@ class ScanPlan:
                      (hog.cells, hog.bins, hog.mag, hog.abs_g_row, hog.abs_g_col), tl,
                      (self.kind, off, self.weight, self.n_terms, self.slot, self.within),
                      (self.lo, self.scale, self.table, self.n_bins, self.step),
-                     (self.thr, self.ptr, self.intercept), out)
-        return out
+                     (self.thr, self.ptr, self.intercept), out, depth, partial)
+        return (out, depth, partial) if reached else out
 
 
 _NO_HOG = HogLevel(np.zeros((1, 1, 1, N_ORIENT), dtype=np.float32),

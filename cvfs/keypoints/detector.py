@@ -43,7 +43,7 @@ from cvfs.vision import (
     window_centres,
 )
 
-__all__ = ["KIND", "KeypointDetector", "cascade_scores", "load_detector", "nms"]
+__all__ = ["KIND", "KeypointDetector", "cascade_hardness", "cascade_scores", "load_detector", "nms"]
 
 log = logging.getLogger(__name__)
 
@@ -202,16 +202,47 @@ def cascade_scores(pool, cache, centres, model, cascade=True):
     return _level_scores(pool, cache, centres, [model], cascade)[0]
 
 
-def _level_scores(pool, cache, centres, models, cascade, plan=None):
-    """(n_models, n) scores of windows centred at ``centres``: the soft-cascade scan (``plan``,
-    built from ``models`` when not given), or every feature of every window (``cascade=False``,
-    computed by the pool in chunks)."""
+def cascade_hardness(pool, cache, centres, model):
+    """How far windows of one level get through ``model``'s soft cascade: the hard-negative
+    ranking of mining.
+
+    ``hardness = depth + (1/2 + arctan(partial) / pi)``, with ``depth`` the features computed
+    before rejection (the rejecting one included; all ``k`` for a window that passes) and
+    ``partial`` the score there, so windows sort by depth, then by partial score: every window
+    that passes outranks every rejected one, and passing windows sort by their full score.
+    Unlike the scores (-inf once rejected), this ranks every window, so mining finds its
+    hardest negatives however few windows a strict cascade lets through.
+
+    Returns
+    -------
+    hardness : ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If a window leaves the level.
+    """
+    centres = _check_centres(cache, centres)
+    _, depth, partial = ScanPlan(pool, [model]).scores(cache, centres - HALF, reached=True)
+    return depth[0] + (0.5 + np.arctan(partial[0]) / np.pi)
+
+
+def _check_centres(cache, centres):
+    """``centres`` as int64 (n, 2), every window inside the level (else ValueError)."""
     centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
     ok = valid_centres(cache.shape, centres)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise ValueError(f"centres: window centred at {tuple(centres[i].tolist())} leaves the "
                          f"level of shape {tuple(cache.shape)}")
+    return centres
+
+
+def _level_scores(pool, cache, centres, models, cascade, plan=None):
+    """(n_models, n) scores of windows centred at ``centres``: the soft-cascade scan (``plan``,
+    built from ``models`` when not given), or every feature of every window (``cascade=False``,
+    computed by the pool in chunks)."""
+    centres = _check_centres(cache, centres)
     if cascade:
         return (plan or ScanPlan(pool, models)).scores(cache, centres - HALF)
     out = np.empty((len(models), len(centres)))

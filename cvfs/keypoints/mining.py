@@ -168,8 +168,11 @@ def merge_hardest(candidates, scores, n, exclude=None, *, return_scores=False):
     return (candidates[order], scores[order]) if return_scores else candidates[order]
 
 
+_CHUNK = 4096  # examples whose features are computed at a time
+
+
 def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=10,
-               n_hard=20000, checkpoint=None, config=None, verbose=False):
+               n_hard=20000, cascade=None, checkpoint=None, config=None, verbose=False):
     """Train with hard-negative mining, resuming from ``checkpoint`` when it exists.
 
     Parameters
@@ -179,7 +182,7 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
     features : callable
         ``features(examples) -> X`` of shape (n, n_pool_features) for records of
         EXAMPLE_DTYPE (called on all examples in the first round of a run, then on the newly
-        added negatives only).
+        added negatives only, in chunks of at most 4,096 examples).
     fit : callable
         ``fit(X, y) -> AdditiveModel`` with y in {0, 1}.
     scan : callable
@@ -191,6 +194,9 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
         Training rounds; mining happens between rounds (``n_rounds - 1`` times).
     n_hard : int
         Negatives added per mining round.
+    cascade : callable, optional
+        ``cascade(model, X, y) -> AdditiveModel`` applied to every fitted model before it
+        scans (e.g. :func:`cvfs.keypoints.train.with_cascade`); timed apart from the fit.
     checkpoint : str or Path, optional
         Written after every round; when it exists at start, the run resumes from it.
     config : dict, optional
@@ -231,20 +237,32 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
             f"need positives and negatives; got {state.positives.size} positives and "
             f"{state.negatives.size} negatives"
         )
-    X = None  # feature rows of [positives, negatives[:n_done]], grown by the mined rows
+    # feature rows of [positives, negatives[:n_done]] in one buffer sized for every round
+    # left (filled in chunks: no concatenated copy, so the peak is about one final matrix)
+    buf, n_done = None, 0
     while state.round < n_rounds:
         r = state.round
         t0 = time.perf_counter()
-        if X is None:
-            X = features(np.concatenate([state.positives, state.negatives]))
-        else:
-            X = np.concatenate([X, features(state.negatives[X.shape[0] - state.positives.size:])])
+        todo = np.concatenate([state.positives, state.negatives])[n_done:]
+        for c0 in range(0, todo.size, _CHUNK):
+            rows = features(todo[c0:c0 + _CHUNK])
+            if buf is None:
+                cap = (state.positives.size + state.negatives.size
+                       + max(0, n_rounds - 1 - r) * n_hard)
+                buf = np.empty((cap, rows.shape[1]), dtype=rows.dtype)
+            buf[n_done:n_done + len(rows)] = rows
+            n_done += len(rows)
+        X = buf[:n_done]
         y = np.r_[np.ones(state.positives.size, np.int64), np.zeros(state.negatives.size,
                                                                      np.int64)]
         t_feat = time.perf_counter() - t0
         t0, c0 = time.perf_counter(), time.process_time()
         model = fit(X, y)
         t_fit, c_fit = time.perf_counter() - t0, time.process_time() - c0
+        t0 = time.perf_counter()
+        if cascade is not None:
+            model = cascade(model, X, y)
+        t_casc = time.perf_counter() - t0
         added, t_scan = 0, 0.0
         if r < n_rounds - 1:
             t0 = time.perf_counter()
@@ -266,10 +284,11 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
         state.history.append({"round": r + 1, "n_positives": int(state.positives.size),
                               "n_negatives_trained": int(y.size - state.positives.size),
                               "n_added": added, "features_s": t_feat, "fit_s": t_fit,
-                              "fit_cpu_s": c_fit,
+                              "fit_cpu_s": c_fit, "cascade_s": t_casc,
                               "scan_s": t_scan})
-        log.info("mining round %d/%d: %d negatives trained, %d added; fit %.1f s, scan %.1f s",
-                 r + 1, n_rounds, y.size - state.positives.size, added, t_fit, t_scan)
+        log.info("mining round %d/%d: %d negatives trained, %d added; fit %.1f s, cascade "
+                 "%.1f s, scan %.1f s", r + 1, n_rounds, y.size - state.positives.size, added,
+                 t_fit, t_casc, t_scan)
         if ckpt is not None:
             save_checkpoint(ckpt, state)
     return state
