@@ -43,7 +43,7 @@ from cvfs.vision import (
     window_centres,
 )
 
-__all__ = ["KIND", "KeypointDetector", "cascade_hardness", "cascade_scores", "load_detector", "nms"]
+__all__ = ["KIND", "KeypointDetector", "cascade_hardness", "load_detector", "nms"]
 
 log = logging.getLogger(__name__)
 
@@ -175,34 +175,7 @@ def _suppress(detections, radius, merge=False, merge_radius=None, scale=None):
     return out, np.exp(np.bincount(owner, w * logs, minlength=out.shape[0]) / wsum)
 
 
-def cascade_scores(pool, cache, centres, model, cascade=True):
-    """Scores of windows of one level by one classifier, with early rejection.
-
-    Parameters
-    ----------
-    pool : cvfs.vision.FeaturePool
-    cache : cvfs.vision.LevelCache
-    centres : ndarray of shape (n, 2)
-        ``(row, col)`` window centres.
-    model : AdditiveModel
-    cascade : bool
-        Use the model's soft cascade (windows rejected at a stage get -inf).
-
-    Returns
-    -------
-    scores : ndarray of shape (n,)
-        ``model.decision_function`` of the windows that pass every stage (see
-        :mod:`cvfs.keypoints._scan`).
-
-    Raises
-    ------
-    ValueError
-        If a window leaves the level.
-    """
-    return _level_scores(pool, cache, centres, [model], cascade)[0]
-
-
-def cascade_hardness(pool, cache, centres, model):
+def cascade_hardness(pool, cache, centres, model, plan=None):
     """How far windows of one level get through ``model``'s soft cascade: the hard-negative
     ranking of mining.
 
@@ -212,6 +185,8 @@ def cascade_hardness(pool, cache, centres, model):
     that passes outranks every rejected one, and passing windows sort by their full score.
     Unlike the scores (-inf once rejected), this ranks every window, so mining finds its
     hardest negatives however few windows a strict cascade lets through.
+
+    ``plan``: a :class:`ScanPlan` of ``[model]`` built once for many levels (else built here).
 
     Returns
     -------
@@ -223,7 +198,8 @@ def cascade_hardness(pool, cache, centres, model):
         If a window leaves the level.
     """
     centres = _check_centres(cache, centres)
-    _, depth, partial = ScanPlan(pool, [model]).scores(cache, centres - HALF, reached=True)
+    plan = plan or ScanPlan(pool, [model])
+    _, depth, partial = plan.scores(cache, centres - HALF, reached=True)
     return depth[0] + (0.5 + np.arctan(partial[0]) / np.pi)
 
 

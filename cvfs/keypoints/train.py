@@ -37,6 +37,7 @@ import numpy as np
 from cvfs.base import check_random_state, seed_from
 from cvfs.datasets.faces import keypoint_index, load_image, mirrored
 from cvfs.keypoints._additive import AdditiveModel
+from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints.boosting import LogitBoostClassifier
 from cvfs.keypoints.detector import KeypointDetector, cascade_hardness
 from cvfs.keypoints.examples import (
@@ -283,8 +284,11 @@ def _negative_levels(im, kidx, mode, ied_range, spo):
 def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1,
              levels="training"):
     kidx = keypoint_index(name)
+    plans = {}  # the scan plan of the current round's model, built once for all its scans
 
     def scan(model, i):
+        if plans.get("model") is not model:
+            plans.update(model=model, plan=ScanPlan(feats.pool, [model]))
         im = images[i]
         pts, ieds = im.points[:, kidx], im.ied()
         ks = _negative_levels(im, kidx, levels, ied_range, spo)
@@ -300,7 +304,8 @@ def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1,
             ys, xs = np.nonzero(mask)
             if xs.size == 0:
                 continue
-            s = cascade_hardness(feats.pool, cache, np.column_stack([ys, xs]), model)
+            s = cascade_hardness(feats.pool, cache, np.column_stack([ys, xs]), model,
+                                 plans["plan"])
             top = np.argsort(-s, kind="stable")[:n_keep]
             rec = np.empty(top.size, EXAMPLE_DTYPE)
             rec["image"], rec["level"], rec["x"], rec["y"] = i, k, xs[top], ys[top]
