@@ -45,9 +45,6 @@ def _name(source):
 
 def run(source, out, *, n_motions=None, max_frames=None, max_points=500, model=None, fps=10.0):
     """Track, segment and render one source; returns a summary dict (also written as JSON)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     out = Path(out)

@@ -16,7 +16,7 @@ up to scale 2). It scans every image once, keeps every level's peaks (threshold 
 
 Results go to ``benchmarks/results/keypoints_context.json``. Example::
 
-    python benchmarks/keypoints_context.py --model models/keypoints_fsa_lorenz_eyes.h5
+    python benchmarks/keypoints_context.py --model cvfs/models/keypoints_fsa_lorenz_eyes.h5
 """
 
 import argparse
@@ -122,7 +122,7 @@ def _geometry(sets):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="models/keypoints_fsa_lorenz_eyes.h5")
+    ap.add_argument("--model", default="cvfs/models/keypoints_fsa_lorenz_eyes.h5")
     ap.add_argument("--first", type=int, default=1000)
     ap.add_argument("--last", type=int, default=2499)
     ap.add_argument("--merge-radii", type=float, nargs="+",

@@ -44,9 +44,6 @@ def _fsa_part(out, verbose):
 
 def _motion_part(out, verbose):
     """Render a synthetic video of 3 rigid motions, track it, segment with the shipped ranker."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 

@@ -1,9 +1,9 @@
 """Recalibrate the soft cascades of trained keypoint models (no retraining).
 
-Usage (the shipped models, see ``models/README.md``)::
+Usage (the shipped models, see ``cvfs/models/README.md``)::
 
-    python data_prep/calibrate_keypoints.py models/keypoints_fsa_lorenz_eyes.h5 \\
-        models/keypoints_fsa_lorenz_nose_mouth.h5 --n-images 1500 --miss-rate 0.005
+    python data_prep/calibrate_keypoints.py cvfs/models/keypoints_fsa_lorenz_eyes.h5 \\
+        cvfs/models/keypoints_fsa_lorenz_nose_mouth.h5 --n-images 1500 --miss-rate 0.005
 
 Each model file is read, its classifiers get a rejection threshold after every feature with the
 features in a rejection-first order (:func:`cvfs.keypoints.calibrate.calibrate_detector`: positives

@@ -1,8 +1,8 @@
-"""Train the shipped keypoint detectors (``models/keypoints_*.h5``).
+"""Train the shipped keypoint detectors (``cvfs/models/keypoints_*.h5``).
 
-The shipped models were trained with (see ``models/README.md`` for hashes and timings)::
+The shipped models were trained with (see ``cvfs/models/README.md`` for hashes and timings)::
 
-    python data_prep/train_keypoints.py --out models/keypoints_fsa_lorenz.h5 \\
+    python data_prep/train_keypoints.py --out cvfs/models/keypoints_fsa_lorenz.h5 \\
         --keypoints left_eye_center right_eye_center ... [options of `cvfs keypoints train`]
 
 This script is ``cvfs keypoints train`` with the same arguments; ``main(argv=None)`` so tests can

@@ -3,7 +3,7 @@
 Usage::
 
     python data_prep/train_motion_ranker.py [--data DIR] [--cache FILE]
-        [--out models/motion_ranker.h5]
+        [--out cvfs/models/motion_ranker.h5]
 
 Candidates and features come from the feature cache (built when missing or stale); the ranker is
 trained with the paper's settings (B=4, k=40, N_iter=300, mu=300, lambda=0.01, all pairs of

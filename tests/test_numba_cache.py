@@ -1,13 +1,13 @@
-"""cvfs keeps numba's compiled kernels in a directory named by a digest of its sources, so a
-change in any module (a callee numba would not revalidate) starts from a fresh cache."""
+"""cvfs kernels are cached with a stamp that follows every cvfs source file, so a change in any
+module (a callee numba would not revalidate) recompiles its callers; importing cvfs changes
+neither the environment nor numba's configuration."""
 
 import os
-import time
+import subprocess
+import sys
 from pathlib import Path
 
-import numba
-
-import cvfs
+from cvfs import _jit
 
 
 def _tree(root, files):
@@ -19,46 +19,45 @@ def _tree(root, files):
 
 def test_digest_follows_every_source_file(tmp_path):
     _tree(tmp_path, {"a.py": "x = 1\n", "sub/b.py": "y = 2\n", "notes.txt": "n"})
-    d0 = cvfs._source_digest(tmp_path)
-    assert d0 == cvfs._source_digest(tmp_path) and len(d0) == 16
+    d0 = _jit.source_digest(tmp_path)
+    assert d0 == _jit.source_digest(tmp_path) and len(d0) == 16
     (tmp_path / "notes.txt").write_text("changed")  # not a source
-    assert cvfs._source_digest(tmp_path) == d0
+    assert _jit.source_digest(tmp_path) == d0
     (tmp_path / "sub" / "b.py").write_text("y = 3\n")  # a callee's module changes
-    d1 = cvfs._source_digest(tmp_path)
+    d1 = _jit.source_digest(tmp_path)
     assert d1 != d0
     (tmp_path / "sub" / "b.py").rename(tmp_path / "sub" / "c.py")  # same text, other name
-    assert cvfs._source_digest(tmp_path) not in (d0, d1)
+    assert _jit.source_digest(tmp_path) not in (d0, d1)
 
 
-def test_cache_dir_per_digest_and_stale_ones_removed(tmp_path, monkeypatch):
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
-    _tree(tmp_path, {"a.py": "x = 1\n"})
-    base = tmp_path / "__pycache__" / "numba"
-    old, recent = base / "0123456789abcdef", base / "fedcba9876543210"
-    old.mkdir(parents=True)
-    recent.mkdir()
-    (old / "k.nbi").write_text("stale")
-    past = time.time() - 7200
-    os.utime(old, (past, past))
-    target = cvfs._numba_cache_dir(tmp_path, stale_after=3600)
-    assert target == str(base / cvfs._source_digest(tmp_path)) and Path(target).is_dir()
-    assert not old.exists()  # unused for 2 h: removed
-    assert recent.exists()  # maybe still in use by a running process: kept
-
-
-def test_user_cache_dir_wins(tmp_path, monkeypatch):
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
-    assert cvfs._numba_cache_dir(tmp_path) is None
-
-
-def test_this_process_caches_under_the_package_digest():
-    target = os.environ.get("NUMBA_CACHE_DIR", "")
-    pkg = Path(cvfs.__file__).resolve().parent
-    if not target.startswith(str(pkg)):  # the user chose a cache directory: theirs is used
-        assert numba.config.CACHE_DIR == target
-        return
-    assert Path(target) == pkg / "__pycache__" / "numba" / cvfs._source_digest(pkg)
-    assert numba.config.CACHE_DIR == target
+def test_cvfs_kernels_carry_the_package_digest():
     from cvfs.core import _loss_kernels as LK
 
-    assert Path(LK.loss_rows.stats.cache_path).is_relative_to(target)
+    impl = LK.loss_rows._cache._impl
+    loc = impl.locator
+    if os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
+        assert not isinstance(loc, _jit._PackageStamp)  # the user's choice is kept
+        return
+    assert isinstance(loc, _jit._PackageStamp)
+    stamp = loc.get_source_stamp()
+    assert stamp[1] == _jit.source_digest(Path(_jit.__file__).parent)
+
+
+def test_other_libraries_keep_numbas_locators(tmp_path):
+    src = tmp_path / "other_lib.py"
+    src.write_text("def f(x):\n    return x + 1\n")
+    assert _jit._InTreeLocator.from_function(None, str(src)) is None
+    assert _jit._UserWideLocator.from_function(None, str(src)) is None
+
+
+def test_import_has_no_side_effects():
+    code = (
+        "import os, sys; before = dict(os.environ); import cvfs, cvfs.viz, cvfs.io; "
+        "assert dict(os.environ) == before, set(os.environ) ^ set(before); "
+        "assert 'numba' not in sys.modules, 'import cvfs imported numba'; "
+        "import matplotlib; print(matplotlib.get_backend())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    out = subprocess.run([sys.executable, "-c", "import matplotlib; matplotlib.use('svg'); "
+                          + code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "svg"

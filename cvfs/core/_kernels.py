@@ -19,8 +19,8 @@ Every kernel has a NumPy twin in ``tests/naive.py``.
 import math
 
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.core._loss_kernels import LOSS_NONE, RANK, loss_rows, rank_pairs
 from cvfs.core._pl_kernels import (
     compact_bins,

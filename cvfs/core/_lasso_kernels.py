@@ -12,7 +12,8 @@ to the constant 1/2 ||y||^2.
 """
 
 import numpy as np
-from numba import njit
+
+from cvfs._jit import njit
 
 __all__ = ["gram_cd_epoch", "gram_gap", "gram_cd_solve"]
 

@@ -7,7 +7,8 @@ in ``tests/naive.py`` or is compared against those classes.
 import math
 
 import numpy as np
-from numba import njit
+
+from cvfs._jit import njit
 
 __all__ = ["HUBER_SVM", "LOGISTIC", "LORENZ", "LOSS_NONE", "RANK", "SQUARED", "loss_rows",
            "loss_value_grad", "rank_pairs"]

@@ -23,8 +23,8 @@ Feature-major S (W, N) of bin coordinates
 """
 
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.core._loss_kernels import loss_rows, loss_value_grad
 
 __all__ = ["basis_sums", "compact_bins", "pl_decision", "pl_grad_pass", "pl_grad_pass_t",

@@ -1,11 +1,12 @@
 """Where data and shipped models live.
 
 The data home is ``$CVFS_DATA`` when set, else ``../shared/data`` beside the checkout when that
-folder exists. Shipped models live in ``models/`` at the top of the checkout (``$CVFS_MODELS``
-overrides it).
+folder exists. Shipped models are package data in ``cvfs/models/`` (``$CVFS_MODELS`` overrides
+the folder).
 """
 
 import os
+from importlib import resources
 from pathlib import Path
 
 __all__ = ["data_home", "models_dir", "require_path"]
@@ -57,6 +58,14 @@ def require_path(relative, what, how_to_get):
 
 
 def models_dir():
-    """Folder of the shipped model files (``$CVFS_MODELS`` or ``models/`` of the checkout)."""
+    """Folder of the shipped model files: ``$CVFS_MODELS`` when set, else the package's
+    ``cvfs/models`` (installed with cvfs, from a checkout or a wheel).
+
+    Returns
+    -------
+    path : Path
+    """
     env = os.environ.get("CVFS_MODELS")
-    return Path(env).expanduser() if env else _REPO_ROOT / "models"
+    if env:
+        return Path(env).expanduser()
+    return Path(str(resources.files("cvfs") / "models"))

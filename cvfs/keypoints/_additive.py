@@ -20,7 +20,8 @@ with the features reordered so that negatives are rejected early.
 """
 
 import numpy as np
-from numba import njit
+
+from cvfs._jit import njit
 
 __all__ = ["AdditiveModel"]
 

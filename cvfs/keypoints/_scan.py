@@ -30,8 +30,8 @@ Bourdev and Brandt, "Robust object detection via soft cascade", CVPR 2005.
 import math
 
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.vision.haar import MAX_TERMS, haar_terms
 from cvfs.vision.hog import N_HOG, N_ORIENT, HogLevel
 from cvfs.vision.hog_direct import N_BLOCK_SLOTS, block_from_cells, hog_slots

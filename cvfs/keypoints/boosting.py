@@ -20,10 +20,10 @@ import logging
 import time
 
 import numpy as np
-from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from tqdm.auto import tqdm
 
+from cvfs._jit import njit
 from cvfs.base import check_random_state
 from cvfs.keypoints._additive import AdditiveModel
 

@@ -25,8 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.datasets import models_dir
 from cvfs.datasets.faces import KEYPOINTS
 from cvfs.io import load_model, save_model

@@ -203,7 +203,7 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
         the plain 1/L step throughout. On the 600-face eye recipe the Lorenz default selects
         far better than 1.0, whose 500 short steps (1/L with the Lorenz curvature bound 2, 8x
         the logistic one) leave the selection unconverged: held-out AUC 0.984 vs 0.955, left-eye
-        AP 0.454 vs 0.400 on the MTFL test crops (``models/README.md``).
+        AP 0.454 vs 0.400 on the MTFL test crops (``cvfs/models/README.md``).
     n_estimators : int, optional
         LogitBoost rounds (default ``k``).
     clip_quantile : float, optional
@@ -341,7 +341,7 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         Classifier size, FSA settings and learner ranges (see :func:`fit_classifier`; the
         default ``annealing_boost=None`` is the loss's own, 10 for Lorenz). 1,000 iterations
         (the paper: 500): on the nose tip (300 faces) 500 left FSA-Lorenz behind LogitBoost
-        (AP 0.087 vs 0.099) and 1,000 put it ahead (``models/README.md``).
+        (AP 0.087 vs 0.099) and 1,000 put it ahead (``cvfs/models/README.md``).
     haar_per_channel : int
         Haar features per RGB channel in the pool (the paper's pool: 20,000 -> 60,864 columns).
     hog_border : {"image", "window"}

@@ -131,7 +131,7 @@ def segment(points, n_motions, *, model=None):
     n_motions : int
         K >= 2; at least 4 trajectories per motion are needed (P >= 4K).
     model : None, str, Path or fitted ranker, optional
-        None loads the shipped ranker (``models/motion_ranker.h5``); a path loads that file; an
+        None loads the shipped ranker (``cvfs/models/motion_ranker.h5``); a path loads that file; an
         object with ``decision_function`` (e.g. a fitted :class:`~cvfs.motion.ranking.MotionRanker`)
         is used as it is.
 

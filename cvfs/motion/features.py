@@ -33,9 +33,9 @@ Barbu et al., FSA paper, appendix "Likelihood and Prior Based Features".
 """
 
 import numpy as np
-from numba import njit
 from threadpoolctl import threadpool_limits
 
+from cvfs._jit import njit
 from cvfs.motion.candidates import (
     REFINE_SPACES,
     Candidates,

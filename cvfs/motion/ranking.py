@@ -30,8 +30,8 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.motion.features import feature_names
 
 __all__ = ["RankingData", "MotionRanker", "RankBoost", "ColumnSelector", "OracleSelector",

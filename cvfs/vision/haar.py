@@ -30,8 +30,8 @@ features). Barbu et al., TPAMI 2017, section 3.3 (~61,000 Haar features over RGB
 
 import cv2
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.vision._checks import as_float_rgb
 
 __all__ = [

@@ -47,8 +47,8 @@ Barbu et al., TPAMI 2017, section 3.3 (288 HOG features per RGB channel on a 24x
 import math
 
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.vision._checks import as_float_rgb
 
 __all__ = [

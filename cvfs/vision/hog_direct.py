@@ -23,8 +23,8 @@ Dalal and Triggs, "Histograms of Oriented Gradients for Human Detection", CVPR 2
 import math
 
 import numpy as np
-from numba import njit
 
+from cvfs._jit import njit
 from cvfs.vision._checks import as_float_rgb
 from cvfs.vision.hog import (
     _COS,

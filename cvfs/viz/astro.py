@@ -11,9 +11,6 @@ __all__ = ["plot_detections", "plot_lambda_sensitivity", "plot_residual", "save_
 
 def _axes(ax):
     if ax is None:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(5, 5))
@@ -91,9 +88,6 @@ def plot_lambda_sensitivity(factors, scores, ax=None, chosen=None, ylabel="F1 wi
 
 def source_figure(image, catalogue, model, truth=None):
     """Three panels: image, detections, residual. Returns the figure."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     fig, axs = plt.subplots(1, 3, figsize=(13, 4.6))

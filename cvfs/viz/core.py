@@ -1,9 +1,6 @@
 """Figures of the FSA core: coefficient paths (paper Fig. 2), annealing schedules (Fig. 3) and
 learned piecewise-linear response functions (Fig. 5)."""
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 

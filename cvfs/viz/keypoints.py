@@ -47,9 +47,6 @@ def plot_pr_curves(curves, axes=None, *, baselines=None):
     -------
     axes : list of matplotlib Axes
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     names = []

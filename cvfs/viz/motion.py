@@ -20,9 +20,6 @@ def _rgb(i):
 
 def _axes(ax):
     if ax is None:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(5, 4))
@@ -152,9 +149,6 @@ def save_error_cdfs(path, errors, n_motions):
     """
     from pathlib import Path
 
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     from cvfs.io import atomic_path

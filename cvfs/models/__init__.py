@@ -1,0 +1,1 @@
+"""Shipped model files (package data); see README.md in this folder."""
