@@ -124,13 +124,15 @@ def test_localise_synthetic_scenes():
         img, clean, truth = astro.make_scene(random_state=seed)
         res = astro.localise_and_denoise(img, random_state=0)
         cat = res.catalogue
-        assert cat.dtype.names == ("x", "y", "sigma", "flux")
+        assert cat.dtype.names[:4] == ("x", "y", "sigma", "flux")
+        assert not cat["extended"].any() and np.all(cat["flux_err"] > 0)
         assert np.all(np.diff(cat["flux"]) <= 0)
         s = astro.detection_scores(cat, truth)
         f1.append(s["f1"])
         err.append(s["rmse"])
         assert res.model.shape == img.shape
-        assert astro.psnr(clean, res.model) > astro.psnr(clean, img) + 5
+        # the sky is a background mesh (it follows gradients), not one constant: ~0.6 dB less
+        assert astro.psnr(clean, res.model) > astro.psnr(clean, img) + 4
         assert res.noise_sigma == pytest.approx(1.0, rel=0.25)
     assert np.mean(f1) == 1.0
     assert max(err) < 0.2
@@ -240,7 +242,8 @@ def test_hubble_deep_field_crop():
     crop = _hdf_crop(64)
     res = astro.localise_and_denoise(crop, random_state=0)
     cat = res.catalogue
-    assert 10 <= len(cat) <= 60
+    # galaxies are single extended rows, not shredded into point sources
+    assert 5 <= len(cat) <= 60 and cat["extended"].any() and not cat["extended"].all()
     assert np.all((cat["x"] >= -0.5) & (cat["x"] < 63.5) & (cat["y"] >= -0.5) & (cat["y"] < 63.5))
     # every detection sits on a local brightness peak of the smoothed image
     from scipy.ndimage import gaussian_filter, maximum_filter
@@ -249,7 +252,8 @@ def test_hubble_deep_field_crop():
     peaks = np.argwhere((sm == maximum_filter(sm, 5)) & (sm > res.background + 3 * res.noise_sigma))
     d = np.hypot(cat["y"][:, None] - peaks[None, :, 0], cat["x"][:, None] - peaks[None, :, 1])
     inner = (np.minimum(cat["x"], cat["y"]) >= 3) & (np.maximum(cat["x"], cat["y"]) <= 60)
-    bright = (np.arange(len(cat)) < 10) & inner  # the 10 brightest (the catalogue is sorted)
+    # the 10 brightest point sources (the catalogue is sorted); an extended row is a centroid
+    bright = (np.cumsum(~cat["extended"]) <= 10) & inner & ~cat["extended"]
     assert np.all(d[bright].min(axis=1) <= 2.0)
     # the residual is close to the noise level
     assert np.std(crop - res.model) < 1.6 * res.noise_sigma
