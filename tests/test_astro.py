@@ -285,3 +285,96 @@ def test_position_crlb_matches_the_analytic_bound_of_an_isolated_source():
     with pytest.raises(ValueError, match="noise_sigma must be > 0"):
         position_crlb(truth, (41, 41), 0.0)
     assert position_crlb(truth[:0], (41, 41), 1.0).size == 0
+
+
+def test_no_false_source_on_a_sky_gradient():
+    rng = np.random.default_rng(3)
+    sky = 100.0 + 2.0 * np.arange(56)[None, :] + np.zeros((56, 1))
+    img = sky + 5.0 * rng.standard_normal((56, 56))
+    res = astro.localise_and_denoise(img, random_state=0)
+    assert len(res.catalogue) == 0
+    assert np.median(np.abs(res.background_map - sky)) < 1.0
+    # a star on the gradient is found, with the new fields
+    star = img + astro.render_psf(img.shape, 30.2, 20.7, 1.4, 2000.0)
+    cat = astro.localise(star, random_state=0)
+    assert len(cat) == 1 and abs(cat["x"][0] - 30.2) < 0.2 and abs(cat["y"][0] - 20.7) < 0.2
+    assert not cat["extended"][0] and cat["flags"][0] == 0 and cat["snr"][0] > 10
+
+
+def test_background_map_against_sextractor():
+    fits = pytest.importorskip("astropy.io.fits")
+    from pathlib import Path
+
+    d = Path(__file__).parent.parent / "../shared/data/astro/sep_image"
+    import os
+
+    d = Path(os.environ.get("CVFS_DATA", d)) / "astro" / "sep_image"
+    if not (d / "image.fits").exists():
+        pytest.skip("sep test image not in the data home")
+    img = fits.getdata(d / "image.fits").astype(np.float64)
+    bkg = astro.estimate_background(img, box=64)
+    back, rms = fits.getdata(d / "back.fits"), fits.getdata(d / "rms.fits")
+    assert np.max(np.abs(bkg.background - back) / back) < 5e-3
+    assert np.median(np.abs(bkg.rms - rms) / rms) < 0.01
+
+
+def test_mask_nan_and_error_inputs():
+    img, _, truth = astro.make_scene((40, 40), 4, random_state=5, min_separation=6.0, border=4)
+    bad = img.copy()
+    bad[:, :3] = np.nan
+    mask = np.zeros(img.shape, bool)
+    mask[-3:] = True
+    cat = astro.localise(bad, mask=mask, error=np.ones(img.shape), random_state=0)
+    assert astro.detection_scores(cat, truth)["recall"] >= 0.75
+    assert np.all(np.isfinite(cat["x_err"]))
+
+
+@pytest.mark.parametrize("image, kw, msg", [
+    (np.ones((20, 20, 3)), {}, r"colour image: pick one channel \(image\[..., 0\]\)"),
+    (np.full((20, 20), np.nan), {}, "only NaN or infinite pixels"),
+    (np.zeros((0, 5)), {}, "an empty image"),
+    (np.eye(20), {"mask": np.zeros((5, 5), bool)}, r"mask must have the image's shape \(20, 20\)"),
+    (np.eye(20), {"error": np.ones(3)}, r"error must have the image's shape"),
+    (np.eye(20), {"mask": np.ones((20, 20), bool)}, "mask leaves no pixel"),
+    (np.eye(20), {"n_jobs": 0}, "n_jobs must be a positive int or -1; got 0"),
+])
+def test_localise_bad_inputs(image, kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        astro.localise(image, **kw)
+
+
+def test_uncertainties_are_calibrated():
+    zx, zf = [], []
+    for seed in range(12):
+        img, _, truth = astro.make_scene((40, 40), 5, random_state=100 + seed,
+                                         min_separation=6.0, border=3.0)
+        cat = astro.localise(img, noise_sigma=1.0, random_state=0)
+        pairs = astro.match_sources(cat, truth)
+        c, t = cat[pairs[:, 0]], truth[pairs[:, 1]]
+        zx.append((c["x"] - t["x"]) / c["x_err"])
+        zf.append((c["flux"] - t["flux"]) / c["flux_err"])
+    zx, zf = np.concatenate(zx), np.concatenate(zf)
+    assert len(zx) >= 50
+    assert 0.7 < np.std(zx) < 1.4 and 0.7 < np.std(zf) < 1.4
+
+
+def test_sky_coordinates_match_astropy(tmp_path):
+    fits = pytest.importorskip("astropy.io.fits")
+    wcs_mod = pytest.importorskip("astropy.wcs")
+    import os
+    from pathlib import Path
+
+    path = Path(os.environ.get("CVFS_DATA", "")) / "astro" / "m17" \
+        / "aK_asky_990502s1350080.fits.gz"
+    if not path.exists():
+        pytest.skip("m17 tile not in the data home")
+    with fits.open(path) as hdul:
+        data, header = hdul[0].data[200:264, 100:164].astype(np.float64), hdul[0].header
+    wcs = wcs_mod.WCS(header).slice((slice(200, 264), slice(100, 164)))
+    cat = astro.localise(data, wcs=wcs, random_state=0)
+    assert len(cat) > 0 and "ra" in cat.dtype.names
+    sky = wcs.pixel_to_world(cat["x"], cat["y"])
+    np.testing.assert_allclose(cat["ra"], sky.ra.deg, atol=1e-6)
+    np.testing.assert_allclose(cat["dec"], sky.dec.deg, atol=1e-6)
+    with pytest.raises(ValueError, match="wcs must be an astropy.wcs.WCS; got dict"):
+        astro.localise(data, wcs={})

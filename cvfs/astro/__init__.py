@@ -1,10 +1,12 @@
 """Astronomy: point-source localisation and denoising by screened SBL over sampled PSFs.
 
 >>> from cvfs import astro
->>> catalogue = astro.localise(image)          # fields x (column), y (row), sigma, flux
+>>> catalogue = astro.localise(image)          # x (column), y (row), sigma, flux, x_err, ...
 >>> clean = astro.denoise(image)               # shaped like image
 """
 
+from cvfs.astro.background import Background, estimate_background
+from cvfs.astro.catalogue import FLAGS, add_sky_coordinates, catalogue_dtype
 from cvfs.astro.denoise import denoise
 from cvfs.astro.dictionary import PSFDictionary, sample_atoms
 from cvfs.astro.evaluate import (
@@ -25,7 +27,12 @@ from cvfs.astro.psf import delta_e, render_psf
 from cvfs.astro.simulate import CATALOGUE_DTYPE, make_scene
 
 __all__ = [
+    "Background",
     "CATALOGUE_DTYPE",
+    "FLAGS",
+    "add_sky_coordinates",
+    "catalogue_dtype",
+    "estimate_background",
     "LAMBDA_FACTOR",
     "Localisation",
     "PSFDictionary",

@@ -516,6 +516,10 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
         base = catmod.FLAG_MASKED * masked
         if kind in ("extended", "capped"):
             x, y, s, f, xe, ye, fe = res
+            if not f > 2 * detect_snr * fe:
+                # a diffuse object is kept only at twice the point-source significance: the
+                # mesh's edge extrapolation leaves residuals of a few sigma
+                continue
             flags = base | catmod.FLAG_EDGE * touches | catmod.FLAG_CAPPED * (kind == "capped")
             rows.append((x, y, s, f, xe, ye, fe, True, flags))
             model[sl][ob.own] += smooth[sl][ob.own]
