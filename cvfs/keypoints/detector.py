@@ -3,10 +3,11 @@
 A :class:`KeypointDetector` holds one classifier per keypoint (an additive piecewise model on a
 few columns of a :class:`cvfs.vision.FeaturePool`, trained by FSA or LogitBoost, see
 :mod:`cvfs.keypoints.train`). :meth:`KeypointDetector.detect` builds the Gaussian pyramid
-(4 levels per octave, upsampled levels up to ``max_scale`` for small faces), computes only the
-selected feature columns at every window centre of every level (in row chunks), scores them, keeps
-per-level local maxima above the threshold, maps them to original-image coordinates and applies a
-greedy non-maximum suppression across levels.
+(4 levels per octave, upsampled levels up to ``max_scale`` for small faces) one level at a time,
+computes only the selected feature columns at every window centre of every level, scores them,
+keeps per-level local maxima above the threshold, maps them to original-image coordinates and
+applies a greedy non-maximum suppression across levels. A level too large for the memory budget
+is scanned in overlapping bands of rows with the same results (:mod:`cvfs.keypoints._tiling`).
 
 Model files are written by :func:`cvfs.io.save_model` (kind ``"keypoint-detector"``) and read
 by :func:`load_detector`; a reloaded detector gives identical detections.
@@ -32,13 +33,24 @@ from cvfs.datasets.faces import KEYPOINTS
 from cvfs.io import load_model, save_model
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
+from cvfs.keypoints._tiling import (
+    band_bytes,
+    check_max_memory,
+    image_bytes,
+    level_bytes,
+    split_rows,
+)
 from cvfs.keypoints.context import PairModel, pair_rescore
 from cvfs.vision import (
     HALF,
+    N_HOG,
+    WINDOW,
     FeaturePool,
     LevelCache,
     as_float_rgb,
-    gaussian_pyramid,
+    iter_pyramid,
+    level_bands,
+    pyramid_scales,
     valid_centres,
     window_centres,
 )
@@ -237,34 +249,115 @@ def _check_n_jobs(n_jobs):
     raise ValueError(f"n_jobs must be a positive int or -1 (every core); got {n_jobs!r}")
 
 
-def _pyramid_scores(pool, levels, models, cascade, n_jobs):
-    """``(level, grid_shape, scores)`` of every level in order, ``scores`` of shape
-    ``(n_models, n)`` for every valid window centre (row-major on ``grid_shape``).
+def _band_peaks(pool, plan, models, band, rows, thr, refine):
+    """Score peaks of the windows of one band of a level: per model ``None`` or an ``(n, 3)``
+    array of ``x, y, score`` in original-image pixels, in row-major order of the peaks.
 
-    With ``n_jobs > 1`` the levels (largest first) are scanned by that many threads (the numba
-    kernels release the GIL); at most ``n_jobs + 1`` levels are in flight, so the memory of
-    their maps and scores stays bounded. Every window's score is computed alone, so the results
-    do not depend on ``n_jobs``.
+    ``band`` is a :class:`LevelCache` (the whole level, ``rows.s == 0``) or a
+    :class:`cvfs.vision.LevelBand` starting at level row ``rows.s``; windows of top-left rows
+    ``rows.s .. rows.e - 1`` are scored and peaks kept in rows ``rows.k0 .. rows.k1 - 1``, whose
+    neighbour rows are in the band, so they are the peaks of the whole level's score grid.
+    ``plan``: the :class:`ScanPlan` of the soft cascade, or None for the full scan. The band's
+    maps are dropped before returning.
+    """
+    level = band.level
+    gw = level.shape[1] - 2 * HALF + 1
+    nr = rows.e - rows.s
+    tl = np.empty((nr * gw, 2), dtype=np.int64)
+    tl[:, 0] = np.repeat(np.arange(nr, dtype=np.int64), gw)
+    tl[:, 1] = np.tile(np.arange(gw, dtype=np.int64), nr)
+    try:
+        if plan is not None:
+            scores = plan.scores(band, tl)
+        else:
+            scores = _level_scores(pool, band, tl + HALF, models, False)
+    finally:
+        band.clear()
+    del tl
+    out = []
+    for s, t in zip(scores, thr, strict=True):
+        grid = s.reshape(nr, gw)
+        r, c = _grid_peaks(grid, t)
+        own = (r >= rows.k0 - rows.s) & (r < rows.k1 - rows.s)
+        r, c = r[own], c[own]
+        if r.size == 0:
+            out.append(None)
+            continue
+        xy = np.column_stack([c, r + rows.s]).astype(np.float64) + HALF
+        if refine:
+            xy += _parabolic_offsets(grid, r, c)
+        out.append(np.column_stack([level.to_original(xy), grid[r, c]]))
+    return out
+
+
+def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max_memory):
+    """``(scale, peaks)`` of every band of every level, in order (see :func:`_band_peaks`).
+
+    ``pyramid = (levels, scales, blurred)``: an iterator of the levels (built when requested)
+    and, per level, its nominal scale and whether building it blurs an octave base. The levels
+    are scanned one after another within ``max_memory`` bytes (the memory model of
+    :mod:`cvfs.keypoints._tiling`): a level that does not fit whole is scanned in bands of rows,
+    each of at most ``1 / n_jobs`` of the budget left by the image and the level. With
+    ``n_jobs > 1`` that many threads scan bands (of one or several levels; the numba kernels
+    release the GIL), and a level or band starts only when the memory of those in flight
+    leaves room for it. The peaks do not depend on the bands or on ``n_jobs``.
     """
     plan = ScanPlan(pool, models) if cascade else None
+    feats = np.concatenate([m.features for m in models])
+    per_pixel, fixed = band_bytes(models, bool((feats >= N_HOG).any()),
+                                  bool((feats < N_HOG).any()), cascade)
+    avail = max_memory - image_bytes(rgb.shape)
+    levels, scales, blurred = pyramid
+    warned = False
 
-    def one(level):
-        cache = LevelCache(level)
-        h, w = cache.shape
-        s = _level_scores(pool, cache, window_centres(cache.shape), models, cascade, plan)
-        return level, (h - 2 * HALF + 1, w - 2 * HALF + 1), s
+    def split(level, lv_bytes):
+        nonlocal warned
+        budget = (avail - lv_bytes) / n_jobs
+        parts, fits = split_rows(level.shape, budget, per_pixel, fixed)
+        if not fits and not warned:
+            log.warning("max_memory=%d bytes is too small for an image of shape %s: levels "
+                        "are scanned in bands of one window row, which may exceed it",
+                        max_memory, tuple(rgb.shape[:2]))
+            warned = True
+        rows = max(p.e - p.s for p in parts) + WINDOW - 1
+        b_bytes = per_pixel * rows * level.shape[1] + fixed
+        if len(parts) == 1:
+            return [(LevelCache(level), parts[0])], b_bytes
+        bands = level_bands(level, [p.pixel_rows for p in parts])
+        return list(zip(bands, parts, strict=True)), b_bytes
 
-    if n_jobs == 1 or len(levels) < 2:
-        yield from map(one, levels)
+    if n_jobs == 1:
+        for scale in scales:
+            level = next(levels)
+            for band, rows in split(level, level_bytes(rgb.shape, scale, False))[0]:
+                yield scale, _band_peaks(pool, plan, models, band, rows, thr, refine)
+            del level, band
         return
     with ThreadPoolExecutor(max_workers=n_jobs) as ex:
-        todo, running = iter(levels), deque()
-        for level in todo:
-            running.append(ex.submit(one, level))
-            if len(running) > n_jobs:
-                yield running.popleft().result()
+        running, held = deque(), 0  # (future, scale, bytes released when it is collected)
+        for scale, blur in zip(scales, blurred, strict=True):
+            lv_bytes = level_bytes(rgb.shape, scale, False)
+            while running and (held + level_bytes(rgb.shape, scale, blur) > avail
+                               or len(running) > n_jobs):
+                fut, sc, rel = running.popleft()
+                yield sc, fut.result()
+                held -= rel
+            level = next(levels)
+            held += lv_bytes
+            parts, b_bytes = split(level, lv_bytes)
+            for i, (band, rows) in enumerate(parts):
+                while running and (held + b_bytes > avail or len(running) > n_jobs):
+                    fut, sc, rel = running.popleft()
+                    yield sc, fut.result()
+                    held -= rel
+                rel = b_bytes + (lv_bytes if i == len(parts) - 1 else 0)
+                running.append((ex.submit(_band_peaks, pool, plan, models, band, rows, thr,
+                                          refine), scale, rel))
+                held += b_bytes
+            del level, parts, band
         while running:
-            yield running.popleft().result()
+            fut, sc, _ = running.popleft()
+            yield sc, fut.result()
 
 
 class KeypointDetector:
@@ -344,7 +437,8 @@ class KeypointDetector:
         return centres, dict(zip(names, s, strict=True))
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
-               refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None):
+               refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None,
+               max_memory=None):
         """Detect every keypoint over the whole pyramid.
 
         Parameters
@@ -378,8 +472,15 @@ class KeypointDetector:
         cascade : bool
             Early rejection with the classifiers' soft cascades (when they have one).
         n_jobs : int, default=1
-            Threads scanning pyramid levels in parallel (-1: one per available core). The
-            detections do not depend on it.
+            Threads scanning pyramid levels (or bands of a level) in parallel (-1: one per
+            available core); they share ``max_memory``. The detections do not depend on it.
+        max_memory : int, optional
+            Bytes this call may allocate for the image copy, the pyramid and the scan (default
+            :data:`cvfs.keypoints._tiling.MAX_MEMORY`, 1 GiB), whatever the image size: the
+            levels are built one at a time and a level whose maps do not fit is scanned in
+            overlapping bands of rows (memory model in :mod:`cvfs.keypoints._tiling`; at least
+            the image copy, one level image and one window row of maps). The detections do not
+            depend on it.
 
         Returns
         -------
@@ -393,15 +494,22 @@ class KeypointDetector:
             bool, None or a PairModel.
         ValueError
             If ``image`` is empty, grayscale, not RGB, smaller than 24x24, or float outside
-            [0, 1], or ``n_jobs`` is not a positive int or -1.
+            [0, 1], ``n_jobs`` is not a positive int or -1, or ``max_memory`` is not a positive
+            number.
             If ``pairs`` names a keypoint this detector does not find.
         """
         rgb = as_float_rgb(image, min_size=self.pool.window)
         thr = self._thresholds(threshold)
         n_jobs = _check_n_jobs(n_jobs)
-        levels = gaussian_pyramid(rgb, scales_per_octave=self.scales_per_octave,
-                                  max_scale=self.max_scale if max_scale is None else max_scale,
-                                  min_size=self.pool.window)
+        max_memory = check_max_memory(max_memory)
+        spo = self.scales_per_octave
+        kw = dict(scales_per_octave=spo, min_size=self.pool.window,
+                  max_scale=self.max_scale if max_scale is None else max_scale)
+        indices, scales = pyramid_scales(rgb.shape, **kw)
+        n_levels = int((scales >= min_scale).sum())
+        scales, indices = scales[:n_levels], indices[:n_levels]
+        levels = iter_pyramid(rgb, max_levels=n_levels, **kw) if n_levels else iter(())
+        pyramid = (levels, scales, (indices < 0) & (indices % spo != 0))
         radius = self.nms_radius if nms_radius is None else float(nms_radius)
         mrad = self.merge_radius if merge_radius is None else float(merge_radius)
         pair, out_thr, found_scale = self._pair_model(pairs), thr, {k: [] for k in self.keypoints}
@@ -411,21 +519,15 @@ class KeypointDetector:
         found = {k: [] for k in self.keypoints}
         radii = {k: [] for k in self.keypoints}
         models = list(self.classifiers.values())
-        levels = [lv for lv in levels if lv.scale >= min_scale]
-        for level, grid_shape, scores in _pyramid_scores(self.pool, levels, models, cascade,
-                                                         n_jobs):
-            for k, s in zip(self.keypoints, scores, strict=True):
-                grid = s.reshape(grid_shape)
-                rows, cols = _grid_peaks(grid, thr[k])
-                if rows.size == 0:
+        for scale, peaks in _pyramid_peaks(self.pool, models, cascade, rgb, pyramid,
+                                           [thr[k] for k in self.keypoints], refine, n_jobs,
+                                           max_memory):
+            for k, p in zip(self.keypoints, peaks, strict=True):
+                if p is None:
                     continue
-                xy = np.column_stack([cols, rows]).astype(np.float64) + HALF
-                if refine:
-                    xy += _parabolic_offsets(grid, rows, cols)
-                xy = level.to_original(xy)
-                found[k].append(np.column_stack([xy, grid[rows, cols]]))
-                radii[k].append(np.full(rows.size, radius / level.scale))
-                found_scale[k].append(np.full(rows.size, level.scale))
+                found[k].append(p)
+                radii[k].append(np.full(p.shape[0], radius / scale))
+                found_scale[k].append(np.full(p.shape[0], scale))
         out, scale = {}, {}
         for k in self.keypoints:
             if found[k]:
