@@ -143,6 +143,8 @@ def draw_keypoints(image, detections, *, radius=None, thickness=None, labels=Tru
     t = thickness or max(1, int(round(diag / 500)))
     font_scale = max(0.4, diag / 1600)
     font_t = max(1, int(round(diag / 1000)))
+    line = int(round(28 * font_scale)) + 4
+    placed = []  # label origins so far: a label is moved down until it overlaps none
     for name, det in detections.items():
         color = KEYPOINT_COLORS.get(name, (255, 255, 255))
         for x, y, score in np.asarray(det).reshape(-1, 3):
@@ -150,10 +152,13 @@ def draw_keypoints(image, detections, *, radius=None, thickness=None, labels=Tru
             c = (int(round(x * s + (s - 1) / 2)), int(round(y * s + (s - 1) / 2)))
             cv2.circle(out, c, r, color, t, cv2.LINE_AA)
             if labels:
-                _text(out, f"{_short(name)} {score:.1f}", (c[0] + r + 2, c[1] + r // 2),
-                      font_scale, color, font_t)
+                org = [c[0] + r + 2, c[1] + r // 2]
+                while any(abs(org[0] - px) < 8 * line and abs(org[1] - py) < line
+                          for px, py in placed):
+                    org[1] += line
+                placed.append(tuple(org))
+                _text(out, f"{_short(name)} {score:.1f}", tuple(org), font_scale, color, font_t)
     if legend and detections:
-        line = int(round(28 * font_scale)) + 4
         width = int(max(len(f"{_short(n)} ({len(d)})") for n, d in detections.items())
                     * 19 * font_scale) + line + 12
         box = out[4:4 + line * len(detections) + 8, 4:4 + width]
