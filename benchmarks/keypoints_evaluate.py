@@ -41,7 +41,8 @@ from cvfs.keypoints.evaluate import (
     evaluate_merged,
     recall_at_precision,
 )
-from cvfs.viz.keypoints import plot_pr_curves, save_pr_figure
+from cvfs.viz import save_figure
+from cvfs.viz.keypoints import plot_pr_curves
 
 EYES = ["left_eye_center", "right_eye_center"]
 DATASETS = {
@@ -162,7 +163,7 @@ def main(argv=None):
         results["datasets"][ds] = res
         _print(ds, len(images), res)
         out_fig = Path(args.out).with_name(f"keypoints_pr_{ds}.png")
-        save_pr_figure(plot_pr_curves(curves_fig, baselines=ops_fig), out_fig)
+        save_figure(plot_pr_curves(curves_fig, baselines=ops_fig), out_fig)
     atomic_write_text(args.out, json.dumps(results, indent=1))
     print(f"\nwritten {args.out}")
     return 0

@@ -395,10 +395,9 @@ def print_h5(jobs, ratio, cpu_ratio):
 
 
 def make_figure(out, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from cvfs.viz import save_figure
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
     grid = out.get("grid") or []
@@ -421,11 +420,7 @@ def make_figure(out, path):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    from cvfs.io import atomic_path
-
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def acceptance(out):
