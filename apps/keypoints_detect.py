@@ -9,7 +9,7 @@ Examples::
     python apps/keypoints_detect.py synth:scene=face --max-frames 5 --out out/   # no camera
 
 This script is ``cvfs keypoints detect`` (it calls :func:`cvfs.cli.main`; the work is
-:func:`cvfs.commands.keypoints_detect`): the same options, defaults and outputs. Run it with
+:func:`cvfs.cli.commands.keypoints_detect`): the same options, defaults and outputs. Run it with
 ``--help`` for the options. stdout holds one tab-separated line per detection (frame, keypoint,
 x, y, score); stderr the per-frame timing and the frame rate.
 """
@@ -22,7 +22,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from cvfs.cli import main as cvfs_main  # noqa: E402
-from cvfs.commands import VIDEO_MAX_SCALE  # noqa: E402
+from cvfs.cli.commands import VIDEO_MAX_SCALE  # noqa: E402
 
 __all__ = ["VIDEO_MAX_SCALE", "main"]
 

@@ -8,9 +8,9 @@ SOURCE is a video file, a folder of frames, a camera index (``0``) or
 ``synth:motions=3,frames=30,seed=0`` (a rendered video of rigid motions, no camera needed).
 
 This script is ``cvfs motion segment`` (it calls :func:`cvfs.cli.main`; the work is
-:func:`cvfs.commands.motion_segment`): the same options, defaults and outputs. With ``--out DIR``
-it writes ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png`` (all
-trajectories on the first frame) and ``<name>_motion.json`` (the summary).
+:func:`cvfs.cli.commands.motion_segment`): the same options, defaults and outputs. With
+``--out DIR`` it writes ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png``
+(all trajectories on the first frame) and ``<name>_motion.json`` (the summary).
 """
 
 import sys

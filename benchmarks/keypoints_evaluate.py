@@ -21,8 +21,9 @@ and PR figures (like the paper's Fig. 7) to ``benchmarks/results/keypoints_pr_<d
 
 Example::
 
-    python benchmarks/keypoints_evaluate.py --models FSA-Lorenz=cvfs/models/keypoints_fsa_lorenz.h5 \\
-        LogitBoost=/tmp/lb.h5 --every 1 --baselines benchmarks/results/keypoints_baselines.json
+    python benchmarks/keypoints_evaluate.py \\
+        --models FSA-Lorenz=cvfs/models/keypoints_fsa_lorenz_eyes.h5 LogitBoost=/tmp/lb.h5 \\
+        --every 1 --baselines benchmarks/results/keypoints_baselines.json
 """
 
 import argparse

@@ -49,7 +49,7 @@ def test_importing_cvfs_keeps_the_matplotlib_backend():
     import sys
 
     code = ("import matplotlib; matplotlib.use('svg'); import cvfs.viz, cvfs.viz.astro, "
-            "cvfs.viz.keypoints, cvfs.viz.motion, cvfs.commands, cvfs.cli, cvfs.demo; "
+            "cvfs.viz.keypoints, cvfs.viz.motion, cvfs.cli.commands, cvfs.cli, cvfs.demo; "
             "print(matplotlib.get_backend())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -1,9 +1,9 @@
 """The ``cvfs`` console script: ``demo | motion | keypoints | astro`` subcommands.
 
-The CLI only parses arguments and calls the library or :mod:`cvfs.commands` (the subcommands that
-open sources and write output sets; the scripts in ``apps/`` call :func:`main` too). Every
-subcommand is a ``_cmd_*`` function taking the parsed arguments. ``main(argv=None)`` is what tests
-call.
+The CLI only parses arguments and calls the library or :mod:`cvfs.cli.commands` (the
+subcommands that open sources and write output sets; the scripts in ``apps/`` call :func:`main`
+too). Every subcommand is a ``_cmd_*`` function taking the parsed arguments.
+``main(argv=None)`` is what tests call.
 """
 
 import argparse
@@ -60,7 +60,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 def _train_defaults():
     """Defaults of ``train_detector``'s keyword arguments, read from its source (no import: the
     trainer's imports compile numba kernels, too slow for ``--help``)."""
-    path = Path(__file__).parent / "keypoints" / "train.py"
+    path = Path(__file__).resolve().parents[1] / "keypoints" / "train.py"
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.FunctionDef) and node.name == "train_detector":
             a = node.args
@@ -119,7 +119,7 @@ def _cmd_motion_evaluate(args):
 
 
 def _cmd_motion_segment(args):
-    from cvfs.commands import motion_segment
+    from cvfs.cli.commands import motion_segment
 
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
                    max_points=args.max_points, model=args.model, strict=args.strict)
@@ -133,14 +133,14 @@ def _astro_options(args):
 
 
 def _cmd_astro_localise(args):
-    from cvfs.commands import astro_localise
+    from cvfs.cli.commands import astro_localise
 
     astro_localise(args.image, args.out, **_astro_options(args))
     return 0
 
 
 def _cmd_astro_denoise(args):
-    from cvfs.commands import astro_denoise
+    from cvfs.cli.commands import astro_denoise
 
     astro_denoise(args.image, args.out, **_astro_options(args))
     return 0
@@ -236,7 +236,7 @@ def _cmd_keypoints_evaluate(args):
 
 
 def _cmd_keypoints_detect(args):
-    from cvfs.commands import keypoints_detect
+    from cvfs.cli.commands import keypoints_detect
 
     keypoints_detect(args.sources, model=args.model, out=args.out, threshold=args.threshold,
                      max_scale=args.max_scale, top=args.top, n_jobs=args.jobs,
@@ -278,7 +278,7 @@ def _motions(text):
 
 
 def _add_keypoints_parser(sub):
-    from cvfs.commands import VIDEO_MAX_SCALE
+    from cvfs.cli.commands import VIDEO_MAX_SCALE
 
     kp = _parser(sub, "keypoints", "face keypoint detectors: train | evaluate | detect")
     ksub = kp.add_subparsers(dest="keypoints_command", required=True, metavar="COMMAND")
