@@ -7,9 +7,10 @@ IED from every face), and prints
 
 - AP per keypoint (the keypoints both the model and the dataset have), training and fit time;
 - "eye" (both eye centres as one class, as the baselines report it): our recall at the
-  precision of each baseline operating point measured here, and at the operating points quoted
-  in issue 5 (dlib 68-point 0.67/0.34 on the MTFL crops and 0.51/0.18 on Caltech, OpenCV 4's
-  eye cascade 0.57/0.04 on Caltech), and the baselines' precision/recall.
+  precision of each baseline operating point measured by this script, and at the reference
+  operating points in ``QUOTED`` (dlib 68-point 0.67/0.34 on the MTFL crops and
+  0.51/0.18 on Caltech, OpenCV 4's eye cascade 0.57/0.04 on Caltech), and the baselines'
+  precision/recall.
 
 With ``--pairs`` every model with both eye detectors is also run with ``detect(pairs=True)``
 (eye detections rescored by their partner, :mod:`cvfs.keypoints.context`), labelled
@@ -50,7 +51,8 @@ DATASETS = {
     "mtfl-test": (lambda: load_mtfl("test"), 1.0),
     "caltech": (load_caltech_webfaces, 2.0),  # median IED ~14 px: scan up to scale 2
 }
-#: Eye precision/recall of the off-the-shelf detectors quoted in issue 5 (5%-IED rule).
+#: Reference eye precision/recall of the off-the-shelf detectors (5%-IED rule), given as
+#: operating points to compare against (not measured by this script).
 QUOTED = {
     "mtfl-test": {"dlib-68 (issue 5)": (0.67, 0.34)},
     "caltech": {"dlib-68 (issue 5)": (0.51, 0.18), "opencv4-eye-cascade (issue 5)": (0.57, 0.04)},

@@ -3,11 +3,10 @@
 Training pairs are formed only within a sequence: for candidates i, j of the same sequence,
 ``r_ij = 1`` if i has the lower misclassification, ``1/2`` if equal, ``0`` otherwise (the paper).
 :class:`MotionRanker` uses these targets by default (``min_gap=None``); ``min_gap=0.005`` keeps
-only the pairs whose errors differ by more than half a percentage point. On the spectral pool
-alone dropping the near-ties helped (test error over fold seeds 0-4, all 155 sequences: 0.70% ->
-0.58%); on the pool with K-subspace refined candidates and the cluster floor the paper's targets
-are better (fold seeds 0-9: 0.39% against 0.41%), and an inner 3-fold cross-validation by video
-on each training side picks them in 65 of 100 folds (nested estimate 0.40%). RankBoost uses the
+only the pairs whose errors differ by more than half a percentage point. With the default
+candidate pool (K-subspace refined candidates) and the cluster floor the paper's targets test
+better over fold seeds 0-9 (``benchmarks/motion_fold_seeds.py --nested``, which also runs an
+inner cross-validation choosing between the two; ``docs/results.md``). RankBoost uses the
 strict pairs (``r_ij = 1``), as in Freund et al. A ranker's ``select`` returns, per sequence, the
 row of its best-scored candidate.
 

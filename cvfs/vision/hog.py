@@ -22,21 +22,16 @@ one ulp), orientation ``rad2deg(arctan2(g_row, g_col)) % 180``
 binned without interpolation (bin ``i`` holds ``[22.5 i, 22.5 (i + 1))``), cell value = sum of
 magnitudes / 36, L2-Hys with ``eps = 1e-5`` and clipping at 0.2.
 
-Window border. ``border='image'`` (default) uses the gradients of the whole level on the window
-border (true image gradients): a window's blocks are then the level's blocks, so the L2-Hys
-factors are computed once per level (:meth:`HogLevel.block_factors`) and a window only gathers
-``min(v * a, 0.2) * b`` (while few windows of a level have been evaluated, the factors of their
-blocks are computed per window instead, with the same arithmetic); it equals
-``skimage.feature.hog`` of the whole level for cell-aligned windows. ``border='window'``
-reproduces ``skimage.feature.hog`` applied to each 24x24 crop exactly: skimage computes gradients
-inside the crop, so on the crop's first/last row the row gradient is 0 and on its first/last column
-the column gradient is 0; the assembly corrects the 92 border pixels of each window from per-pixel
-maps.
+Window border. ``border='image'`` (default) uses the whole level's gradients on the window border:
+a window's blocks are the level's blocks, so the L2-Hys factors are computed once per level
+(:meth:`HogLevel.block_factors`; per window while few windows of a level are evaluated), and it
+equals ``skimage.feature.hog`` of the whole level for cell-aligned windows. ``border='window'``
+reproduces ``skimage.feature.hog`` of each 24x24 crop exactly (gradients zero across the crop's
+border): the assembly corrects the 92 border pixels of each window from per-pixel maps.
 
-Orientation bins are found without ``atan2`` (comparisons with the bin boundaries, exact at 0, 45,
-90 and 135 degrees); they equal skimage's except for gradients within ~1e-16 (relative) of the
-irrational boundaries 22.5 + 45 k degrees or with ``|g_row / g_col| < 2.5e-16`` (skimage's
-``% 180`` then rounds to 180 and drops the pixel).
+Orientation bins are found without ``atan2`` (comparisons with the bin boundaries); they equal
+skimage's except within ~1e-16 (relative) of the irrational boundaries 22.5 + 45 k degrees or for
+``|g_row / g_col| < 2.5e-16`` (skimage's ``% 180`` then rounds to 180 and drops the pixel).
 
 References
 ----------
