@@ -205,7 +205,7 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
         the plain 1/L step throughout. On the 600-face eye recipe the Lorenz default selects
         far better than 1.0, whose 500 short steps (1/L with the Lorenz curvature bound 2, 8x
         the logistic one) leave the selection unconverged: held-out AUC 0.984 vs 0.955, left-eye
-        AP 0.454 vs 0.400 on the MTFL test crops (``cvfs/models/README.md``).
+        AP 0.454 vs 0.400 on the MTFL test crops (``docs/methods.md``, "Step size").
     n_estimators : int, optional
         LogitBoost rounds (default ``k``).
     clip_quantile : float, optional
@@ -253,14 +253,13 @@ def with_cascade(model, X, y, is_hog, miss_rate, *, front_load=10.0, hog_cost=8.
 
     At most ``max_examples`` = (positives, negatives) drawn at random (``random_state``) set
     the thresholds and the order: the greedy order costs O(k) partial-score quantiles per
-    feature while negatives are alive (nose/mouth, 300 faces, round 2, all 3,800 positives and
-    9,000 negatives: 30 s before the greedy step moved to numba).
+    feature while negatives are alive.
 
     Mining ranks windows by how far they get through this cascade, then by score
     (:func:`cvfs.keypoints.detector.cascade_hardness`), so it takes the windows that pass, by
-    score, and fills up with those rejected last. With three stages after 10/30/100 features
-    instead (the recipe before session 10), two thirds of the windows of a training image
-    reached the full 1,500 features: 476 ms per 250 x 250 image vs 20 ms."""
+    score, and fills up with those rejected last. A cascade of only a few stages (e.g. after
+    10/30/100 features) lets most windows of a training image reach all 1,500 features, which
+    makes the mining scans about 20x slower."""
     if miss_rate is None:
         return model
     rng = check_random_state(random_state)
@@ -374,7 +373,7 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         Classifier size, FSA settings and learner ranges (see :func:`fit_classifier`; the
         default ``annealing_boost=None`` is the loss's own, 10 for Lorenz). 1,000 iterations
         (the paper: 500): on the nose tip (300 faces) 500 left FSA-Lorenz behind LogitBoost
-        (AP 0.087 vs 0.099) and 1,000 put it ahead (``cvfs/models/README.md``).
+        (AP 0.087 vs 0.099) and 1,000 put it ahead (``docs/methods.md``, "Face keypoints").
     haar_per_channel : int
         Haar features per RGB channel in the pool (the paper's pool: 20,000 -> 60,864 columns).
     hog_border : {"image", "window"}
