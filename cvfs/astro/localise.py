@@ -18,6 +18,7 @@ Pipeline (per tile of ``tile`` x ``tile`` pixels, tiles overlapping by ``overlap
 """
 
 import logging
+import math
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 #: seeds 3000-3019): the full pipeline's F1 is flat (0.989-0.990) for factors 4-256 and its RMSE
 #: is lowest (0.109 px) for factors <= 16; 16 is the largest such factor (fewest atoms).
 LAMBDA_FACTOR = 16.0
+
+#: smallest noise sigma relative to max |pixel| (float64 resolves 2.2e-16 of it): an estimate
+#: below is raised to it, and a given ``noise_sigma`` below it is refused
+_NOISE_FLOOR = 1e-12
 
 
 @dataclass
@@ -111,6 +116,20 @@ def estimate_background_noise(image):
     from skimage.restoration import estimate_sigma
 
     img = np.asarray(image, dtype=np.float64)
+    peak = float(np.max(np.abs(img))) if img.size else 0.0
+    if not np.isfinite(peak):
+        raise ValueError("image has NaN or infinite pixels; mask or fill them first")
+    if peak == 0.0:
+        return 0.0, 0.0
+    # estimates on the image scaled by a power of two (exact) to max |pixel| in [0.5, 1), then
+    # mapped back: every step is relative to the image's own scale, and nothing overflows
+    e = math.frexp(peak)[1]
+    bg, sigma = _background_noise(np.ldexp(img, -e), estimate_sigma)
+    return math.ldexp(bg, e), math.ldexp(sigma, e)
+
+
+def _background_noise(img, estimate_sigma):
+    """:func:`estimate_background_noise` of an image with max |pixel| in [0.5, 1)."""
     sigma = float(estimate_sigma(img))
     vals = img.ravel()
     med = float(np.median(vals))
@@ -125,8 +144,9 @@ def estimate_background_noise(image):
         med = new
         vals = vals[keep] if keep.sum() > 0.2 * img.size else vals
     if not sigma > 0:
-        sigma = float(1.4826 * np.median(np.abs(img - med))) or 1e-12
-    return med, sigma
+        # no noise measurable: the MAD, else the float64 resolution of the image
+        sigma = float(1.4826 * np.median(np.abs(img - med))) or _NOISE_FLOOR
+    return med, max(sigma, _NOISE_FLOOR)
 
 
 def _check_positive(name, value):
@@ -349,14 +369,18 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
     Returns
     -------
     Localisation
+        Fluxes, the denoised image, background and noise sigma in the units of ``image``.
+        The work is done on the image divided by a power of two near its noise sigma, so the
+        results do not depend on the image's units: ``image * c`` gives the same positions and
+        widths and ``c`` times the fluxes and denoised image.
 
     Raises
     ------
     TypeError
         If ``image`` is not a numeric array.
     ValueError
-        If ``image`` is not 2-D, is smaller than 4 x 4, has NaN/inf pixels, or a parameter is out
-        of range.
+        If ``image`` is not 2-D, is smaller than 4 x 4, has NaN/inf pixels, is constant, a
+        parameter is out of range, or ``noise_sigma`` is below 1e-12 of the largest |pixel|.
     """
     img = _check_image(image)
     s_lo, s_hi = _sigma_range(psf_sigma)
@@ -371,10 +395,33 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
     rng = check_random_state(random_state)
     if noise_sigma is not None:
         noise_sigma = _check_positive("noise_sigma", noise_sigma)
-    if np.ptp(img) == 0:
+    # work in units of the noise: the image divided by a power of two near its noise sigma
+    # (exact), so every threshold and tolerance below is relative to the data; the catalogue
+    # fluxes, the denoised image, background, noise and lambda are mapped back to input units
+    peak = float(np.max(np.abs(img)))
+    if peak == 0.0 or np.ptp(np.ldexp(img, -math.frexp(peak)[1])) == 0:
         raise ValueError("image is constant (empty): there is nothing to localise")
     bg, noise_est = estimate_background_noise(img)
     noise = noise_est if noise_sigma is None else noise_sigma
+    if noise < _NOISE_FLOOR * peak:
+        raise ValueError(f"noise_sigma={noise!r} is below the float64 resolution of the image "
+                         f"({_NOISE_FLOOR:g} of its largest |pixel|, {peak!r})")
+    e = int(round(math.log2(noise)))
+    res = _localise_normalised(np.ldexp(img, -e), math.ldexp(bg, -e), math.ldexp(noise, -e),
+                               rng, s_lo, s_hi, n_atoms, tile, overlap, lam_factor, detect_snr,
+                               sbl_iter, refine, verbose)
+    res.catalogue["flux"] = np.ldexp(res.catalogue["flux"], e)
+    with np.errstate(over="ignore"):
+        res.model = np.ldexp(res.model, e)
+    res.background, res.noise_sigma = bg, noise
+    res.lam = lam_factor * noise * noise  # inf past 1e154 (float64)
+    return res
+
+
+def _localise_normalised(img, bg, noise, rng, s_lo, s_hi, n_atoms, tile, overlap, lam_factor,
+                         detect_snr, sbl_iter, refine, verbose):
+    """:func:`localise_and_denoise` of checked parameters, on an image whose noise sigma is
+    about 1 (between 0.7 and 1.4)."""
     lam = lam_factor * noise**2
     h, w = img.shape
     rows, cols = _tile_starts(h, tile, overlap), _tile_starts(w, tile, overlap)

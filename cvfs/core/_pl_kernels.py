@@ -35,7 +35,7 @@ SUM_CHUNK = 512  # rows per chunk of the feature-major sums (float32: 2 KiB of s
 @njit(cache=True, inline="always")
 def _bin_coordinate(x, lo, scale, bins):
     s = (x - lo) * scale
-    if s <= 0.0:
+    if not s > 0.0:  # NaN (inf * 0 of an overflowing x - lo) -> 0, never a bin out of range
         return 0.0
     if s >= bins:
         return float(bins)

@@ -148,6 +148,19 @@ def _block_buffer(X, block_bytes):
     return np.empty((min(rows, X.shape[0]), X.shape[1]), dtype=X.dtype)
 
 
+def _raise_not_finite(block, r0, stats):
+    """The ValueError of a statistics pass whose sums are not finite: a NaN or infinity in X
+    (named by its first row), or finite values whose squared deviations overflow float64."""
+    bad = np.argwhere(~np.isfinite(block))
+    if bad.size:
+        raise ValueError(f"X contains NaN or infinity (first in row {r0 + int(bad[0, 0])}, "
+                         f"column {int(bad[0, 1])})")
+    col = int(np.flatnonzero(~(np.isfinite(stats.s1) & np.isfinite(stats.s2)))[0])
+    raise ValueError(f"X column {col} has values too large for float64 statistics (their "
+                     "squared deviations overflow past 1.8e308, e.g. entries near 1e300): "
+                     "rescale X")
+
+
 def _column_table(X, response, block_bytes, d=None, rows=None):
     """Statistics passes: the response table fp (M, 2 + G) for all columns of X; with per-row
     weights ``d`` (N,) also the raw sums sum_i d_i u_ij of each basis column, shape (M, G),
@@ -164,8 +177,7 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         block = _read_block(X, r0, r1, buf)
         if not stats.update(block, None if d is None else d[r0:r1], gacc):
-            bad = r0 + int(np.argwhere(~np.isfinite(block))[0, 0])
-            raise ValueError(f"X contains NaN or infinity (first in row {bad})")
+            _raise_not_finite(block, r0, stats)
         if rows is not None:
             if rows_out is None:
                 rows_out = np.empty((rows.size, M), dtype=block.dtype)
@@ -302,6 +314,9 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
                                     None if in_place else sub)
     if fused:  # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
         dsum = float(d0.sum())
+        if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
+            raise ValueError("X and y are too large for float64: the loss or its gradient "
+                             "overflows at the start (rescale X or y)")
         K.finalize(g_first, fp, response.bins, dsum, N)
         first = (l0 / N, dsum / N)
     else:

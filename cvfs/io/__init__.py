@@ -12,7 +12,7 @@ from cvfs.io._atomic import (
     signals_raise,
 )
 from cvfs.io.estimators import load_estimator, save_estimator
-from cvfs.io.models import SavedModel, load_model, save_model
+from cvfs.io.models import SavedModel, file_sha256, load_model, save_model, upgrade_model
 
 __all__ = [
     "OUTPUT_MARKER",
@@ -23,9 +23,11 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_output_dir",
+    "file_sha256",
     "load_estimator",
     "load_model",
     "save_estimator",
     "save_model",
     "signals_raise",
+    "upgrade_model",
 ]

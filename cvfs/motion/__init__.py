@@ -42,11 +42,20 @@ def normalise_points(points):
     Returns
     -------
     normalised : ndarray of shape (P, F, 2)
+
+    Raises
+    ------
+    ValueError
+        If the points do not spread (every coordinate equal, up to 1e-12 of their magnitude).
     """
     lo = points.reshape(-1, 2).min(axis=0)
     hi = points.reshape(-1, 2).max(axis=0)
-    half = max(float(np.max(hi - lo)) / 2.0, 1e-12)
-    return (points - (lo + hi) / 2.0) / half
+    # halves first: (hi - lo) and (hi + lo) of finite coordinates near 1e308 would overflow
+    half = float(np.max(hi / 2.0 - lo / 2.0))
+    if not half > 1e-12 * float(np.max(np.maximum(np.abs(lo), np.abs(hi)))):
+        raise ValueError("points: every trajectory stays at one position (no spread to "
+                         "segment)")
+    return (points - (lo / 2.0 + hi / 2.0)) / half
 
 
 def one_motion_residuals(points):
