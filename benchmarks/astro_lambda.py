@@ -13,7 +13,8 @@ import numpy as np
 from astro_common import RESULTS, scenes, write_json
 
 from cvfs import astro
-from cvfs.viz.astro import plot_lambda_sensitivity, save_figure_atomic
+from cvfs.viz import save_figure
+from cvfs.viz.astro import plot_lambda_sensitivity
 
 
 def score(data, **kw):
@@ -33,7 +34,7 @@ def plot(rows):
                                       "SBL atoms (no refinement)": [r["f1_sbl"] for r in rows]},
         chosen=astro.LAMBDA_FACTOR)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    save_figure_atomic(ax.figure, RESULTS / "astro_lambda.png")
+    save_figure(ax.figure, RESULTS / "astro_lambda.png")
 
 
 def main(argv=None):

@@ -1,6 +1,6 @@
 """Choose detect()'s merge radius and the eye-pair model on training images only.
 
-The shipped eye detector was trained on the first 300 MTFL training faces (LFW part) and its
+The shipped eye detector was trained on the first 600 MTFL training faces (LFW part) and its
 cascade calibrated on the first 1,000; this script uses MTFL training faces ``--first`` to
 ``--last`` (default 1,000-2,499), which neither step saw, at their size (inter-eye distance ~41 px,
 scanned up to scale 1) and downscaled 2x and 3x (~20 and ~14 px, like the Caltech faces, scanned

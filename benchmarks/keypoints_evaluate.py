@@ -7,9 +7,10 @@ IED from every face), and prints
 
 - AP per keypoint (the keypoints both the model and the dataset have), training and fit time;
 - "eye" (both eye centres as one class, as the baselines report it): our recall at the
-  precision of each baseline operating point measured here, and at the operating points quoted
-  in issue 5 (dlib 68-point 0.67/0.34 on the MTFL crops and 0.51/0.18 on Caltech, OpenCV 4's
-  eye cascade 0.57/0.04 on Caltech), and the baselines' precision/recall.
+  precision of each baseline operating point measured by this script, and at the reference
+  operating points in ``QUOTED`` (dlib 68-point 0.67/0.34 on the MTFL crops and
+  0.51/0.18 on Caltech, OpenCV 4's eye cascade 0.57/0.04 on Caltech), and the baselines'
+  precision/recall.
 
 With ``--pairs`` every model with both eye detectors is also run with ``detect(pairs=True)``
 (eye detections rescored by their partner, :mod:`cvfs.keypoints.context`), labelled
@@ -21,8 +22,9 @@ and PR figures (like the paper's Fig. 7) to ``benchmarks/results/keypoints_pr_<d
 
 Example::
 
-    python benchmarks/keypoints_evaluate.py --models FSA-Lorenz=cvfs/models/keypoints_fsa_lorenz.h5 \\
-        LogitBoost=/tmp/lb.h5 --every 1 --baselines benchmarks/results/keypoints_baselines.json
+    python benchmarks/keypoints_evaluate.py \\
+        --models FSA-Lorenz=cvfs/models/keypoints_fsa_lorenz_eyes.h5 LogitBoost=/tmp/lb.h5 \\
+        --every 1 --baselines benchmarks/results/keypoints_baselines.json
 """
 
 import argparse
@@ -41,14 +43,16 @@ from cvfs.keypoints.evaluate import (
     evaluate_merged,
     recall_at_precision,
 )
-from cvfs.viz.keypoints import plot_pr_curves, save_pr_figure
+from cvfs.viz import save_figure
+from cvfs.viz.keypoints import plot_pr_curves
 
 EYES = ["left_eye_center", "right_eye_center"]
 DATASETS = {
     "mtfl-test": (lambda: load_mtfl("test"), 1.0),
     "caltech": (load_caltech_webfaces, 2.0),  # median IED ~14 px: scan up to scale 2
 }
-#: Eye precision/recall of the off-the-shelf detectors quoted in issue 5 (5%-IED rule).
+#: Reference eye precision/recall of the off-the-shelf detectors (5%-IED rule), given as
+#: operating points to compare against (not measured by this script).
 QUOTED = {
     "mtfl-test": {"dlib-68 (issue 5)": (0.67, 0.34)},
     "caltech": {"dlib-68 (issue 5)": (0.51, 0.18), "opencv4-eye-cascade (issue 5)": (0.57, 0.04)},
@@ -162,7 +166,7 @@ def main(argv=None):
         results["datasets"][ds] = res
         _print(ds, len(images), res)
         out_fig = Path(args.out).with_name(f"keypoints_pr_{ds}.png")
-        save_pr_figure(plot_pr_curves(curves_fig, baselines=ops_fig), out_fig)
+        save_figure(plot_pr_curves(curves_fig, baselines=ops_fig), out_fig)
     atomic_write_text(args.out, json.dumps(results, indent=1))
     print(f"\nwritten {args.out}")
     return 0

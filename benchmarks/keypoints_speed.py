@@ -1,4 +1,4 @@
-"""Frames per second of the keypoint detector on a 640x480 frame: soft-cascade scan vs full scan.
+r"""Frames per second of the keypoint detector on a 640x480 frame: soft-cascade scan vs full scan.
 
 Rows: ``scan=cascade`` is ``detector.detect(frame)`` (the default: the soft-cascade scan of
 :mod:`cvfs.keypoints._scan`); ``scan=full`` is ``detect(frame, cascade=False)``, the code path

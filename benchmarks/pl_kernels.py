@@ -12,10 +12,10 @@ basis for the sums).
     (``--n``), B bins (``--bins``), widths ``--widths``, float32 and float64, with and without
     the power-iteration products (``track``); best of ``--repeats`` (two alternations), in ns
     per element (time / (N * width)).
-(b) fits -- ``cvfs.FSAClassifier(loss="lorenz", bins=8, annealing_boost=1, n_iter=500)`` (the
-    keypoint detectors' settings up to session 8, kept so the README's timings compare) on
+(b) fits -- ``cvfs.FSAClassifier(loss="lorenz", bins=8, annealing_boost=1, n_iter=500)`` (a
+    fixed setting, so timings compare across versions of the code) on
     AR(1) classification data (``cvfs.datasets.synthetic``, 10% noisy labels) in float32, at
-    the old shipped detectors' size (N = 15,000 examples of 6,864 features, k = 200;
+    a small detector's size (N = 15,000 examples of 6,864 features, k = 200;
     ``--fit-sizes``) and, with ``--paper``, the paper's (13,756 x 60,864,
     k = 1,500, 3.3 GB); CPU seconds of ``fit`` (after a JIT warm-up), median of ``--fit-repeats``.
     This section uses only the public estimator, so the same script times an older checkout:

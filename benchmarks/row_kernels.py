@@ -1,5 +1,5 @@
-"""FSA's linear row pass on a row-major working matrix: the numba row kernels against the BLAS
-products they replaced.
+"""FSA's linear row pass on a row-major working matrix: the numba row kernels against the
+equivalent BLAS products.
 
 One pass of a row-separable loss over an (N, W) working matrix computes the scores, the loss and
 its derivatives d, the power-iteration products t, and the raw gradient sums X^T d and X^T t,
@@ -8,7 +8,7 @@ over ~512 KiB row blocks:
 * row kernels (``cvfs.core._kernels._linear_row_pass``, what ``row_pass`` runs): both dot
   products of a row in one in-order read of it (four rows per sweep of w and v above
   ``ROW_SWEEP_WIDTH`` columns), then the two sums four rows per sweep while the block is in L2;
-* BLAS (``blas_pass`` below, the code they replaced): two products per block, X_b W2 with
+* BLAS (``blas_pass`` below): two products per block, X_b W2 with
   W2 = [w, v], then X_b^T [d, t].
 
 For each (dtype, N, W) this prints the time of one pass by each (best of ``--repeats``, two

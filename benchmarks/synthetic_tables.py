@@ -3,45 +3,31 @@
 Run ``python benchmarks/synthetic_tables.py --runs 2 --tables II`` for a quick look,
 ``--full`` for the paper's 100 runs per cell. Prints one table per paper table (our numbers
 beside the paper's, which are transcribed below as ``PAPER``), a speed comparison and the
-acceptance checks of issue 2, and writes everything to JSON (``--out``).
+acceptance checks (FSA's PCD/AUC against the peers', its speed ratio), and writes everything to
+JSON (``--out``). Data, cells, methods and metrics in detail: ``docs/benchmarks.md``.
 
 Data (paper section 3.1, ``cvfs.datasets.synthetic``)
-    Rows x ~ N(0, Sigma), Sigma_ij = 0.9^|i-j| (AR(1) along the features), M = 1000 features,
-    true features x_{10 j}, j = 1..k*. Table II: y = 1 if sum_j x_{10 j} > 0 (linearly
-    separable). Table III: the same with 10% of the rows given a random label (``noise=0.1``, so
-    about 5% wrong labels, also in the test set; the Bayes AUC is about 0.95). Table IV:
-    y = sum_j x_{10 j} + N(0, 1), k* = 30. Run r draws 2N rows with seed r; the first N train,
-    the last N are the independent test set of the same size.
-
-Cells
-    Tables II/III: (N, k=k*) in (300, 10), (1000, 10), (3000, 10), (1000, 30), (3000, 30) -- the
-    paper's rows up to N = 3000 (it has no N = 300 row for k* = 30). Table IV: N in 300, 1000,
-    3000 with k = k* = 30.
+    AR(1) rows (rho = 0.9), M = 1000, true features x_{10 j}. Table II: y = 1 if
+    sum_j x_{10 j} > 0; Table III: 10% of the rows given a random label; Table IV:
+    y = sum_j x_{10 j} + N(0, 1). Run r draws 2N rows with seed r: N train, N test.
+    Cells: Tables II/III (N, k) in (300, 10), (1000, 10), (3000, 10), (1000, 30), (3000, 30);
+    Table IV N in 300, 1000, 3000 with k = 30.
 
 Methods (all select exactly k features; single thread)
     FSA-logistic, FSA-Lorenz, FSA-SVM (Table IV: FSA-squared): ``cvfs.FSAClassifier`` /
     ``FSARegressor`` with default parameters and ``random_state=r`` -- no per-cell tuning.
-    L1-bisect: scikit-learn L1-penalised logistic regression (liblinear); Table IV: ``Lasso``.
-    The penalty is bisected in log scale, from the smallest penalty that selects nothing
-    (``l1_min_c`` / alpha_max) until exactly k coefficients are non-zero (at most
-    ``BISECT_STEPS`` fits; if no penalty gives exactly k, the fit with the fewest coefficients
-    above k is cut to its k largest |w|), then an unpenalised model is refit on those k columns
-    (``LogisticRegression(C=inf)`` / ``LinearRegression``).
-    abess: ``abess.linear.LogisticRegression`` / ``LinearRegression`` with ``support_size=k``,
-    ``thread=1`` (best-subset splicing); scores from its own coefficients.
-    RFE: ``sklearn.feature_selection.RFE`` over ``LogisticRegression(max_iter=1000)`` (default
-    L2, C=1; Table IV: ``LinearRegression``) in two stages: ``step=0.1`` (10% of the columns
-    per elimination) down to ``RFE_FINE * k`` columns, then ``step=1`` down to k. The final
-    model is RFE's refit on the k columns.
+    L1-bisect: L1-penalised logistic regression / ``Lasso``, penalty bisected until exactly k
+    coefficients are non-zero (at most ``BISECT_STEPS`` fits), then refit unpenalised.
+    abess: ``support_size=k``, ``thread=1``. RFE: ``sklearn.feature_selection.RFE`` over
+    ``LogisticRegression`` / ``LinearRegression``, ``step=0.1`` down to ``RFE_FINE * k``
+    columns, then ``step=1``.
 
 Metrics per cell (over the runs)
-    DR: % of runs in which every true feature was selected. PCD: mean % of true features
-    selected. AUC (``roc_auc_score`` of the decision scores on the test set; Tables II/III),
-    RMSE of the predictions on the test set (Table IV); mean over runs. Time: median CPU
-    (``time.process_time``) and wall seconds of ``fit`` (selection and refit) per run.
-    The numba JIT of FSA (and every peer) is warmed up on a small problem before timing.
+    DR: % of runs with every true feature selected; PCD: mean % of true features selected; test
+    AUC (Tables II/III) or RMSE (Table IV); median CPU and wall seconds of ``fit``, after a JIT
+    warm-up.
 
-Speed (issue 2 acceptance)
+Speed
     N = M = 1000, k = 10, separable, seed 0: FSA-logistic fit ``--speed-repeats`` times, each
     peer 3 times, interleaved in three rounds (every method timed under the same machine
     state); median CPU ms per fit and the ratios peer / FSA.
@@ -387,8 +373,9 @@ def run_speed(methods, fsa_repeats, peer_repeats=3):
     """CPU and wall time per fit of each method on the seed-0 data. The fits are interleaved
     in ``peer_repeats`` rounds (each round: every peer once, each FSA method
     ``fsa_repeats / peer_repeats`` times), so FSA and its peers are timed under the same machine
-    state: on this shared VM the speed of the same fit drifts by 10-15% over minutes, which
-    timing all FSA fits first and the peers afterwards turned into ratio swings of that size."""
+    state: on a shared machine the speed of the same fit can drift by 10-15% over minutes,
+    which timing all FSA fits first and the peers afterwards would turn into ratio swings of
+    that size."""
     X, y, _, _, _ = make_cell_data("classification", 1000, 10, 0.0, 0)
     rounds = max(1, peer_repeats)
     per_round = {m: (max(1, math.ceil(fsa_repeats / rounds)) if m.startswith("FSA") else 1)

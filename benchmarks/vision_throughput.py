@@ -96,10 +96,9 @@ def _frame(path):
         cands = sorted((home / "faces/caltech_webfaces_dev/images").glob("*.jpg")) if home else []
         path = cands[0] if cands else None
     if path is not None:
-        bgr = cv2.imread(str(path))
-        if bgr is None:
-            raise SystemExit(f"cannot read image {path}")
-        return cv2.resize(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), (640, 480)), str(path)
+        from cvfs.io.images import read_image
+
+        return cv2.resize(read_image(path), (640, 480)), str(path)
     rng = np.random.default_rng(0)
     noise = cv2.GaussianBlur(rng.random((480, 640, 3)).astype(np.float32), (0, 0), 2.0)
     return (255 * (noise - noise.min()) / np.ptp(noise)).astype(np.uint8), "synthetic"

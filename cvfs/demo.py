@@ -1,14 +1,15 @@
 """``cvfs demo``: every application on data that needs no download.
 
-Each part takes the output folder and returns a few summary lines; :func:`run` calls the parts,
-writes ``summary.txt`` (atomically) and returns the summary text.
+Each part takes the output folder and returns a few summary lines; :func:`run` calls the parts
+with a temporary folder, writes ``summary.txt`` and moves the whole set to the output folder in
+one step (:func:`cvfs.io.atomic_dir`), and returns the summary text.
 """
 
 import logging
 import time
 from pathlib import Path
 
-from cvfs.io import atomic_write_text
+from cvfs.io import atomic_dir, atomic_write_text
 
 __all__ = ["PARTS", "run"]
 
@@ -30,7 +31,7 @@ def _fsa_part(out, verbose):
                   record_path=True)
     elapsed = time.perf_counter() - t0
     found = np.intersect1d(res.support, true).size
-    ax = plot_coefficient_paths(res.path)
+    ax = plot_coefficient_paths(res.path, highlight=true)
     save_figure(ax.figure, out / "fsa_coefficient_paths.png")
     ax = plot_schedules(1000, 10, 500)
     save_figure(ax.figure, out / "fsa_schedules.png")
@@ -44,18 +45,17 @@ def _fsa_part(out, verbose):
 
 def _motion_part(out, verbose):
     """Render a synthetic video of 3 rigid motions, track it, segment with the shipped ranker."""
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    from cvfs.io import atomic_path
-    from cvfs.io.video import SyntheticRigidVideo, write_video
+    from cvfs.io.video import SyntheticRigidVideo, read_frames, write_video
     from cvfs.motion import segment
     from cvfs.motion.evaluate import misclassification
     from cvfs.motion.tracking import track_points
+    from cvfs.viz import save_figure
     from cvfs.viz.motion import draw_tracks, plot_trajectories
 
-    source = SyntheticRigidVideo(n_motions=3, n_frames=25, seed=0)
-    frames = [source.render(f) for f in range(source.n_frames)]
+    frames = read_frames("synth:motions=3,frames=25,seed=0")
+    source = SyntheticRigidVideo(n_motions=3, n_frames=25, seed=0)  # its true motions
     t0 = time.perf_counter()
     points = track_points(frames)
     t1 = time.perf_counter()
@@ -67,9 +67,7 @@ def _motion_part(out, verbose):
     write_video(out / "motion_synthetic.avi",
                 [draw_tracks(f, points, labels, i) for i, f in enumerate(frames)])
     ax = plot_trajectories(points, labels, image=frames[0], title="synthetic: 3 rigid motions")
-    with atomic_path(out / "motion_trajectories.png", suffix=".png") as tmp:
-        ax.figure.savefig(tmp, dpi=100)
-    plt.close(ax.figure)
+    save_figure(ax.figure, out / "motion_trajectories.png")
     return [
         "Motion segmentation (synthetic video, 3 rigid motions, shipped FSA-Rank model):",
         f"  {points.shape[0]} complete tracks over {points.shape[1]} frames "
@@ -88,14 +86,17 @@ def _astro_part(out, verbose):
 
     from cvfs import astro
     from cvfs.astro.readers import write_catalogue
-    from cvfs.viz.astro import save_figure_atomic, source_figure
+    from cvfs.viz import save_figure
+    from cvfs.viz.astro import source_figure
 
     crop = rgb2gray(data.hubble_deep_field())[:128, :128]
     t0 = time.perf_counter()
     res = astro.localise_and_denoise(crop, random_state=0, verbose=verbose)
     elapsed = time.perf_counter() - t0
     write_catalogue(out / "astro_catalogue.csv", res.catalogue)
-    save_figure_atomic(source_figure(crop, res.catalogue, res.model), out / "astro_hdf.png")
+    fig = source_figure(crop, res.catalogue, res.model, unit="intensity (0-1)",
+                        title=f"Hubble Deep Field 128 x 128 crop: {len(res.catalogue)} sources")
+    save_figure(fig, out / "astro_hdf.png", dpi=110)
     resid = float(np.std(crop - res.model))
     top = ", ".join(f"({s['x']:.1f}, {s['y']:.1f})" for s in res.catalogue[:3])
     return [
@@ -109,10 +110,9 @@ def _astro_part(out, verbose):
 
 def _keypoints_part(out, verbose):
     """The shipped keypoint detectors on scikit-image's astronaut photo: detect, draw, summary."""
-    import cv2
     from skimage import data
 
-    from cvfs.io import atomic_path
+    from cvfs.io.images import write_image
     from cvfs.keypoints import load_detector
     from cvfs.viz.keypoints import draw_keypoints
 
@@ -123,9 +123,7 @@ def _keypoints_part(out, verbose):
     found = det.detect(img, max_scale=1.0, n_jobs=-1)
     elapsed = time.perf_counter() - t0
     best = {k: v[:1] for k, v in found.items()}
-    drawn = draw_keypoints(img, best)
-    with atomic_path(out / "keypoints_astronaut.png") as tmp:
-        cv2.imwrite(str(tmp), cv2.cvtColor(drawn, cv2.COLOR_RGB2BGR))
+    write_image(out / "keypoints_astronaut.png", draw_keypoints(img, best))
     lines = [f"Keypoints (shipped detectors {', '.join(det.keypoints)}) on skimage astronaut "
              f"{img.shape[1]}x{img.shape[0]}: {elapsed:.1f} s"]
     for k, v in found.items():
@@ -150,19 +148,24 @@ def run(out, parts=None, verbose=True):
     Parameters
     ----------
     out : str or Path
-        Output folder (created).
+        Output folder: created, or replaced as a whole (an earlier demo's folder, an empty
+        folder); :func:`cvfs.io.atomic_dir` refuses a non-empty folder cvfs did not write.
     parts : list of str, optional
         Names from :data:`PARTS`; default all.
     verbose : bool
         Show progress bars.
+
+    Raises
+    ------
+    FileExistsError
+        If ``out`` exists and may not be replaced (:func:`cvfs.io.check_output_dir`).
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     lines = []
-    for name in parts or list(PARTS):
-        log.info("demo part %s", name)
-        lines += PARTS[name](out, verbose)
-        lines.append("")
-    text = "\n".join(lines).rstrip() + "\n"
-    atomic_write_text(out / "summary.txt", text)
+    with atomic_dir(Path(out), command="cvfs demo") as tmp:
+        for name in parts or list(PARTS):
+            log.info("demo part %s", name)
+            lines += PARTS[name](tmp, verbose)
+            lines.append("")
+        text = "\n".join(lines).rstrip() + "\n"
+        atomic_write_text(tmp / "summary.txt", text)
     return text

@@ -64,6 +64,21 @@ def test_catalogue_csv_roundtrip(tmp_path, scene):
     np.testing.assert_allclose(back["flux"], truth["flux"], rtol=1e-5)
 
 
+def test_cli_denoise(tmp_path, scene, capsys):
+    img, _ = scene
+    p = tmp_path / "field.fits"
+    write_fits(p, img)
+    out = tmp_path / "den"
+    assert main(["astro", "denoise", str(p), "--out", str(out), "--quiet", "--n-atoms",
+                 "4000"]) == 0
+    assert {"denoised.npy", "denoised.fits", "figure.png"} <= {f.name for f in out.iterdir()}
+    clean = np.load(out / "denoised.npy")
+    assert clean.shape == img.shape
+    np.testing.assert_allclose(read_image(out / "denoised.fits"), clean)
+    assert np.std(img - clean) < np.std(img)
+    assert "denoised field.fits" in capsys.readouterr().out
+
+
 def test_cli_localise_fits(tmp_path, scene, capsys):
     img, truth = scene
     p = tmp_path / "field.fits"
@@ -81,15 +96,24 @@ def test_cli_localise_fits(tmp_path, scene, capsys):
 
 
 def test_cli_errors_keep_existing_outputs(tmp_path, capsys):
+    from cvfs.io import OUTPUT_MARKER
+
     out = tmp_path / "out"
     out.mkdir()
     (out / "catalogue.csv").write_text("old")
+    # a folder cvfs did not write is never replaced
+    assert main(["astro", "localise", str(tmp_path / "none.png"), "--out", str(out)]) == 2
+    assert "image file not found" in capsys.readouterr().err
+    good = tmp_path / "ok.fits"
+    write_fits(good, np.ones((16, 16)))
+    assert main(["astro", "denoise", str(good), "--out", str(out)]) == 2
+    assert f"holds no {OUTPUT_MARKER} (cvfs did not write it" in capsys.readouterr().err
+    (out / OUTPUT_MARKER).write_text("{}")  # from here on: a previous output set
+    # NaN pixels are masked; an image with no finite pixel is an error
     bad = tmp_path / "nan.fits"
-    data = np.ones((16, 16))
-    data[3, 4] = np.nan
-    write_fits(bad, data)
+    write_fits(bad, np.full((16, 16), np.nan))
     assert main(["astro", "localise", str(bad), "--out", str(out), "--quiet"]) == 2
-    assert "NaN or infinite pixels (first at row 3, column 4)" in capsys.readouterr().err
+    assert "only NaN or infinite pixels" in capsys.readouterr().err
     assert (out / "catalogue.csv").read_text() == "old"
     assert main(["astro", "localise", str(tmp_path / "none.png"), "--out", str(out)]) == 2
     assert "image file not found" in capsys.readouterr().err
@@ -101,7 +125,8 @@ def test_cli_errors_keep_existing_outputs(tmp_path, capsys):
     write_fits(const, np.zeros((16, 16)))
     assert main(["astro", "localise", str(const), "--out", str(out)]) == 2
     assert "image is constant" in capsys.readouterr().err
-    assert sorted(f.name for f in out.iterdir()) == ["catalogue.csv"]
+    assert sorted(f.name for f in out.iterdir()) == [OUTPUT_MARKER, "catalogue.csv"]
+    assert sorted(f.name for f in tmp_path.iterdir() if f.name.startswith(".out")) == []
 
 
 @pytest.mark.slow
@@ -124,14 +149,13 @@ def test_cli_hubble_deep_field_256(tmp_path):
 
 
 def test_viz_functions_return_axes(tmp_path, scene):
-    import matplotlib
-
-    matplotlib.use("Agg")
+    from cvfs.viz import save_figure
     from cvfs.viz.astro import (
+        denoise_figure,
         plot_detections,
         plot_lambda_sensitivity,
         plot_residual,
-        save_figure_atomic,
+        source_figure,
     )
 
     img, truth = scene
@@ -140,9 +164,20 @@ def test_viz_functions_return_axes(tmp_path, scene):
     assert len(ax.get_lines()) == 3 and ax.get_xscale() == "log"
     ax2 = plot_detections(img, truth, truth, ax=None)
     assert len(ax2.patches) == len(truth)
+    assert ax2.get_legend() is not None
     assert plot_residual(img, img, ax=ax2) is ax2
-    save_figure_atomic(ax.figure, tmp_path / "f.png")
+    save_figure(ax.figure, tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 1000
+    # the command line's figures: axes in pixels, a colour bar with the unit, a title
+    for fig in (source_figure(img, truth, img, unit="counts"),
+                denoise_figure(img, img, unit="counts")):
+        image_axes = [a for a in fig.axes if a.get_images() and a.get_label() != "<colorbar>"]
+        assert len(image_axes) == 3
+        assert all(a.get_xlabel() == "x (pixel column)" for a in image_axes)
+        colorbars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
+        assert len(colorbars) == 3 and colorbars[0].get_ylabel() == "counts"
+        assert fig._suptitle is not None and fig._suptitle.get_text()
+        save_figure(fig, tmp_path / "g.png")
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""The keypoint app on an image folder, a video file and the synthetic clip; the demo part."""
+"""The keypoint app (= ``cvfs keypoints detect``) on an image folder, a video file and the
+synthetic clip; atomic output sets; the demo part."""
 
 import importlib.util
 from pathlib import Path
@@ -40,7 +41,8 @@ def test_app_folder_video_synthetic(tmp_path, toy_models, capsys):
     for i in range(2):
         cv2.imwrite(str(imgs / f"im{i}.png"), (rng.random((48, 64, 3)) * 255).astype(np.uint8))
     assert app.main([str(imgs), "--out", str(tmp_path / "o1")]) == 0
-    assert sorted(p.name for p in (tmp_path / "o1").iterdir()) == ["im0_keypoints.png",
+    assert sorted(p.name for p in (tmp_path / "o1").iterdir()) == [".cvfs-output",
+                                                                   "im0_keypoints.png",
                                                                    "im1_keypoints.png"]
     video = tmp_path / "clip.avi"
     w = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 5.0, (64, 48))
@@ -50,8 +52,14 @@ def test_app_folder_video_synthetic(tmp_path, toy_models, capsys):
     assert app.main([str(video), "--out", str(tmp_path / "o2"), "--max-frames", "2"]) == 0
     assert (tmp_path / "o2" / "clip_keypoints.avi").is_file()
     assert app.main(["synthetic", "--max-frames", "1", "--out", str(tmp_path / "o3")]) == 0
-    text = capsys.readouterr().out
-    assert "synthetic_0000" in text and "frames/s" in text
+    text = capsys.readouterr()
+    assert "synthetic_0000" in text.err and "frames/s" in text.err
+    assert (tmp_path / "o3" / "synthetic_keypoints.avi").is_file()
+    # the same output folder again: the previous set is replaced as a whole, no leftovers
+    assert app.main([str(imgs / "im0.png"), "--out", str(tmp_path / "o1")]) == 0
+    assert sorted(p.name for p in (tmp_path / "o1").iterdir()) == [".cvfs-output",
+                                                                   "im0_keypoints.png"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_app_max_scale(tmp_path, toy_models, monkeypatch):
@@ -81,6 +89,8 @@ def test_app_errors(tmp_path, toy_models, capsys):
     (tmp_path / "empty").mkdir()
     assert app.main([str(tmp_path / "empty")]) == 2
     assert "no images" in capsys.readouterr().err
+    assert app.main(["0x"]) == 2
+    assert "source not found: 0x" in capsys.readouterr().err
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"corrupt")
     assert app.main([str(bad)]) == 2

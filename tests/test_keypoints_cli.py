@@ -10,7 +10,8 @@ import pytest
 from cvfs.cli import main
 from cvfs.keypoints import load_detector
 from cvfs.keypoints.evaluate import evaluate_keypoint
-from cvfs.viz.keypoints import draw_keypoints, plot_pr_curves, save_pr_figure
+from cvfs.viz import save_figure
+from cvfs.viz.keypoints import draw_keypoints, plot_pr_curves
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,12 +73,21 @@ def test_viz(tmp_path):
         "left_eye_center": c}}, baselines={"dlib": {"left_eye_center": (0.67, 0.34)}})
     assert len(axes) == 2 and axes[0].get_title() == "left eye center"
     assert len(axes[0].lines) == 3
-    p = save_pr_figure(axes, tmp_path / "f.png")
+    p = save_figure(axes, tmp_path / "f.png")
     assert p.stat().st_size > 1000
     img = np.zeros((50, 60, 3), np.uint8)
-    drawn = draw_keypoints(img, {"left_eye_center": np.array([[10.0, 20.0, 1.5]])})
+    det = {"left_eye_center": np.array([[10.0, 20.0, 1.5]])}
+    drawn = draw_keypoints(img, det, radius=3, thickness=2, labels=False, legend=False,
+                           min_side=None)
     assert drawn.shape == img.shape and drawn.sum() > 0 and img.sum() == 0
     assert tuple(drawn[20, 13]) == (255, 64, 64)  # on the circle of radius 3, left-eye colour
+    # a small image is enlarged (integer factor) so the labels and the legend are readable
+    big = draw_keypoints(img, det)
+    s = int(np.ceil(480 / 50))
+    assert big.shape == (50 * s, 60 * s, 3) and img.sum() == 0
+    legend = big[4:40, 4:200]
+    assert np.any(np.all(legend == (255, 64, 64), axis=-1))  # the left eye's legend entry
+    assert np.any(np.all(big[160:240, 100:400] == (255, 64, 64), axis=-1))  # its circle, label
     with pytest.raises(ValueError, match=r"image must have shape \(H, W, 3\)"):
         draw_keypoints(np.zeros((5, 5)), {})
 

@@ -1,5 +1,8 @@
 """Detector: NMS, image checks, save/reload identity, and a real-data end-to-end run."""
 
+import inspect
+import json
+
 import numpy as np
 import pytest
 
@@ -8,7 +11,14 @@ from cvfs.keypoints import KeypointDetector, load_detector
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.detector import _parabolic_offsets, nms
 from cvfs.keypoints.evaluate import evaluate_detections
-from cvfs.keypoints.train import ExampleFeatures, fit_classifier, train_detector
+from cvfs.keypoints.mining import load_checkpoint, save_checkpoint
+from cvfs.keypoints.train import (
+    _NOT_IN_CHECKPOINT,
+    ExampleFeatures,
+    data_description,
+    fit_classifier,
+    train_detector,
+)
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level, window_centres
 
 
@@ -358,6 +368,39 @@ def test_end_to_end_real_data(real_data, tmp_path):
     path = det.save(tmp_path / "eye.h5")
     np.testing.assert_array_equal(load_detector(path).detect(img, max_scale=1.0)["left_eye_center"],
                                   det.detect(img, max_scale=1.0)["left_eye_center"])
+
+
+def test_checkpoint_holds_every_setting_and_refuses_others(real_data, tmp_path):
+    """A mining checkpoint stores every training setting and the data description; a resume
+    with another setting, other images, or from a checkpoint lacking a setting is refused
+    with the key and both values."""
+    train = load_mtfl("train")[:3]
+    kw = dict(method="logitboost", k=5, bins=8, haar_per_channel=50, n_rounds=1, n_hard=20,
+              neg_per_image=10, random_state=0, checkpoint_dir=tmp_path / "ck")
+    det = train_detector(train, ["left_eye_center"], **kw)
+    path = tmp_path / "ck" / "left_eye_center.h5"
+    cfg = load_checkpoint(path).config
+    params = set(inspect.signature(train_detector).parameters)
+    assert set(cfg) == (params - set(_NOT_IN_CHECKPOINT)) | {"keypoint", "seed", "data"}
+    assert cfg["scan_stride"] == 2 and cfg["max_positives"] is None
+    assert cfg["data"] == json.loads(json.dumps(data_description(train)))
+    assert cfg["data"]["n_images"] == 3 and cfg["data"]["datasets"] == ["mtfl"]
+    # the same settings resume (nothing left to train)
+    again = train_detector(train, ["left_eye_center"], **kw)
+    img = load_image(train[0].path)
+    np.testing.assert_array_equal(again.detect(img, max_scale=1.0)["left_eye_center"],
+                                  det.detect(img, max_scale=1.0)["left_eye_center"])
+    with pytest.raises(ValueError, match=r"other settings: scan_stride = 2 in the checkpoint, "
+                       r"1 now; delete it"):
+        train_detector(train, ["left_eye_center"], scan_stride=1, **kw)
+    with pytest.raises(ValueError, match=r"data\.images_sha256 = '[0-9a-f]{64}' in the "
+                       r"checkpoint, '[0-9a-f]{64}' now"):
+        train_detector(load_mtfl("train")[3:6], ["left_eye_center"], **kw)
+    state = load_checkpoint(path)
+    del state.config["neg_per_image"]
+    save_checkpoint(path, state)
+    with pytest.raises(ValueError, match=r"neg_per_image = missing in the checkpoint, 10 now"):
+        train_detector(train, ["left_eye_center"], **kw)
 
 
 @pytest.mark.parametrize("method", ["fsa-lorenz", "fsa-logistic", "fsa-svm"])

@@ -1,13 +1,17 @@
 """Mining bookkeeping: hardest selection, checkpoints, interrupt and resume."""
 
+import json
+
 import numpy as np
 import pytest
 
+from cvfs.keypoints import mining
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.boosting import LogitBoostClassifier
 from cvfs.keypoints.examples import EXAMPLE_DTYPE
 from cvfs.keypoints.mining import (
     MiningState,
+    config_diff,
     load_checkpoint,
     merge_hardest,
     run_mining,
@@ -102,8 +106,6 @@ def test_run_mining_grows_and_resumes(tmp_path):
     assert sizes == [pos.size + neg.size, 15, 15]
     # in chunks (here of 4 examples) into one buffer: same examples, same model, and every
     # round's fit sees the rows of all examples so far
-    import cvfs.keypoints.mining as mining
-
     sizes.clear()
     seen = []
 
@@ -125,8 +127,24 @@ def test_run_mining_grows_and_resumes(tmp_path):
     # running again with a finished checkpoint does nothing more
     again = run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **kw)
     assert again.round == 3 and len(again.history) == 3
-    with pytest.raises(ValueError, match="was made with config"):
+    # a resume with other settings is refused, naming each differing or missing key
+    with pytest.raises(ValueError, match=r"was made with other settings: k = missing in the "
+                       r"checkpoint, 1 now; keypoint = 'toy' in the checkpoint, missing now"):
         run_mining(pos, neg, n_rounds=3, checkpoint=ckpt, **{**kw, "config": {"k": 1}})
+    with pytest.raises(ValueError, match=r"keypoint = 'toy' in the checkpoint, 'eye' now; "
+                       r"delete it"):
+        run_mining(pos, neg, n_rounds=3, checkpoint=ckpt,
+                   **{**kw, "config": {"keypoint": "eye"}})
+
+
+def test_config_diff():
+    saved = {"a": 1, "b": {"x": [1, 2], "y": "s"}, "c": None}
+    assert config_diff(saved, json.loads(json.dumps(saved))) == []
+    diff = config_diff(saved, {"a": 1.0, "b": {"x": [1, 3]}, "c": None, "d": 2})
+    assert [(k, a, b) for k, a, b in diff if k != "b.y"] == [("b.x", [1, 2], [1, 3]),
+                                                             ("d", mining._MISSING, 2)]
+    assert [k for k, *_ in diff] == ["b.x", "b.y", "d"]
+    assert config_diff({"a": {"x": 1}}, {"a": 5}) == [("a", {"x": 1}, 5)]
 
 
 def test_checkpoint_round_trip_and_errors(tmp_path):

@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 from skimage import data
 
-from cvfs.keypoints import KeypointDetector, load_detector
+from cvfs.keypoints import KeypointDetector, detector, load_detector
 from cvfs.keypoints._additive import AdditiveModel, _rejection_distribution
+from cvfs.keypoints._tiling import (
+    MAX_MEMORY,
+    band_bytes,
+    check_max_memory,
+    image_bytes,
+    level_bytes,
+    split_rows,
+)
 
 
 def _frame(size=(320, 240)):
@@ -54,6 +62,90 @@ def test_detect_threads_full_scan_and_min_scale():
     few = det.detect(img, max_scale=1.0, min_scale=0.5)["nose_center"]
     every = det.detect(img, max_scale=1.0)["nose_center"]
     assert few.shape != every.shape or not np.array_equal(few, every)
+
+
+def _count_bands(monkeypatch):
+    """Record the number of bands of every level cut into bands by detect."""
+    seen, real = [], detector.level_bands
+
+    def spy(level, rows):
+        seen.append(len(rows))
+        return real(level, rows)
+
+    monkeypatch.setattr(detector, "level_bands", spy)
+    return seen
+
+
+def test_detect_in_bands_matches_whole_levels(monkeypatch):
+    """A max_memory that cuts the large levels into bands of rows gives the whole-level
+    detections bitwise (positions, scores, order), serially and with two threads, with the
+    shipped detectors and with every cascade survivor's peak kept."""
+    det = load_detector()
+    img = _frame((640, 480))
+    seen = _count_bands(monkeypatch)
+    for threshold in (None, -np.inf):
+        whole = det.detect(img, threshold=threshold, max_scale=1.0)
+        assert seen == []  # the default budget holds every level of a 640x480 frame
+        for n_jobs in (1, 2):
+            banded = det.detect(img, threshold=threshold, max_scale=1.0, max_memory=40e6,
+                                n_jobs=n_jobs)
+            assert list(banded) == list(whole)
+            for k in whole:
+                np.testing.assert_array_equal(banded[k], whole[k])
+        assert seen and max(seen) >= 5
+        seen.clear()
+    assert all(len(v) > 0 for v in whole.values())
+
+
+def test_detect_in_bands_full_scan_and_one_row_bands(monkeypatch, caplog):
+    """The scan without cascade in bands, and the smallest bands (one window row, when the
+    budget holds less: a warning) give the whole-level detections."""
+    m = AdditiveModel([0, 864 + 3, 200], [0.0, -1.0, 0.0], [4.0, 2.0, 5.0],
+                      [[0, 1, 2, 3, 4], [0, 0.5, 1, 1.5, 2], [0, 1, 0, 1, 0]], -1.0)
+    det = KeypointDetector({"nose_center": m}, {"haar_per_channel": 10})
+    img = _frame((150, 110))
+    seen = _count_bands(monkeypatch)
+    per_pixel, fixed = band_bytes([m], True, True, False)
+    # room for bands of 20 window rows on the first level (110 x 150)
+    budget = (image_bytes(img.shape) + level_bytes(img.shape, 1.0, False) + fixed
+              + per_pixel * 150 * (20 + 25))
+    for kw in ({"cascade": False, "max_memory": budget}, {"max_memory": 1}):
+        whole = det.detect(img, max_scale=1.0, **{k: v for k, v in kw.items()
+                                                 if k != "max_memory"})["nose_center"]
+        banded = det.detect(img, max_scale=1.0, **kw)["nose_center"]
+        np.testing.assert_array_equal(banded, whole)
+        assert len(whole) > 0 and max(seen) >= 4
+        seen.clear()
+    assert "max_memory=1 bytes is too small" in caplog.text
+
+
+def test_split_rows_cover_the_level():
+    """Own rows of the bands partition the window rows; each band holds its own rows and their
+    neighbours, its level rows stay inside the level, and it fits the budget when it says so."""
+    per_pixel, fixed = 300, 1000
+    for shape in ((24, 30), (25, 40), (480, 640), (1000, 97), (6000, 8000)):
+        gh = shape[0] - 23
+        for rows in (1, 26, 27, 90, 89 + 64, 500, 1e9):
+            budget = fixed + per_pixel * shape[1] * rows
+            bands, fits = split_rows(shape, budget, per_pixel, fixed)
+            own = np.concatenate([np.arange(b.k0, b.k1) for b in bands])
+            np.testing.assert_array_equal(own, np.arange(gh))
+            for b in bands:
+                assert b.s <= max(b.k0 - 1, 0) and min(b.k1 + 1, gh) <= b.e <= gh
+                r0, r1 = b.pixel_rows
+                assert 0 <= r0 < r1 <= shape[0] and r1 - r0 >= 24
+                if fits and len(bands) > 1:
+                    assert fixed + per_pixel * shape[1] * (r1 - r0) <= budget
+            assert fits == (rows >= 26 or len(bands) == 1 and rows >= shape[0])
+
+
+def test_detect_max_memory_errors():
+    det = load_detector()
+    img = _frame((64, 48))
+    for bad in (0, -1, float("nan"), True, "1e9"):
+        with pytest.raises(ValueError, match="max_memory must be a positive number of bytes"):
+            det.detect(img, max_memory=bad)
+    assert check_max_memory(None) == MAX_MEMORY and check_max_memory(2e9) == 2_000_000_000
 
 
 def test_rejection_distribution():

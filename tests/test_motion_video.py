@@ -1,39 +1,113 @@
-"""Video sources, the Lucas-Kanade tracker and the drawing helpers."""
+"""Frame sources, video files, the Lucas-Kanade tracker, the drawing helpers and
+``cvfs motion segment`` (= ``apps/motion_video.py``)."""
+
+import importlib.util
+import json
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cvfs.io.video import SyntheticRigidVideo, open_video, read_frames, write_video
+from cvfs.cli import main
+from cvfs.io.video import SyntheticRigidVideo, VideoWriter, open_source, read_frames, write_video
 from cvfs.motion.candidates import generate_candidates
 from cvfs.motion.evaluate import misclassification
 from cvfs.motion.tracking import track_points
 from cvfs.viz.motion import draw_tracks
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def test_synthetic_source_reads_like_a_capture():
-    cap = open_video("synth:motions=2,frames=4,seed=1,width=160,height=120")
-    frames = []
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        frames.append(frame)
-    assert len(frames) == 4 and frames[0].shape == (120, 160, 3) and frames[0].dtype == np.uint8
+
+def test_synthetic_source_streams_named_rgb_frames():
+    src = open_source("synth:motions=2,frames=4,seed=1,width=160,height=120")
+    assert src.kind == "video" and src.name == "synth"
+    items = list(src)
+    assert [n for n, _ in items] == [f"synth_{i:04d}" for i in range(4)]
+    frames = [f for _, f in items]
+    assert frames[0].shape == (120, 160, 3) and frames[0].dtype == np.uint8
     assert not np.array_equal(frames[0], frames[3])
-    np.testing.assert_array_equal(frames[2], cap.render(2))  # deterministic rendering
+    video = SyntheticRigidVideo(2, 4, size=(160, 120), seed=1)
+    np.testing.assert_array_equal(frames[2], video.render(2))  # deterministic rendering
+    assert len(list(open_source("synthetic", max_frames=3))) == 3
+    face = list(open_source("synthetic:scene=face,frames=20"))
+    assert len(face) == 20 and all(f.shape == (320, 320, 3) for _, f in face)
+    from skimage import data
+
+    np.testing.assert_array_equal(face[0][1], data.astronaut()[40:360, 60:380])  # RGB order
 
 
-def test_open_video_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        open_video(tmp_path / "missing.avi")
+def test_open_source_rgb_order_of_a_video_file(tmp_path):
+    """A red-left/blue-right RGB clip written by write_video is read back in RGB order (and a
+    raw OpenCV writer's BGR frame becomes RGB)."""
+    frame = np.zeros((48, 64, 3), np.uint8)
+    frame[:, :32, 0] = 255  # red (RGB)
+    frame[:, 32:, 2] = 255  # blue
+    write_video(tmp_path / "rb.avi", [frame] * 3)
+    src = open_source(tmp_path / "rb.avi")
+    assert src.kind == "video" and src.name == "rb"
+    for name, got in src:
+        assert got[24, 10, 0] > 200 and got[24, 10, 2] < 60, name
+        assert got[24, 50, 2] > 200 and got[24, 50, 0] < 60, name
+    # the synthetic clip through a file keeps its colours
+    video = SyntheticRigidVideo(2, 3, size=(64, 48), seed=0)
+    write_video(tmp_path / "s.avi", [video.render(f) for f in range(3)])
+    back = read_frames(tmp_path / "s.avi")
+    diff = np.abs(back[1].astype(float) - video.render(1)).mean(axis=(0, 1))
+    swapped = np.abs(back[1][..., ::-1].astype(float) - video.render(1)).mean(axis=(0, 1))
+    assert diff.max() < 12 and swapped[[0, 2]].max() > diff.max()
+
+
+def test_open_source_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="source not found"):
+        open_source(tmp_path / "missing.avi")
     junk = tmp_path / "junk.avi"
     junk.write_bytes(b"this is not a video")
     with pytest.raises(ValueError, match="cannot open|no frame"):
         read_frames(junk)
     with pytest.raises(ValueError, match="unknown synthetic parameter 'colour'"):
-        open_video("synth:colour=3")
+        open_source("synth:colour=3")
+    with pytest.raises(ValueError, match="scene must be one of"):
+        open_source("synth:scene=street")
+    with pytest.raises(ValueError, match="max_frames must be a positive int"):
+        open_source("synth", max_frames=0)
     with pytest.raises(ValueError, match="n_motions and n_frames must be >= 1"):
         SyntheticRigidVideo(n_motions=0)
+
+
+def _truncated_video(tmp_path):
+    """An MJPG .avi whose last frames are cut off (the container still declares 10)."""
+    path = tmp_path / "cut.avi"
+    write_video(path, [SyntheticRigidVideo(2, 10, size=(64, 48)).render(f) for f in range(10)])
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * 0.5)])
+    return path
+
+
+def test_truncated_video_warns_or_fails(tmp_path):
+    path = _truncated_video(tmp_path)
+    with pytest.warns(UserWarning, match=r"cut.avi: \d frames could be decoded of the 10"):
+        frames = read_frames(path)
+    assert 0 < len(frames) < 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(read_frames(path, max_frames=2)) == 2  # asked for fewer: nothing missing
+    with pytest.raises(ValueError, match="frames could be decoded of the 10"):
+        read_frames(path, strict=True)
+
+
+def test_video_writer_is_atomic(tmp_path):
+    frame = np.zeros((16, 16, 3), np.uint8)
+    with pytest.raises(KeyboardInterrupt):
+        with VideoWriter(tmp_path / "v.avi") as w:
+            w.write(frame)
+            raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="must all be 16x16"):
+        with VideoWriter(tmp_path / "v.avi") as w:
+            w.write(frame)
+            w.write(np.zeros((8, 8, 3), np.uint8))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_video_roundtrip(tmp_path):
@@ -81,3 +155,60 @@ def test_draw_tracks_draws_on_a_copy():
     out = draw_tracks(frame, pts, np.array([0, 1]), 2)
     assert frame.sum() == 0 and out.sum() > 0
     assert tuple(out[14, 14]) != (0, 0, 0)
+
+
+def _motion_app():
+    spec = importlib.util.spec_from_file_location("motion_video", ROOT / "apps" / "motion_video.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_segment_command_and_app(tmp_path, capsys):
+    """``cvfs motion segment --motions auto --out`` and the app write the same set."""
+    out = tmp_path / "seg"
+    assert main(["motion", "segment", "synth:motions=2,frames=12,seed=0", "--motions", "auto",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "12 frames, " in text and "K=2" in text
+    assert sorted(p.name for p in out.iterdir()) == [".cvfs-output", "synth_motion.avi",
+                                                     "synth_motion.json", "synth_motion.png"]
+    summary = json.loads((out / "synth_motion.json").read_text())
+    assert summary["independent_motion"] and summary["n_motions"] >= 2
+    assert summary["video"] == str(out / "synth_motion.avi")
+    assert len(read_frames(out / "synth_motion.avi")) == 12
+    out2 = tmp_path / "app"
+    assert _motion_app().main(["synth:motions=2,frames=12,seed=0", "--motions", "2",
+                               "--out", str(out2)]) == 0
+    assert json.loads((out2 / "synth_motion.json").read_text())["n_motions"] == 2
+
+
+def test_segment_motions_option_errors(capsys):
+    with pytest.raises(SystemExit):
+        main(["motion", "segment", "synth", "--motions", "one"])
+    assert "must be 'auto' or an int >= 2; got 'one'" in capsys.readouterr().err
+
+
+def test_frozen_video_has_no_independent_motion(tmp_path, capsys):
+    frame = SyntheticRigidVideo(3, 1, seed=0).render(0)
+    video = tmp_path / "frozen.avi"
+    write_video(video, [frame] * 8)
+    out = tmp_path / "out"
+    assert main(["motion", "segment", str(video), "--motions", "3", "--out", str(out)]) == 0
+    assert "no independent motion" in capsys.readouterr().out
+    summary = json.loads((out / "frozen_motion.json").read_text())
+    assert summary["n_motions"] == 1 and not summary["independent_motion"]
+    assert summary["points_per_motion"] == [summary["tracks"]] and summary["tracks"] > 50
+
+
+def test_plot_trajectories_legend_per_motion():
+    from cvfs.viz.motion import plot_trajectories
+
+    pts = np.random.default_rng(0).uniform(0, 60, size=(10, 4, 2))
+    labels = np.repeat([0, 1], 5)
+    ax = plot_trajectories(pts, labels, image=np.zeros((60, 80, 3), np.uint8))
+    legend = ax.get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == [
+        "motion 0: 5 tracks", "motion 1: 5 tracks"]
+    assert ax.figure.get_size_inches()[0] >= 10
+    assert all(c.get_alpha() < 1 and max(c.get_linewidths()) < 1 for c in ax.collections)

@@ -17,6 +17,8 @@ from cvfs.vision import (
     hog_level,
     hog_windows,
     integral_image,
+    iter_pyramid,
+    level_bands,
     pyramid_level,
     pyramid_scales,
     select_haar,
@@ -191,6 +193,46 @@ def test_pyramid_scales_and_mapping():
         yy, xx = np.mgrid[max(y - 3, 0):y + 4, max(x - 3, 0):x + 4]
         cx, cy = (w * xx).sum() / w.sum(), (w * yy).sum() / w.sum()
         np.testing.assert_allclose(lv.to_original([cx, cy]), [40.5, 60.5], atol=0.35)
+
+
+def test_iter_pyramid_equals_gaussian_pyramid():
+    rng = np.random.default_rng(4)
+    img = (rng.random((90, 120, 3)) * 255).astype(np.uint8)
+    whole = gaussian_pyramid(img, max_scale=2.0, max_levels=12)
+    one_by_one = list(iter_pyramid(img, max_scale=2.0, max_levels=12))
+    assert [lv.index for lv in one_by_one] == [lv.index for lv in whole]
+    for a, b in zip(one_by_one, whole, strict=True):
+        np.testing.assert_array_equal(a.image, b.image)
+        assert (a.scale, a.scale_x, a.scale_y) == (b.scale, b.scale_x, b.scale_y)
+    with pytest.raises(ValueError, match="max_scale must be a positive finite float"):
+        next(iter_pyramid(img, max_scale=0.0))
+
+
+def test_level_bands_equal_whole_level_maps():
+    """Integral images and HOG maps of bands of rows (aligned or not with the 64-row re-sums of
+    the cell maps, overlapping, at the bottom) are bitwise those rows of the whole level's."""
+    rng = np.random.default_rng(6)
+    smooth = np.cumsum(np.cumsum(rng.normal(size=(230, 75, 3)), 0), 1)
+    img = ((smooth - smooth.min()) / np.ptp(smooth)).astype(np.float32)
+    for level in (pyramid_level(img, 0), pyramid_level(img, 2)):
+        whole = LevelCache(level)
+        h = level.shape[0]
+        rows = [(0, 24), (64, 130), (17, 101), (129, 200), (h - 30, h), (0, h)]
+        for band in level_bands(level, rows):
+            a, b = band.row0, band.row0 + band.shape[0]
+            assert band.shape == (b - a, level.shape[1])
+            np.testing.assert_array_equal(band.integral, whole.integral[:, a:b + 1])
+            for name in ("bins", "mag", "abs_g_row", "abs_g_col"):
+                np.testing.assert_array_equal(getattr(band.hog, name),
+                                              getattr(whole.hog, name)[:, a:b])
+            np.testing.assert_array_equal(band.hog.cells, whole.hog.cells[:, a:b - 5])
+            band.clear()
+    # the integral recurrence is OpenCV's: the first rows equal cv2.integral too
+    np.testing.assert_array_equal(level_bands(level, [(0, 40)])[0].integral,
+                                  integral_image(level.image)[:, :41])
+    for bad in ((-1, 30), (10, 30), (0, h + 1)):
+        with pytest.raises(ValueError, match="rows: band"):
+            level_bands(level, [bad])
 
 
 def test_pool_columns_and_subsets():

@@ -21,7 +21,9 @@ Pipeline:
 """
 
 import logging
+import math
 import numbers
+import os
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -53,6 +55,10 @@ _model_and_jac = model_and_jac
 #: seeds 3000-3019): the full pipeline's F1 is flat (0.989-0.990) for factors 4-256 and its RMSE
 #: is lowest (0.109 px) for factors <= 16; 16 is the largest such factor (fewest atoms).
 LAMBDA_FACTOR = 16.0
+
+#: smallest noise sigma relative to max |pixel| (float64 resolves 2.2e-16 of it): an estimate
+#: below is raised to it, and a given ``noise_sigma`` or ``error`` below it is refused
+_NOISE_FLOOR = 1e-12
 
 
 @dataclass
@@ -138,7 +144,24 @@ def estimate_background_noise(image):
     from skimage.restoration import estimate_sigma
 
     img = np.asarray(image, dtype=np.float64)
-    sigma = float(estimate_sigma(img))
+    peak = float(np.max(np.abs(img))) if img.size else 0.0
+    if not np.isfinite(peak):
+        raise ValueError("image has NaN or infinite pixels; mask or fill them first")
+    if peak == 0.0:
+        return 0.0, 0.0
+    # estimates on the image scaled by a power of two (exact) to max |pixel| in [0.5, 1), then
+    # mapped back: every step is relative to the image's own scale, and nothing overflows
+    e = math.frexp(peak)[1]
+    bg, sigma = _background_noise(np.ldexp(img, -e), estimate_sigma)
+    return math.ldexp(bg, e), math.ldexp(sigma, e)
+
+
+def _background_noise(img, estimate_sigma):
+    """:func:`estimate_background_noise` of an image with max |pixel| in [0.5, 1)."""
+    with warnings.catch_warnings():
+        # a grey image 3 or 4 pixels wide is not a colour image
+        warnings.filterwarnings("ignore", message=".*channel_axis is None")
+        sigma = float(estimate_sigma(img))
     vals = img.ravel()
     med = float(np.median(vals))
     for _ in range(10):
@@ -152,8 +175,9 @@ def estimate_background_noise(image):
         med = new
         vals = vals[keep] if keep.sum() > 0.2 * img.size else vals
     if not sigma > 0:
-        sigma = float(1.4826 * np.median(np.abs(img - med))) or 1e-12
-    return med, sigma
+        # no noise measurable: the MAD, else the float64 resolution of the image
+        sigma = float(1.4826 * np.median(np.abs(img - med))) or _NOISE_FLOOR
+    return med, max(sigma, _NOISE_FLOOR)
 
 
 def _check_positive(name, value):
@@ -433,6 +457,10 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
     Returns
     -------
     Localisation
+        Fluxes, flux errors, the denoised image, background and noise maps, noise sigma and
+        lambda in the units of ``image``. The work is done on the image divided by a power of
+        two near its noise sigma, so the results do not depend on the image's units:
+        ``image * c`` gives the same positions and widths and ``c`` times the fluxes and maps.
 
     Raises
     ------
@@ -440,7 +468,8 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
         If ``image`` is not a numeric array.
     ValueError
         If ``image`` is not 2-D (a colour image or a cube), is smaller than 4 x 4, is empty, has no
-        finite pixel or is constant; if ``mask`` or ``error`` do not have the image's shape or a
+        finite pixel or is constant; if ``mask`` or ``error`` do not have the image's shape, if
+        ``noise_sigma`` (or the median of ``error``) is below 1e-12 of the largest |pixel|, or a
         parameter is out of range.
     """
     img = _check_image(image)
@@ -468,15 +497,57 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
         bad |= _check_map("mask", mask, img.shape, boolean=True)
     if bad.all():
         raise ValueError("mask leaves no pixel to fit: every pixel is masked, NaN or infinite")
-    if np.ptp(img[~bad]) == 0:
+    good = img[~bad]
+    peak = float(np.max(np.abs(good)))
+    if peak == 0.0 or np.ptp(np.ldexp(good, -math.frexp(peak)[1])) == 0:
         raise ValueError("image is constant (empty): there is nothing to localise")
     if error is not None:
         error = _check_map("error", error, img.shape)
         bad |= ~(np.isfinite(error) & (error > 0))
+        if bad.all():
+            raise ValueError("error is not positive and finite on any unmasked pixel")
+        name, noise = "error (median)", float(np.median(error[~bad]))
+    elif noise_sigma is not None:
+        name, noise = "noise_sigma", noise_sigma
+    else:
+        name, noise = "noise sigma", estimate_background_noise(
+            np.where(bad, np.median(good), img))[1]
+    if noise < _NOISE_FLOOR * peak:
+        raise ValueError(f"{name}={noise!r} is below the float64 resolution of the image "
+                         f"({_NOISE_FLOOR:g} of its largest |pixel|, {peak!r})")
     if wcs is not None and not hasattr(wcs, "pixel_to_world_values"):
         raise ValueError(f"wcs must be an astropy.wcs.WCS; got {type(wcs).__name__}")
-    n_jobs = (__import__("os").cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
+    st = _Settings(s_lo, s_hi, int(n_atoms), int(tile), int(overlap), lam_factor, detect_snr,
+                   int(sbl_iter), bool(refine), int(max_sources), extended_factor,
+                   int(rng.integers(2**31)))
+    # work in units of the noise: the image divided by a power of two near its noise sigma
+    # (exact), so every threshold and tolerance is relative to the data; fluxes, the denoised
+    # image, the background and noise maps, the noise and lambda are mapped back to input units
+    e = int(round(math.log2(noise)))
+    res = _localise_normalised(
+        np.ldexp(img, -e), bad, None if error is None else np.ldexp(error, -e),
+        None if noise_sigma is None else math.ldexp(noise_sigma, -e), st, detect_thresh,
+        min_area, box, n_jobs)
+    cat = res.catalogue
+    for f in ("flux", "flux_err"):
+        cat[f] = np.ldexp(cat[f], e)
+    with np.errstate(over="ignore"):
+        res.model = np.ldexp(res.model, e)
+        res.background_map = np.ldexp(res.background_map, e)
+        res.rms_map = np.ldexp(res.rms_map, e)
+    res.background = math.ldexp(res.background, e)
+    res.noise_sigma = math.ldexp(res.noise_sigma, e)
+    res.lam = lam_factor * res.noise_sigma * res.noise_sigma  # inf past 1e154 (float64)
+    if wcs is not None:
+        res.catalogue = catmod.add_sky_coordinates(cat, wcs)
+    return res
 
+
+def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_area, box, n_jobs):
+    """:func:`localise_and_denoise` of checked parameters, on an image whose noise sigma is
+    about 1 (between 0.7 and 1.4); NaN pixels are in ``bad``."""
+    s_lo, s_hi, detect_snr = st.s_lo, st.s_hi, st.detect_snr
     with threadpool_limits(1):
         bkg = estimate_background(img, mask=bad, box=box)
     rms = bkg.rms
@@ -497,9 +568,6 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
     pad = int(np.ceil(3 * s_hi)) + 1
     objs = _objects(sub, weights, labels, slices, det, pad)
     log.info("%d objects detected", len(objs))
-    st = _Settings(s_lo, s_hi, int(n_atoms), int(tile), int(overlap), lam_factor, detect_snr,
-                   int(sbl_iter), bool(refine), int(max_sources), extended_factor,
-                   int(rng.integers(2**31)))
     results = _run(objs, st, n_jobs)
 
     h, w = img.shape
@@ -544,9 +612,7 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
             & (cat["y"] < h - 0.5)
         cat = cat[inside]
         cat = cat[np.argsort(-cat["flux"], kind="stable")]
-    if wcs is not None:
-        cat = catmod.add_sky_coordinates(cat, wcs)
-    return Localisation(cat, model, bkg.global_background, noise, lam_factor * noise**2,
+    return Localisation(cat, model, bkg.global_background, noise, st.lam_factor * noise**2,
                         screened, bkg.background, rms, labels)
 
 

@@ -1,18 +1,20 @@
 """Read astronomical images: FITS (astropy, optional extra ``astro``) and PNG/JPEG/TIFF.
 
-FITS data keep their physical units (float64); 8/16-bit PNG/JPEG/TIFF become float in [0, 1]
-(colour images are converted to luminance), as everywhere at cvfs' I/O boundary.
+FITS data keep their physical units (float64); 8/16-bit PNG/JPEG/TIFF are read by
+:func:`cvfs.io.images.read_image` and become float luminance in [0, 1], as everywhere at cvfs' I/O
+boundary.
 """
 
 from pathlib import Path
 
 import numpy as np
 
+from cvfs.io.images import IMAGE_SUFFIXES
+
 __all__ = ["FITS_SUFFIXES", "IMAGE_SUFFIXES", "read_catalogue", "read_image", "write_catalogue",
            "write_fits"]
 
 FITS_SUFFIXES = (".fits", ".fit", ".fts", ".fits.gz", ".fit.gz")
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
 
 
 def _astropy_fits():
@@ -78,24 +80,9 @@ def read_image(path, hdu=None):
     if path.suffix.lower() not in IMAGE_SUFFIXES:
         raise ValueError(f"{path}: unknown image type {path.suffix!r}; expected one of "
                          f"{FITS_SUFFIXES + IMAGE_SUFFIXES}")
-    import cv2
+    from cvfs.io.images import read_image as read_raster
 
-    img = cv2.imdecode(np.frombuffer(path.read_bytes(), np.uint8), cv2.IMREAD_UNCHANGED)
-    if img is None:
-        raise ValueError(f"{path}: not a readable image (OpenCV could not decode it)")
-    img = np.asarray(img)
-    if img.size == 0:
-        raise ValueError(f"{path}: the image is empty")
-    if img.ndim == 3 and img.shape[-1] in (3, 4):
-        from skimage.color import rgb2gray
-
-        scale = np.iinfo(img.dtype).max if np.issubdtype(img.dtype, np.integer) else 1.0
-        return rgb2gray(img[..., 2::-1].astype(np.float64) / scale)  # OpenCV's BGR -> RGB
-    if img.ndim != 2:
-        raise ValueError(f"{path}: expected a 2-D image, got shape {img.shape}")
-    if np.issubdtype(img.dtype, np.integer):
-        return img.astype(np.float64) / np.iinfo(img.dtype).max
-    return img.astype(np.float64)
+    return read_raster(path, mode="grey")
 
 
 def write_fits(path, data, header=None):

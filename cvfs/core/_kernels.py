@@ -42,8 +42,8 @@ def column_stats(X, shift, s1, s2, lo, hi, d, gacc, minmax=True):
     intercept, so it needs no pass of its own; d = 0 otherwise). Four rows per sweep, so the
     per-column accumulators are loaded and stored once per four rows; the min/max sweep over
     the same four rows (from L1/L2) is skipped for linear responses, which need only the mean
-    and variance: that pass is then memory-bound (1000 x 1000 float64 on the Zen 1 host: 0.51
-    ms, 0.88 with min/max, a plain ``X.sum()`` 0.49). Returns False if a value is not finite (a
+    and variance: that pass is then memory-bound (about the time of a plain ``X.sum()``;
+    min/max add ~70%). Returns False if a value is not finite (a
     NaN or infinity propagates into the sums, so the check is done once on them; the loops stay
     branch-free and vectorised)."""
     N, M = X.shape
@@ -105,20 +105,20 @@ CACHED_BYTES = 1 << 22
 # and four rows per sweep above it (w and v come from L2 once per four rows): measured on
 # N x W float32 matrices of 0.6 GB, tracked pass, GB/s one row / four rows: W = 2000 16.9 /
 # 12.5, 3000 11.0 / 12.7, 10788 9.5 / 14.9, 45546 9.7 / 16.2 (benchmarks/row_kernels.py
-# compares the pass with the BLAS products it replaced)
+# compares the pass with the equivalent BLAS products)
 ROW_SWEEP_WIDTH = 2048
 # the row pass sums d_i x_i in X's dtype over at least this many rows (whole row blocks) before
 # adding them to the float64 accumulators: flushing after every ~512 KiB block costs two
 # read-modify-writes of W float64 per block, a quarter of a pass at 10,000 float32 columns (13-row
-# blocks): one tracked pass 2.44 -> 2.01x the `X @ b` time of the same rows, untracked 2.15 ->
-# 1.66x (Zen 1 host, alternating in one process); no change at 1,779 columns (73-row blocks)
+# blocks); at 1,779 columns (73-row blocks) it makes no difference (benchmarks/row_kernels.py
+# times the pass against `X @ b` on the same rows)
 FLUSH_ROWS = 64
 # page faults of fresh memory, per element written, in units of an element streamed: filling
-# 1.8 GB of fresh memory took 0.65-0.85 s on this VM (4 KiB pages), refilling it 0.07 s and
-# reading it 0.08 s. Matrices above FRESH_BYTES (glibc's largest mmap threshold) are mapped
-# afresh by every allocation; smaller ones reuse the heap's pages after the first fit. At
-# N x M = 1e5 x 1e4 (float32) this moves the first compaction from iteration 0 (45.8% of the
-# columns, 1.8 GB) to 3 (17.8%), at 1.5e4 x 1e5 from 0 to 3 too: 6.6 -> 5.5 s CPU there
+# 1.8 GB of fresh memory (4 KiB pages) takes about 8-10x as long as refilling or reading it
+# (benchmarks/scaling.py's large cells exercise it). Matrices above FRESH_BYTES (glibc's largest
+# mmap threshold) are mapped afresh by every allocation; smaller ones reuse the heap's pages
+# after the first fit. At N x M = 1e5 x 1e4 and 1.5e4 x 1e5 (float32) this defers the first
+# compaction from iteration 0 (45.8% of the columns) to iteration 3 (17.8%)
 FRESH_COST = 8.0
 FRESH_BYTES = 32 << 20
 

@@ -16,10 +16,8 @@ Feature-major S (W, N) of bin coordinates
     e[b] + s dd[b] (dd[b] = c[b + 1] - c[b], e[b] = c[b] - b dd[b]: two table reads, no
     offset); its gradient sums are sums of d u_b(s) with the basis as hat functions
     u_b(s) = max(0, 1 - |s - b|), one vectorised sweep per knot b over row chunks in L1
-    (:func:`_pl_sums_t`). Measured on the Zen 1 host (B = 8, float32, 1,500 kept features of
-    15,000 rows): ~2.1 ns per element for the scores and ~2.1 ns for the sums (~4.6 and ~2.6 ns
-    while the power iteration is tracked); on the Zen 4 host of earlier sessions the scores took
-    ~1.0 ns (1.7 tracked); the row-major pass 4.6-6.6 ns.
+    (:func:`_pl_sums_t`). ``benchmarks/pl_kernels.py`` times both layouts per element; the
+    feature-major passes cost a fraction of the row-major one (docs/benchmarks.md).
 """
 
 import numpy as np
@@ -37,7 +35,7 @@ SUM_CHUNK = 512  # rows per chunk of the feature-major sums (float32: 2 KiB of s
 @njit(cache=True, inline="always")
 def _bin_coordinate(x, lo, scale, bins):
     s = (x - lo) * scale
-    if s <= 0.0:
+    if not s > 0.0:  # NaN (inf * 0 of an overflowing x - lo) -> 0, never a bin out of range
         return 0.0
     if s >= bins:
         return float(bins)
@@ -110,8 +108,8 @@ def basis_sums(X, fp, bins, sums, d, gsums):
     :func:`_pl_sums_t`) into a (B + 1, BASIS_COLS) accumulator in X's dtype that stays in L1 and
     is added to ``sums`` every 256 rows. Scattering each element into its two basis columns of
     the (M, B + 1) float64 table instead misses the cache once that table outgrows L2 (60,864
-    features: 4.4 MB): Zen 1 host, 6,000 x 20,000 float32, B = 8: 14.3 -> 4.0 ns per element,
-    4.2 with the weighted sums (which replace a row-major pass of 4.6-6.6 ns)."""
+    features: 4.4 MB); the weighted sums replace a row-major pass of FSA's first iteration
+    (``benchmarks/pl_kernels.py``)."""
     N, M = X.shape
     ty = X.dtype.type
     zero = ty(0.0)
@@ -305,8 +303,7 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
     vectorised sweep over a chunk of SUM_CHUNK rows (in L1), summed in S's dtype within the
     chunk and then added in float64. The B + 1 sweeps do more arithmetic than one scatter of
     each row into its two basis columns, but a scatter's read-modify-writes of the
-    accumulators serialise (Zen 1 host, 1500 x 15,000 float32, B = 8: 7.5 -> 2.1 ns per
-    element, tracked 11.4 -> 2.6, against four interleaved histograms)."""
+    accumulators serialise (``benchmarks/pl_kernels.py`` times the sweep per element)."""
     n = d.size
     ty = S.dtype.type
     zero = ty(0.0)
@@ -319,8 +316,8 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
         hj = h[j]
         for i0 in range(0, n, SUM_CHUNK):
             # slices indexed from 0: over range(i0, i1) numba's negative-index wraparound is
-            # not provably dead and LLVM vectorises the loads as gathers (Zen 4, 1500 x 15,000
-            # float32: 8.1 instead of 0.75 ns per element)
+            # not provably dead, and on AVX-512 LLVM vectorises the loads as gathers (about 10x
+            # slower per element in benchmarks/pl_kernels.py)
             rs = row[i0:min(n, i0 + SUM_CHUNK)]
             ds = dx[i0:i0 + rs.size]
             ts = tx[i0:i0 + rs.size]

@@ -3,85 +3,28 @@
 ``beta = 0``; for e = 1..N_iter: one gradient step on the mean loss + prior, then keep the M_e
 feature groups of largest norm (eq. 3 schedule) and drop the others from the data. The
 intercept is never selected. Three layers (stumpy style): :func:`fsa_fit` (light checks and
-orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels`, and their NumPy
-twins in ``tests/naive.py``.
+orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels` and
+:mod:`cvfs.core._pl_kernels`, and their NumPy twins in ``tests/naive.py``.
 
-Working set
-    The solver works on the centred basis of the kept columns: a column's basis values minus
-    their training mean (linear responses are also divided by the column's standard deviation),
-    so the intercept decouples and the step size sees the real correlations. Every iteration is
-    one fused pass over the kept columns of the rows (scores, loss, gradient, and the
-    power-iteration product below); ranking makes it two passes (scores, then gradients).
-    When the kept count falls to half the width of the working matrix, or the columns read
-    with zero weight since the last compaction add up to the cost of a copy (ski rental: the
-    wasted reads never exceed the copies), the kept columns are compacted (the first time into
-    a new matrix, then within it), so later iterations touch only kept columns;
-    ``history["width"]`` records the columns each iteration read (with linear responses the
-    dropped columns of the working matrix are read with zero weight until the next compaction,
-    so between M_e and 2 M_e) and ``history["data_passes"]`` = sum_e width_e / M. A
-    compact matrix of at most ``_kernels.SMALL_WIDTH`` (32) linear columns, or of at most
-    ``CACHED_WIDTH`` (128) that fits in ``CACHED_BYTES`` (4 MiB), is stored feature-major
-    (row-separable losses): axpy/dot sweeps over four columns at a time, within row chunks
-    that stay in L2, beat the row kernels there. Row-major passes read each ~512 KiB row block
-    once from memory: both dot products of a row in one in-order read, then the gradient sums
-    four rows per sweep while the block is in L2 (numba; OpenBLAS's products with two
-    right-hand columns streamed such blocks at about half the rate, benchmarks/row_kernels.py).
-    Piecewise-linear responses are read row-major from X until the first drop, then the kept
-    features are stored once as a feature-major matrix of bin coordinates (X's dtype, same
-    size as a compacted copy; :mod:`cvfs.core._pl_kernels`), whose passes need two table reads
-    per element for the scores and one vectorised sweep per knot for the sums
-    (benchmarks/pl_kernels.py).
+- Working set: the centred basis of the kept columns (linear columns also scaled to unit
+  variance). Every iteration is one fused pass over the kept columns (ranking: two); the kept
+  columns are compacted when the kept count halves or the zero-weight reads since the last
+  compaction have cost as much as a copy (ski rental). Small working sets
+  (``_kernels.SMALL_WIDTH``, ``CACHED_WIDTH``/``CACHED_BYTES``) and piecewise-linear features
+  after the first drop are stored feature-major. The first iteration's gradient comes from the
+  statistics pass. ``history["width"]`` records the columns each iteration read.
+- Step size (``learning_rate=None``): eta_e = 1 / (c_loss * lam_e / kappa + L_prior), lam_e the
+  largest eigenvalue of the kept columns' centred Gram matrix by a power iteration fused into
+  the gradient pass; kappa is the loss's ``annealing_boost`` while features are still removed,
+  1 once the kept set has its final size. ``history["lr"]`` records the step used.
+- Out of core: ``X`` may be an ``h5py.Dataset`` or ``np.memmap``, read in row blocks until the
+  kept columns fit in ``max_memory``; peak memory ``max_memory + 3 * block_bytes + O(M * G)``.
+- In memory: an ndarray is used as it is (C-contiguous float32/float64); the first compaction
+  copies the kept columns (peak ~1.5x the size of X), later ones move them within that buffer.
 
-    First iteration: with a row-separable loss, beta = 0 makes every score the intercept, so
-    the loss derivatives are known before any pass and the raw gradient sums sum_i d_i u_ij
-    are accumulated by a statistics pass itself (linear responses: the pass of the means and
-    variances; piecewise linear: that of the basis means); iteration 0 reads nothing of its
-    own (``history["width"][0] == 0``) and keeps the curvature estimate of the start (below).
-
-Step size (``learning_rate=None``)
-    The paper's eta (20 for logistic, 1 otherwise) assumes a scaling it does not state; with the
-    mean loss and standardised columns eta = 1 diverges for the squared loss on the AR(1)
-    design. The default is eta_e = 1 / (c_loss * lam_e + L_prior): c_loss bounds the loss's
-    second derivative in the score (squared 1, logistic 1/4, Lorenz 2, Huberised hinge
-    1/(2h), ranking 1/4 per pair), lam_e estimates the largest eigenvalue of U_c^T U_c / N
-    (ranking: U_c^T D^T D U_c / P) on the *kept* columns, and L_prior is the Lipschitz
-    constant of the prior's gradient. lam_e comes from a power iteration that costs no extra
-    data pass: its product U_c^T (U_c v) is computed in the same pass as the gradient (the
-    kernel is memory-bound, the extra flops are nearly free); it is started by a few power
-    iterations on <= 256 evenly spaced rows, restarted from the restriction of v whenever
-    columns are dropped, and frozen once the kept set and the estimate are stable. As
-    columns are dropped lam_e falls (eigenvalue interlacing) and the step grows. 1/L is the
-    classical step that makes gradient descent monotone for an L-smooth objective.
-
-    While features are still being removed (kept count above k) the loss part of L is divided
-    by the loss's ``annealing_boost`` kappa: eta_e = 1 / (c_loss * lam_e / kappa + L_prior).
-    c_loss is a worst case (logistic: every margin at 0); during annealing the iterate only
-    has to rank the groups, not converge, and the short 1/L step leaves the coefficients
-    close to the marginal correlations of the first steps, so correlated false columns
-    survive. kappa: logistic 4, Lorenz 10, Huberised hinge 10, squared 1, ranking 1
-    (measured over 40 seeds of the Table II/III cells: logistic PCD at N=1000, k=30 goes
-    from 80.8 to 92.0, Lorenz from 69.0 to 89.9; larger kappa collapses on noisy labels,
-    and the squared loss diverges). Once the kept set has its final size the step is 1/L
-    again, so the final fit is monotone. ``history["lr"]`` records the step used.
-
-Data that does not fit in memory
-    ``X`` may be an ``h5py.Dataset`` or an ``np.memmap``. Then it is read in row blocks of at most
-    ``block_bytes`` (statistics passes, and each iteration while the kept columns do not fit);
-    as soon as N * m * itemsize <= ``max_memory`` the kept columns are read once into memory and
-    the remaining iterations run there (their compactions move the kept columns within that
-    buffer, so the working matrix never exceeds ``max_memory``). Memory bound: at most
-    ``max_memory + 3 * block_bytes + O(M * G)`` bytes besides ``y`` (and, for ranking,
-    O(N + P)), whatever the size of X (the three blocks: the block read -- into one reused
-    buffer for a float32/float64 HDF5 dataset, read then converted for other dtypes -- its
-    kept columns, and the power-iteration rows, at most one block, copied from the statistics
-    pass).
-
-In memory
-    An ndarray X is used as it is (C-contiguous float32/float64; anything else is copied once).
-    The first compaction copies the kept columns (M_1 ~ 0.45 M at mu = 300) while X is still
-    referenced by the caller, so the peak is about 1.5 x the size of X. Later compactions move
-    the kept columns to the front of that buffer (no allocation: a fresh copy spends most of
-    its time on page faults).
+The rationale of each choice (why the step size, the boost values, the compaction rule and the
+layouts) is in ``docs/methods.md``, section "FSA solver"; ``benchmarks/synthetic_tables.py``,
+``benchmarks/scaling.py`` and ``benchmarks/pl_kernels.py`` measure it.
 """
 
 import logging
@@ -205,6 +148,19 @@ def _block_buffer(X, block_bytes):
     return np.empty((min(rows, X.shape[0]), X.shape[1]), dtype=X.dtype)
 
 
+def _raise_not_finite(block, r0, stats):
+    """The ValueError of a statistics pass whose sums are not finite: a NaN or infinity in X
+    (named by its first row), or finite values whose squared deviations overflow float64."""
+    bad = np.argwhere(~np.isfinite(block))
+    if bad.size:
+        raise ValueError(f"X contains NaN or infinity (first in row {r0 + int(bad[0, 0])}, "
+                         f"column {int(bad[0, 1])})")
+    col = int(np.flatnonzero(~(np.isfinite(stats.s1) & np.isfinite(stats.s2)))[0])
+    raise ValueError(f"X column {col} has values too large for float64 statistics (their "
+                     "squared deviations overflow past 1.8e308, e.g. entries near 1e300): "
+                     "rescale X")
+
+
 def _column_table(X, response, block_bytes, d=None, rows=None):
     """Statistics passes: the response table fp (M, 2 + G) for all columns of X; with per-row
     weights ``d`` (N,) also the raw sums sum_i d_i u_ij of each basis column, shape (M, G),
@@ -221,8 +177,7 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         block = _read_block(X, r0, r1, buf)
         if not stats.update(block, None if d is None else d[r0:r1], gacc):
-            bad = r0 + int(np.argwhere(~np.isfinite(block))[0, 0])
-            raise ValueError(f"X contains NaN or infinity (first in row {bad})")
+            _raise_not_finite(block, r0, stats)
         if rows is not None:
             if rows_out is None:
                 rows_out = np.empty((rows.size, M), dtype=block.dtype)
@@ -359,6 +314,9 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
                                     None if in_place else sub)
     if fused:  # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
         dsum = float(d0.sum())
+        if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
+            raise ValueError("X and y are too large for float64: the loss or its gradient "
+                             "overflows at the start (rescale X or y)")
         K.finalize(g_first, fp, response.bins, dsum, N)
         first = (l0 / N, dsum / N)
     else:

@@ -17,6 +17,10 @@ import numpy as np
 
 __all__ = ["Linear", "PiecewiseLinear", "get_response"]
 
+#: a column whose spread is at most this fraction of its magnitude is constant (float64
+#: rounding is 1.1e-16 relative; 1e-12 leaves room for the rounding of the streamed sums)
+_CONST_RTOL = 1e-12
+
 
 class _ColumnStats:
     """Streaming column statistics over row blocks: mean, sum of squared deviations (m2),
@@ -68,8 +72,12 @@ class Linear:
     def table(self, stats):
         """The parameter table ``fp`` (m, 3) from column statistics."""
         std = np.sqrt(stats.m2 / max(stats.n, 1))
-        const = std <= 1e-12 * np.maximum(1.0, np.abs(stats.mean))  # never selected
-        scale = np.where(const, 0.0, 1.0 / np.where(const, 1.0, std))
+        with np.errstate(divide="ignore", over="ignore"):
+            inv = 1.0 / std
+        # constant columns, never selected: no spread, or a spread below the rounding of
+        # the column's own magnitude (a relative test: the scale of X does not matter)
+        const = (std <= _CONST_RTOL * np.abs(stats.mean)) | ~np.isfinite(inv)
+        scale = np.where(const, 0.0, np.where(const, 1.0, inv))
         return np.column_stack([np.zeros_like(scale), scale, stats.mean * scale])
 
     def basis(self, X, fp):
@@ -99,7 +107,12 @@ class PiecewiseLinear:
     def bin_table(self, stats):
         """Offset/scale columns of ``fp`` (basis means still zero) from min/max."""
         width = stats.hi - stats.lo
-        scale = np.where(width > 0, self.bins / np.where(width > 0, width, 1.0), 0.0)
+        # constant columns (no spread, or one below the rounding of their magnitude) get
+        # scale 0: every value in bin 0, a basis column equal to its mean, never selected
+        varies = width > _CONST_RTOL * np.maximum(np.abs(stats.lo), np.abs(stats.hi))
+        with np.errstate(divide="ignore", over="ignore"):
+            scale = np.where(varies, self.bins / np.where(varies, width, 1.0), 0.0)
+        scale[~np.isfinite(scale)] = 0.0
         fp = np.zeros((stats.lo.size, 2 + self.G))
         fp[:, 0] = stats.lo
         fp[:, 1] = scale

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from cvfs.datasets._home import require_path
+from cvfs.io.images import read_image as load_image  # the one image reader (RGB uint8)
 
 __all__ = [
     "ANNOTATED",
@@ -196,36 +197,6 @@ def inter_eye_distance(points):
 
 def _empty_points(n_faces):
     return np.full((n_faces, len(KEYPOINTS), 2), np.nan)
-
-
-def load_image(path):
-    """Read an image file as RGB uint8.
-
-    Parameters
-    ----------
-    path : str or Path
-
-    Returns
-    -------
-    image : ndarray of shape (height, width, 3), uint8
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If the file cannot be decoded as an image (corrupt or not an image).
-    """
-    import cv2
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"image file not found: {path}")
-    data = np.fromfile(path, dtype=np.uint8)
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-    if image is None:
-        raise ValueError(f"could not decode image file {path}: corrupt or not an image")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
 def _parse_mtfl_line(line, lineno, source):

@@ -1,8 +1,14 @@
 """Save and load fitted cvfs estimators as model files (HDF5 via :func:`save_model`, no pickle).
 
 Parameters (``get_params``) are stored as JSON, fitted attributes (names ending in ``_``) as
-named arrays; ``history_`` dictionaries are stored under ``history/``.
+named arrays (0-d ones under ``__scalar__/``); ``history_`` dictionaries are stored under
+``history_/``. :func:`load_estimator` accepts only the fitted attributes of the file's class
+(a name such as ``predict`` never reaches the estimator), checks the parameters with the
+estimator's own validation, and checks every shape and index range against
+``n_features_in_`` before the estimator can compute with them.
 """
+
+import numbers
 
 import numpy as np
 
@@ -73,11 +79,26 @@ def load_estimator(path, *, kind=None):
     model : SavedModel
         The file's content (settings, training description, metadata).
     """
-    model = load_model(path, kind=kind)
+    model = load_model(path, kind=kind, allow_nonfinite=lambda name: name.startswith("history_/"))
     registry = _registry()
     if model.kind not in registry:
         raise ValueError(f"{path} holds a {model.kind!r}, which is not a cvfs estimator")
-    est = registry[model.kind](**model.params)
+    required, optional = _FITTED.get(model.kind, _FITTED["_FSA"])
+    for name in model.arrays:
+        if not (name in required or name in optional or name.startswith("history_/")):
+            raise ValueError(f"{path}: unexpected array {name!r}; a {model.kind} file holds "
+                             f"{sorted(required | optional)} and history_/*")
+    missing = sorted(required - set(model.arrays))
+    if missing:
+        raise ValueError(f"{path}: the {model.kind} file lacks the array(s) {missing}")
+    try:
+        est = registry[model.kind](**model.params)
+        if hasattr(est, "_check_params"):
+            est._check_params()
+        else:
+            est._validate_params()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: invalid {model.kind} parameters ({exc})") from exc
     dicts = {}
     for name, value in model.arrays.items():
         if name.startswith(_SCALAR):
@@ -89,4 +110,70 @@ def load_estimator(path, *, kind=None):
             setattr(est, name, value)
     for attr, value in dicts.items():
         setattr(est, attr, value)
+    _check_fitted(path, est, model.kind)
     return est, model
+
+
+_S = _SCALAR
+_FITTED = {  # class -> (required, optional) array names
+    "_FSA": ({"support_", "coef_", "response_table_", _S + "intercept_", _S + "n_features_in_"},
+             set()),
+    "FSAClassifier": ({"support_", "coef_", "response_table_", "classes_", _S + "intercept_",
+                       _S + "n_features_in_"}, set()),
+    "SBLRegressor": ({"coef_", "gamma_", _S + "intercept_", _S + "n_features_in_",
+                      _S + "n_iter_"}, {"screening_", "dual_gaps_"}),
+}
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_fitted(path, est, kind):
+    """Shapes, dtypes, finiteness and index ranges of a loaded estimator's fitted state."""
+
+    def fail(msg):
+        raise ValueError(f"{path}: {msg}")
+
+    n = est.n_features_in_
+    if not _is_int(n) or not 1 <= n <= 2**40:
+        fail(f"n_features_in_ must be a positive int; got {n!r}")
+    intercept = est.intercept_
+    if isinstance(intercept, bool) or not isinstance(intercept, numbers.Real) \
+            or not np.isfinite(intercept):
+        fail(f"intercept_ must be a finite number; got {intercept!r}")
+    if kind == "SBLRegressor":
+        for name in ("coef_", "gamma_"):
+            a = getattr(est, name)
+            if a.shape != (n,) or a.dtype.kind != "f":
+                fail(f"{name} must be float of shape ({n},); got {a.dtype} {a.shape}")
+        if (est.gamma_ < 0).any():
+            fail("gamma_ holds negative prior variances")
+        if not _is_int(est.n_iter_) or est.n_iter_ < 0:
+            fail(f"n_iter_ must be an int >= 0; got {est.n_iter_!r}")
+        return
+    support = est.support_
+    if support.ndim != 1 or support.dtype.kind not in "iu" or support.size > n:
+        fail(f"support_ must be a 1-D integer array of at most {n} indices; got "
+             f"{support.dtype} {support.shape}")
+    if support.size and (support.min() < 0 or support.max() >= n
+                         or (np.diff(support) <= 0).any()):
+        fail(f"support_ must hold sorted unique indices in [0, n_features_in_={n})")
+    est.support_ = support.astype(np.int64)
+    k = support.size
+    bins = 0 if est.bins is None else est.bins
+    G = 1 if bins == 0 else bins + 1
+    want = (k,) if bins == 0 else (k, G)
+    if est.coef_.shape != want or est.coef_.dtype.kind != "f":
+        fail(f"coef_ must be float of shape {want} (bins={est.bins}); got {est.coef_.dtype} "
+             f"{est.coef_.shape}")
+    table = est.response_table_
+    if table.shape != (k, 2 + G) or table.dtype.kind != "f":
+        fail(f"response_table_ must be float of shape {(k, 2 + G)}; got {table.dtype} "
+             f"{table.shape}")
+    est.coef_ = est.coef_.astype(np.float64)
+    est.response_table_ = table.astype(np.float64)
+    if kind == "FSAClassifier":
+        classes = est.classes_
+        if classes.shape != (2,) or classes[0] == classes[1]:
+            fail(f"classes_ must hold two distinct labels; got {classes!r}")

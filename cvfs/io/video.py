@@ -1,21 +1,30 @@
-"""Video sources (OpenCV-samples style): a file, a camera index, or a synthetic rendering.
+"""Frame sources and video files: one :func:`open_source` for images, folders, videos, cameras and
+synthetic clips; an atomic video writer.
 
-:func:`open_video` returns an object with ``read() -> (ok, frame)`` and ``release()`` for all three,
-so every video app runs without a camera. The synthetic source renders textured objects moving
-rigidly (rotation + translation) in front of a textured background that translates (camera
-motion); ``"synth:motions=3,frames=30,seed=0"`` selects its parameters.
+Every frame cvfs reads or writes is RGB uint8 of shape (H, W, 3) (OpenCV's BGR is converted at
+this boundary), read one at a time (a source never holds all its frames).
 
-Frames are BGR uint8 arrays of shape (H, W, 3), as OpenCV returns them.
+Synthetic sources (no camera or file needed) are written ``synth`` or ``synthetic``, optionally
+with parameters: ``"synth:motions=3,frames=30,seed=0"`` renders :class:`SyntheticRigidVideo`
+(textured objects moving rigidly in front of a translating background); ``scene=face`` gives a
+moving crop of scikit-image's astronaut photo instead (a face, for the keypoint detectors).
 """
 
+import contextlib
+import warnings
 from pathlib import Path
 
 import cv2
 import numpy as np
 
 from cvfs.io._atomic import atomic_path
+from cvfs.io.images import IMAGE_SUFFIXES, read_image
 
-__all__ = ["SyntheticRigidVideo", "open_video", "read_frames", "write_video"]
+__all__ = ["FrameSource", "SyntheticRigidVideo", "VideoWriter", "is_synthetic", "open_source",
+           "read_frames", "write_video"]
+
+_SYNTH_KEYS = ("motions", "frames", "seed", "width", "height", "scene")
+_SCENES = ("rigid", "face")
 
 
 class SyntheticRigidVideo:
@@ -61,7 +70,6 @@ class SyntheticRigidVideo:
                 vel=rng.uniform(-1.5, 1.5, size=2),
                 omega=rng.uniform(1.5, 3.0) * rng.choice([-1, 1]),
                 freq=rng.uniform(0.15, 0.45, size=2), phase=rng.uniform(0, 2 * np.pi, size=2)))
-        self._frame = 0
 
     @staticmethod
     def _texture(rng, h, w, bright=False):
@@ -90,7 +98,7 @@ class SyntheticRigidVideo:
         return M
 
     def render(self, f):
-        """Frame ``f`` (BGR uint8, shape (H, W, 3))."""
+        """Frame ``f`` (RGB uint8, shape (H, W, 3))."""
         w, ph = self._bg_wobble
         shift = self._bg_vel * f + 4.0 * np.array([np.sin(w * f + ph), np.cos(w * f + ph)])
         M = np.array([[1.0, 0, -self._pad + shift[0]], [0, 1.0, -self._pad + shift[1]]])
@@ -125,19 +133,15 @@ class SyntheticRigidVideo:
         consistent = np.all(per_frame == per_frame[:1], axis=0)
         return np.where(consistent, per_frame[0], -1)
 
-    def isOpened(self):  # noqa: N802 - the cv2.VideoCapture name
-        return True
+    def frames(self):
+        """Iterator over the ``n_frames`` rendered frames (RGB uint8)."""
+        for f in range(self.n_frames):
+            yield self.render(f)
 
-    def read(self):
-        """``(ok, frame)`` like :meth:`cv2.VideoCapture.read`."""
-        if self._frame >= self.n_frames:
-            return False, None
-        frame = self.render(self._frame)
-        self._frame += 1
-        return True, frame
 
-    def release(self):
-        self._frame = self.n_frames
+def is_synthetic(source):
+    """Whether ``source`` names a synthetic clip (``synth`` or ``synthetic``, with parameters)."""
+    return isinstance(source, str) and source.split(":", 1)[0] in ("synth", "synthetic")
 
 
 def _parse_synth(spec):
@@ -145,78 +149,251 @@ def _parse_synth(spec):
     body = spec.split(":", 1)[1] if ":" in spec else ""
     for item in filter(None, body.split(",")):
         key, _, value = item.partition("=")
-        if key not in ("motions", "frames", "seed", "width", "height"):
+        if key not in _SYNTH_KEYS:
             raise ValueError(f"source: unknown synthetic parameter {key!r} in {spec!r} "
-                             "(use motions, frames, seed, width, height)")
-        params[key] = int(value)
-    return SyntheticRigidVideo(n_motions=params.get("motions", 3),
-                               n_frames=params.get("frames", 30),
-                               size=(params.get("width", 320), params.get("height", 240)),
-                               seed=params.get("seed", 0))
+                             f"(use {', '.join(_SYNTH_KEYS)})")
+        if key == "scene":
+            if value not in _SCENES:
+                raise ValueError(f"source: scene must be one of {_SCENES}; got {value!r} in "
+                                 f"{spec!r}")
+            params[key] = value
+            continue
+        try:
+            params[key] = int(value)
+        except ValueError:
+            raise ValueError(f"source: synthetic parameter {key} must be an int; got {value!r} "
+                             f"in {spec!r}") from None
+    return params
 
 
-def open_video(source):
-    """Open a video file, a camera index or a synthetic source.
+def _face_frames(n_frames):
+    """A 320 x 320 crop of scikit-image's astronaut sliding left and right (RGB uint8)."""
+    from skimage import data
+
+    img = data.astronaut()
+    for i in range(n_frames):
+        off = (8 * i) % 264
+        dx = off if off <= 132 else 264 - off
+        yield np.ascontiguousarray(img[40:360, 60 + dx:380 + dx])
+
+
+def _capture_frames(cap, label, path, max_frames, strict):
+    """Frames of an opened ``cv2.VideoCapture`` as RGB; checks the container's frame count."""
+    declared = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) if path is not None else 0
+    n = 0
+    try:
+        while max_frames is None or n < max_frames:
+            ok, bgr = cap.read()
+            if not ok or bgr is None:
+                break
+            yield cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            n += 1
+    finally:
+        cap.release()
+    if n == 0:
+        raise ValueError(f"source: no frame could be decoded from {label}")
+    if path is not None and n < declared and (max_frames is None or n < max_frames):
+        msg = (f"video file {path}: {n} frames could be decoded of the {declared} its container "
+               "declares (truncated or corrupt file)")
+        if strict:
+            raise ValueError(msg)
+        warnings.warn(msg, stacklevel=3)
+
+
+class FrameSource:
+    """An opened source: iterate for ``(name, frame)`` pairs, frames RGB uint8 (H, W, 3).
+
+    Made by :func:`open_source`. Each iteration reads the source again from its start (a camera
+    continues), one frame at a time.
+
+    Attributes
+    ----------
+    kind : {"images", "video"}
+        ``"images"`` for an image file or a folder of images (each frame named after its file),
+        ``"video"`` for a video file, a camera or a synthetic clip (frames named
+        ``<name>_0000``, ``<name>_0001``, ...).
+    name : str
+        File or folder stem, ``camera<i>``, ``synth`` or ``synthetic``.
+    fps : float
+        Frame rate of a video file (10 when the container has none, and for the other sources).
+    """
+
+    def __init__(self, kind, name, frames, fps=10.0):
+        self.kind = kind
+        self.name = name
+        self.fps = float(fps)
+        self._frames = frames
+
+    def __iter__(self):
+        if self.kind == "images":
+            yield from self._frames()
+            return
+        for i, frame in enumerate(self._frames()):
+            yield f"{self.name}_{i:04d}", frame
+
+
+def open_source(source, max_frames=None, *, strict=False):
+    """Open an image, a folder of images, a video file, a camera index or a synthetic clip.
 
     Parameters
     ----------
     source : str, Path or int
-        A file path; a camera index (int, or a string of digits); or ``"synth"`` /
-        ``"synth:motions=3,frames=30,seed=0"`` for :class:`SyntheticRigidVideo`.
+        An image file (:data:`~cvfs.io.images.IMAGE_SUFFIXES`); a folder (its images in name
+        order); a video file; a camera index (int, or a string of digits); or ``"synth"`` /
+        ``"synthetic"``, optionally with parameters ``"synth:motions=3,frames=30,seed=0"``
+        (also ``width``, ``height``; ``scene=face`` for the astronaut clip).
+    max_frames : int, optional
+        At most this many frames (every source kind).
+    strict : bool, default False
+        A video file yielding fewer frames than its container declares raises ValueError
+        instead of a warning.
 
     Returns
     -------
-    capture : cv2.VideoCapture or SyntheticRigidVideo
-        Has ``read() -> (ok, frame)`` and ``release()``.
+    source : FrameSource
+        Iterate for ``(name, RGB uint8 ndarray of shape (H, W, 3))``.
 
     Raises
     ------
     FileNotFoundError
-        If a file source does not exist.
+        If a path does not exist or a folder holds no images.
     ValueError
-        If the source cannot be opened or decoded.
+        If ``max_frames`` is not positive, a synthetic parameter is unknown, or a camera or video
+        cannot be opened; while iterating, if no frame can be decoded, an image file is corrupt,
+        or (``strict``) a video is shorter than its container declares.
     """
-    if isinstance(source, str) and source.startswith("synth"):
-        return _parse_synth(source)
+    if max_frames is not None and int(max_frames) < 1:
+        raise ValueError(f"max_frames must be a positive int or None; got {max_frames!r}")
+    limit = None if max_frames is None else int(max_frames)
+    if is_synthetic(source):
+        params = _parse_synth(source)
+        n = params.get("frames", 30) if limit is None else min(params.get("frames", 30), limit)
+        name = source.split(":", 1)[0]
+        if params.get("scene", "rigid") == "face":
+            return FrameSource("video", name, lambda: _face_frames(n))
+        video = SyntheticRigidVideo(n_motions=params.get("motions", 3), n_frames=n,
+                                    size=(params.get("width", 320), params.get("height", 240)),
+                                    seed=params.get("seed", 0))
+        return FrameSource("video", name, video.frames)
     if isinstance(source, (int, np.integer)) or (isinstance(source, str) and source.isdigit()):
-        cap = cv2.VideoCapture(int(source))
+        index = int(source)
+        cap = cv2.VideoCapture(index)
         if not cap.isOpened():
-            raise ValueError(f"source: cannot open camera {int(source)}")
-        return cap
+            raise ValueError(f"source: cannot open camera {index}")
+        cap.release()
+        return FrameSource("video", f"camera{index}", lambda: _capture_frames(
+            cv2.VideoCapture(index), f"camera {index}", None, limit, strict))
     path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"source: video file {path} does not exist")
+    if not path.exists():
+        raise FileNotFoundError(f"source not found: {path}")
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise FileNotFoundError(f"source: no images ({', '.join(IMAGE_SUFFIXES)}) in {path}")
+        files = files[:limit]
+        return FrameSource("images", path.name,
+                           lambda: ((p.stem, read_image(p)) for p in files))
+    if path.suffix.lower() in IMAGE_SUFFIXES:
+        return FrameSource("images", path.stem, lambda: iter([(path.stem, read_image(path))]))
     cap = cv2.VideoCapture(str(path))
     if not cap.isOpened():
-        raise ValueError(f"source: cannot open {path} as a video (unreadable or unknown codec)")
-    return cap
+        raise ValueError(f"source: cannot open video file {path} (unreadable or unknown codec)")
+    fps = cap.get(cv2.CAP_PROP_FPS) or 10.0
+    cap.release()
+    return FrameSource("video", path.stem, lambda: _capture_frames(
+        cv2.VideoCapture(str(path)), str(path), path, limit, strict), fps=fps if fps > 0 else 10.0)
 
 
-def read_frames(source, max_frames=None):
-    """All frames of a source (up to ``max_frames``) as a list of BGR uint8 arrays.
+def read_frames(source, max_frames=None, *, strict=False):
+    """All frames of a source (up to ``max_frames``) as a list of RGB uint8 arrays.
+
+    For algorithms that need every frame at once (the point tracker); everything else iterates
+    :func:`open_source`.
+
+    Parameters and errors as :func:`open_source`.
+
+    Returns
+    -------
+    frames : list of ndarray of shape (H, W, 3), uint8
+    """
+    return [frame for _, frame in open_source(source, max_frames, strict=strict)]
+
+
+class VideoWriter:
+    """Write RGB uint8 frames to an MJPG ``.avi`` atomically (temporary file, renamed on close).
+
+    Use as a context manager: the file appears at ``path`` when the block ends without an
+    exception; on an exception or Ctrl-C the temporary file is removed and ``path`` untouched.
+
+    Parameters
+    ----------
+    path : str or Path
+    fps : float, default 10.0
 
     Raises
     ------
-    FileNotFoundError, ValueError
-        As :func:`open_video`; ValueError also if no frame can be decoded.
+    ValueError
+        On the first :meth:`write` if OpenCV cannot open a writer; on :meth:`close` if no frame
+        was written.
     """
-    cap = open_video(source)
-    frames = []
-    try:
-        while max_frames is None or len(frames) < max_frames:
-            ok, frame = cap.read()
-            if not ok or frame is None:
-                break
-            frames.append(frame)
-    finally:
-        cap.release()
-    if not frames:
-        raise ValueError(f"source: no frame could be decoded from {source!r}")
-    return frames
+
+    def __init__(self, path, fps=10.0):
+        self.path = Path(path)
+        self.fps = float(fps)
+        self.n_frames = 0
+        self._stack = contextlib.ExitStack()
+        self._writer = None
+        self._size = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self._abort(exc_type, exc, tb)
+        return False
+
+    def write(self, frame):
+        """Append one RGB uint8 frame of shape (H, W, 3) (the first fixes the size)."""
+        frame = np.asarray(frame)
+        if self._writer is None:
+            tmp = self._stack.enter_context(atomic_path(self.path, suffix=".avi"))
+            h, w = frame.shape[:2]
+            self._size = (w, h)
+            self._writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"MJPG"), self.fps,
+                                           self._size)
+            if not self._writer.isOpened():
+                err = ValueError(f"cannot open a video writer for {self.path}")
+                self._abort(ValueError, err, None)
+                raise err
+        if (frame.shape[1], frame.shape[0]) != self._size:
+            raise ValueError(f"frames written to {self.path} must all be {self._size[0]}x"
+                             f"{self._size[1]}; got {frame.shape[1]}x{frame.shape[0]}")
+        self._writer.write(np.ascontiguousarray(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)))
+        self.n_frames += 1
+
+    def close(self):
+        """Finish the file and move it to ``path``; returns ``path``."""
+        if self._writer is None:
+            raise ValueError(f"no frame was written to {self.path}")
+        self._writer.release()
+        self._stack.close()
+        return self.path
+
+    def _abort(self, exc_type, exc, tb):
+        if self._writer is not None:
+            self._writer.release()
+        self._stack.__exit__(exc_type, exc, tb)
 
 
 def write_video(path, frames, fps=10.0):
-    """Write BGR uint8 frames to an MJPG ``.avi`` atomically.
+    """Write RGB uint8 frames to an MJPG ``.avi`` atomically (see :class:`VideoWriter`).
+
+    Returns
+    -------
+    path : Path
 
     Raises
     ------
@@ -225,14 +402,7 @@ def write_video(path, frames, fps=10.0):
     """
     if not len(frames):
         raise ValueError("frames must hold at least one frame")
-    h, w = frames[0].shape[:2]
-    with atomic_path(path, suffix=".avi") as tmp:
-        writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"MJPG"), float(fps), (w, h))
-        if not writer.isOpened():
-            raise ValueError(f"cannot open a video writer for {path}")
-        try:
-            for frame in frames:
-                writer.write(np.ascontiguousarray(frame))
-        finally:
-            writer.release()
+    with VideoWriter(path, fps=fps) as writer:
+        for frame in frames:
+            writer.write(frame)
     return Path(path)

@@ -31,7 +31,7 @@ def _term(x, lo, scale, row, B, step):
     """g(x) of one learner: its bin of [lo, lo + B / scale] (clipped), then the step value or
     the linear interpolation between the bin's knots."""
     s = (x - lo) * scale
-    if s <= 0.0:
+    if not s > 0.0:  # NaN -> 0, never a bin out of range
         s = 0.0
     elif s >= B:
         s = B

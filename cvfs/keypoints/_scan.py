@@ -60,8 +60,8 @@ def _haar_run(flat, p0, off, weight, nt, val, ng):
     """``val[a]`` = Haar value of the window whose top-left corner is ``flat[p0 + a]``, for a run
     of ``ng`` adjacent windows (terms in :func:`cvfs.vision.haar.haar_terms` order, contiguous
     loads)."""
-    # slices indexed from 0: ``flat[o + a]`` keeps numba's negative-index wraparound, and LLVM
-    # then loads with gathers (Zen 4: 0.68 instead of 0.17 ns per term)
+    # slices indexed from 0: ``flat[o + a]`` keeps numba's negative-index wraparound, and on
+    # AVX-512 LLVM then loads with gathers (about 4x slower per term; keypoints_speed.py)
     w0 = weight[0]
     src = flat[p0 + off[0]:p0 + off[0] + ng]
     for a in range(ng):

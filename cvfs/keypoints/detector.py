@@ -3,10 +3,11 @@
 A :class:`KeypointDetector` holds one classifier per keypoint (an additive piecewise model on a
 few columns of a :class:`cvfs.vision.FeaturePool`, trained by FSA or LogitBoost, see
 :mod:`cvfs.keypoints.train`). :meth:`KeypointDetector.detect` builds the Gaussian pyramid
-(4 levels per octave, upsampled levels up to ``max_scale`` for small faces), computes only the
-selected feature columns at every window centre of every level (in row chunks), scores them, keeps
-per-level local maxima above the threshold, maps them to original-image coordinates and applies a
-greedy non-maximum suppression across levels.
+(4 levels per octave, upsampled levels up to ``max_scale`` for small faces) one level at a time,
+computes only the selected feature columns at every window centre of every level, scores them,
+keeps per-level local maxima above the threshold, maps them to original-image coordinates and
+applies a greedy non-maximum suppression across levels. A level too large for the memory budget
+is scanned in overlapping bands of rows with the same results (:mod:`cvfs.keypoints._tiling`).
 
 Model files are written by :func:`cvfs.io.save_model` (kind ``"keypoint-detector"``) and read
 by :func:`load_detector`; a reloaded detector gives identical detections.
@@ -32,13 +33,24 @@ from cvfs.datasets.faces import KEYPOINTS
 from cvfs.io import load_model, save_model
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
+from cvfs.keypoints._tiling import (
+    band_bytes,
+    check_max_memory,
+    image_bytes,
+    level_bytes,
+    split_rows,
+)
 from cvfs.keypoints.context import PairModel, pair_rescore
 from cvfs.vision import (
     HALF,
+    N_HOG,
+    WINDOW,
     FeaturePool,
     LevelCache,
     as_float_rgb,
-    gaussian_pyramid,
+    iter_pyramid,
+    level_bands,
+    pyramid_scales,
     valid_centres,
     window_centres,
 )
@@ -136,8 +148,8 @@ def nms(detections, radius, merge=False, merge_radius=None):
     merge : bool, default=False
         Move each kept detection to the mean position of itself and the detections it
         suppressed (the peaks of neighbouring pyramid levels), weighted by the positive part
-        of their scores; scores are unchanged. Measured on all 2,995 MTFL test crops with the
-        shipped eye detector: eye AP 0.474 -> 0.490.
+        of their scores; scores are unchanged. The merge raises the shipped eye detector's AP
+        on the MTFL test crops (``benchmarks/keypoints_evaluate.py``).
     merge_radius : ndarray of shape (n,), optional
         With ``merge``: a suppressed detection joins the mean only if it lies within its own
         ``merge_radius`` of the kept one (default: every suppressed detection).
@@ -237,34 +249,115 @@ def _check_n_jobs(n_jobs):
     raise ValueError(f"n_jobs must be a positive int or -1 (every core); got {n_jobs!r}")
 
 
-def _pyramid_scores(pool, levels, models, cascade, n_jobs):
-    """``(level, grid_shape, scores)`` of every level in order, ``scores`` of shape
-    ``(n_models, n)`` for every valid window centre (row-major on ``grid_shape``).
+def _band_peaks(pool, plan, models, band, rows, thr, refine):
+    """Score peaks of the windows of one band of a level: per model ``None`` or an ``(n, 3)``
+    array of ``x, y, score`` in original-image pixels, in row-major order of the peaks.
 
-    With ``n_jobs > 1`` the levels (largest first) are scanned by that many threads (the numba
-    kernels release the GIL); at most ``n_jobs + 1`` levels are in flight, so the memory of
-    their maps and scores stays bounded. Every window's score is computed alone, so the results
-    do not depend on ``n_jobs``.
+    ``band`` is a :class:`LevelCache` (the whole level, ``rows.s == 0``) or a
+    :class:`cvfs.vision.LevelBand` starting at level row ``rows.s``; windows of top-left rows
+    ``rows.s .. rows.e - 1`` are scored and peaks kept in rows ``rows.k0 .. rows.k1 - 1``, whose
+    neighbour rows are in the band, so they are the peaks of the whole level's score grid.
+    ``plan``: the :class:`ScanPlan` of the soft cascade, or None for the full scan. The band's
+    maps are dropped before returning.
+    """
+    level = band.level
+    gw = level.shape[1] - 2 * HALF + 1
+    nr = rows.e - rows.s
+    tl = np.empty((nr * gw, 2), dtype=np.int64)
+    tl[:, 0] = np.repeat(np.arange(nr, dtype=np.int64), gw)
+    tl[:, 1] = np.tile(np.arange(gw, dtype=np.int64), nr)
+    try:
+        if plan is not None:
+            scores = plan.scores(band, tl)
+        else:
+            scores = _level_scores(pool, band, tl + HALF, models, False)
+    finally:
+        band.clear()
+    del tl
+    out = []
+    for s, t in zip(scores, thr, strict=True):
+        grid = s.reshape(nr, gw)
+        r, c = _grid_peaks(grid, t)
+        own = (r >= rows.k0 - rows.s) & (r < rows.k1 - rows.s)
+        r, c = r[own], c[own]
+        if r.size == 0:
+            out.append(None)
+            continue
+        xy = np.column_stack([c, r + rows.s]).astype(np.float64) + HALF
+        if refine:
+            xy += _parabolic_offsets(grid, r, c)
+        out.append(np.column_stack([level.to_original(xy), grid[r, c]]))
+    return out
+
+
+def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max_memory):
+    """``(scale, peaks)`` of every band of every level, in order (see :func:`_band_peaks`).
+
+    ``pyramid = (levels, scales, blurred)``: an iterator of the levels (built when requested)
+    and, per level, its nominal scale and whether building it blurs an octave base. The levels
+    are scanned one after another within ``max_memory`` bytes (the memory model of
+    :mod:`cvfs.keypoints._tiling`): a level that does not fit whole is scanned in bands of rows,
+    each of at most ``1 / n_jobs`` of the budget left by the image and the level. With
+    ``n_jobs > 1`` that many threads scan bands (of one or several levels; the numba kernels
+    release the GIL), and a level or band starts only when the memory of those in flight
+    leaves room for it. The peaks do not depend on the bands or on ``n_jobs``.
     """
     plan = ScanPlan(pool, models) if cascade else None
+    feats = np.concatenate([m.features for m in models])
+    per_pixel, fixed = band_bytes(models, bool((feats >= N_HOG).any()),
+                                  bool((feats < N_HOG).any()), cascade)
+    avail = max_memory - image_bytes(rgb.shape)
+    levels, scales, blurred = pyramid
+    warned = False
 
-    def one(level):
-        cache = LevelCache(level)
-        h, w = cache.shape
-        s = _level_scores(pool, cache, window_centres(cache.shape), models, cascade, plan)
-        return level, (h - 2 * HALF + 1, w - 2 * HALF + 1), s
+    def split(level, lv_bytes):
+        nonlocal warned
+        budget = (avail - lv_bytes) / n_jobs
+        parts, fits = split_rows(level.shape, budget, per_pixel, fixed)
+        if not fits and not warned:
+            log.warning("max_memory=%d bytes is too small for an image of shape %s: levels "
+                        "are scanned in bands of one window row, which may exceed it",
+                        max_memory, tuple(rgb.shape[:2]))
+            warned = True
+        rows = max(p.e - p.s for p in parts) + WINDOW - 1
+        b_bytes = per_pixel * rows * level.shape[1] + fixed
+        if len(parts) == 1:
+            return [(LevelCache(level), parts[0])], b_bytes
+        bands = level_bands(level, [p.pixel_rows for p in parts])
+        return list(zip(bands, parts, strict=True)), b_bytes
 
-    if n_jobs == 1 or len(levels) < 2:
-        yield from map(one, levels)
+    if n_jobs == 1:
+        for scale in scales:
+            level = next(levels)
+            for band, rows in split(level, level_bytes(rgb.shape, scale, False))[0]:
+                yield scale, _band_peaks(pool, plan, models, band, rows, thr, refine)
+            del level, band
         return
     with ThreadPoolExecutor(max_workers=n_jobs) as ex:
-        todo, running = iter(levels), deque()
-        for level in todo:
-            running.append(ex.submit(one, level))
-            if len(running) > n_jobs:
-                yield running.popleft().result()
+        running, held = deque(), 0  # (future, scale, bytes released when it is collected)
+        for scale, blur in zip(scales, blurred, strict=True):
+            lv_bytes = level_bytes(rgb.shape, scale, False)
+            while running and (held + level_bytes(rgb.shape, scale, blur) > avail
+                               or len(running) > n_jobs):
+                fut, sc, rel = running.popleft()
+                yield sc, fut.result()
+                held -= rel
+            level = next(levels)
+            held += lv_bytes
+            parts, b_bytes = split(level, lv_bytes)
+            for i, (band, rows) in enumerate(parts):
+                while running and (held + b_bytes > avail or len(running) > n_jobs):
+                    fut, sc, rel = running.popleft()
+                    yield sc, fut.result()
+                    held -= rel
+                rel = b_bytes + (lv_bytes if i == len(parts) - 1 else 0)
+                running.append((ex.submit(_band_peaks, pool, plan, models, band, rows, thr,
+                                          refine), scale, rel))
+                held += b_bytes
+            del level, parts, band
         while running:
-            yield running.popleft().result()
+            fut, sc, _ = running.popleft()
+            yield sc, fut.result()
 
 
 class KeypointDetector:
@@ -344,7 +437,8 @@ class KeypointDetector:
         return centres, dict(zip(names, s, strict=True))
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
-               refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None):
+               refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None,
+               max_memory=None):
         """Detect every keypoint over the whole pyramid.
 
         Parameters
@@ -378,8 +472,15 @@ class KeypointDetector:
         cascade : bool
             Early rejection with the classifiers' soft cascades (when they have one).
         n_jobs : int, default=1
-            Threads scanning pyramid levels in parallel (-1: one per available core). The
-            detections do not depend on it.
+            Threads scanning pyramid levels (or bands of a level) in parallel (-1: one per
+            available core); they share ``max_memory``. The detections do not depend on it.
+        max_memory : int, optional
+            Bytes this call may allocate for the image copy, the pyramid and the scan (default
+            :data:`cvfs.keypoints._tiling.MAX_MEMORY`, 1 GiB), whatever the image size: the
+            levels are built one at a time and a level whose maps do not fit is scanned in
+            overlapping bands of rows (memory model in :mod:`cvfs.keypoints._tiling`; at least
+            the image copy, one level image and one window row of maps). The detections do not
+            depend on it.
 
         Returns
         -------
@@ -393,15 +494,22 @@ class KeypointDetector:
             bool, None or a PairModel.
         ValueError
             If ``image`` is empty, grayscale, not RGB, smaller than 24x24, or float outside
-            [0, 1], or ``n_jobs`` is not a positive int or -1.
+            [0, 1], ``n_jobs`` is not a positive int or -1, or ``max_memory`` is not a positive
+            number.
             If ``pairs`` names a keypoint this detector does not find.
         """
         rgb = as_float_rgb(image, min_size=self.pool.window)
         thr = self._thresholds(threshold)
         n_jobs = _check_n_jobs(n_jobs)
-        levels = gaussian_pyramid(rgb, scales_per_octave=self.scales_per_octave,
-                                  max_scale=self.max_scale if max_scale is None else max_scale,
-                                  min_size=self.pool.window)
+        max_memory = check_max_memory(max_memory)
+        spo = self.scales_per_octave
+        kw = dict(scales_per_octave=spo, min_size=self.pool.window,
+                  max_scale=self.max_scale if max_scale is None else max_scale)
+        indices, scales = pyramid_scales(rgb.shape, **kw)
+        n_levels = int((scales >= min_scale).sum())
+        scales, indices = scales[:n_levels], indices[:n_levels]
+        levels = iter_pyramid(rgb, max_levels=n_levels, **kw) if n_levels else iter(())
+        pyramid = (levels, scales, (indices < 0) & (indices % spo != 0))
         radius = self.nms_radius if nms_radius is None else float(nms_radius)
         mrad = self.merge_radius if merge_radius is None else float(merge_radius)
         pair, out_thr, found_scale = self._pair_model(pairs), thr, {k: [] for k in self.keypoints}
@@ -411,21 +519,15 @@ class KeypointDetector:
         found = {k: [] for k in self.keypoints}
         radii = {k: [] for k in self.keypoints}
         models = list(self.classifiers.values())
-        levels = [lv for lv in levels if lv.scale >= min_scale]
-        for level, grid_shape, scores in _pyramid_scores(self.pool, levels, models, cascade,
-                                                         n_jobs):
-            for k, s in zip(self.keypoints, scores, strict=True):
-                grid = s.reshape(grid_shape)
-                rows, cols = _grid_peaks(grid, thr[k])
-                if rows.size == 0:
+        for scale, peaks in _pyramid_peaks(self.pool, models, cascade, rgb, pyramid,
+                                           [thr[k] for k in self.keypoints], refine, n_jobs,
+                                           max_memory):
+            for k, p in zip(self.keypoints, peaks, strict=True):
+                if p is None:
                     continue
-                xy = np.column_stack([cols, rows]).astype(np.float64) + HALF
-                if refine:
-                    xy += _parabolic_offsets(grid, rows, cols)
-                xy = level.to_original(xy)
-                found[k].append(np.column_stack([xy, grid[rows, cols]]))
-                radii[k].append(np.full(rows.size, radius / level.scale))
-                found_scale[k].append(np.full(rows.size, level.scale))
+                found[k].append(p)
+                radii[k].append(np.full(p.shape[0], radius / scale))
+                found_scale[k].append(np.full(p.shape[0], scale))
         out, scale = {}, {}
         for k in self.keypoints:
             if found[k]:
@@ -490,19 +592,127 @@ class KeypointDetector:
 
     @classmethod
     def from_saved(cls, model):
-        """Build from a :class:`cvfs.io.SavedModel` of kind ``"keypoint-detector"``."""
-        s = model.settings
-        for key in ("keypoints", "pool", "thresholds"):
-            if key not in s:
-                raise ValueError(f"keypoint model file lacks the setting {key!r}")
-        clfs = {name: AdditiveModel.from_arrays(model.arrays, f"clf{i}")
-                for i, name in enumerate(s["keypoints"])}
-        info = {"params": model.params, "training": model.training,
-                "random_state": model.meta.get("random_state"), "meta": model.meta}
-        return cls(clfs, s["pool"], thresholds=s["thresholds"],
-                   scales_per_octave=s.get("scales_per_octave", 4),
-                   max_scale=s.get("max_scale", 2.0), nms_radius=s.get("nms_radius", 6.0),
-                   merge_radius=s.get("merge_radius", 3.0), info=info)
+        """Build from a :class:`cvfs.io.SavedModel` of kind ``"keypoint-detector"``.
+
+        Every setting, array name, shape, feature index and value range is checked first
+        (:func:`_check_saved`), so the scan kernels, which do not check bounds, only ever see
+        indices inside the feature pool.
+
+        Raises
+        ------
+        ValueError
+            Naming the file and the failed check.
+        """
+        s, pool = _check_saved(model)
+        where = model.path or "keypoint model"
+        try:
+            clfs = {name: AdditiveModel.from_arrays(model.arrays, f"clf{i}")
+                    for i, name in enumerate(s["keypoints"])}
+            info = {"params": model.params, "training": model.training,
+                    "random_state": model.meta.get("random_state"), "meta": model.meta}
+            return cls(clfs, pool, thresholds=s["thresholds"],
+                       scales_per_octave=s.get("scales_per_octave", 4),
+                       max_scale=s.get("max_scale", 2.0), nms_radius=s.get("nms_radius", 6.0),
+                       merge_radius=s.get("merge_radius", 3.0), info=info)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+
+
+_CLF_ARRAYS = ("features", "lo", "scale", "table", "intercept", "step")
+_CLF_OPTIONAL = ("cascade_ends", "cascade_thresholds")
+_BOUND = 1e100  # |lo| and scale of a stored classifier: (x - lo) * scale stays finite
+
+
+def _real(value, lo, hi, *, strict_lo=False):
+    """True if ``value`` is a real number (not bool) in [lo, hi] ((lo, hi] with strict_lo)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and (value > lo if strict_lo else value >= lo)
+            and value <= hi)
+
+
+def _check_saved(model):
+    """Check a keypoint-detector model's settings and arrays; returns (settings, pool params).
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the failed check.
+    """
+    where = model.path or "keypoint model"
+
+    def fail(msg):
+        raise ValueError(f"{where}: {msg}")
+
+    s = model.settings
+    for key in ("keypoints", "pool", "thresholds"):
+        if key not in s:
+            fail(f"the keypoint model file lacks the setting {key!r}")
+    names = s["keypoints"]
+    if not isinstance(names, list) or not names or len(set(map(str, names))) != len(names) \
+            or any(not isinstance(n, str) or n not in KEYPOINTS for n in names):
+        fail(f"setting 'keypoints' must list distinct names from {list(KEYPOINTS)}; got "
+             f"{names!r}")
+    pool = s["pool"]
+    if not isinstance(pool, dict) or not set(pool) <= {"haar_per_channel", "hog_border"}:
+        fail(f"setting 'pool' must hold haar_per_channel and hog_border; got {pool!r}")
+    try:
+        n_features = FeaturePool(**pool).n_features
+    except (TypeError, ValueError) as exc:
+        fail(f"setting 'pool' is not a valid feature pool ({exc})")
+    thr = s["thresholds"]
+    if not isinstance(thr, dict) or not set(thr) <= set(names) or not all(
+            _real(v, -_BOUND, _BOUND) for v in thr.values()):
+        fail(f"setting 'thresholds' must map the file's keypoints to finite numbers; got {thr!r}")
+    checks = {"scales_per_octave": (1, 32, False), "max_scale": (0.0, 8.0, True),
+              "nms_radius": (0.0, 1e3, True), "merge_radius": (0.0, 1e3, False)}
+    for key, (lo, hi, strict) in checks.items():
+        if key in s and not (_real(s[key], lo, hi, strict_lo=strict) and (
+                key != "scales_per_octave" or isinstance(s[key], int))):
+            fail(f"setting {key!r} must be a number in {'(' if strict else '['}{lo:g}, {hi:g}]"
+                 f"{' (an int)' if key == 'scales_per_octave' else ''}; got {s[key]!r}")
+    if "window" in s and s["window"] != FeaturePool.window:
+        fail(f"setting 'window' is {s['window']!r}; this cvfs scans {FeaturePool.window}-pixel "
+             "windows")
+    allowed = {f"clf{i}/{f}" for i in range(len(names)) for f in _CLF_ARRAYS + _CLF_OPTIONAL}
+    extra = sorted(set(model.arrays) - allowed)
+    if extra:
+        fail(f"unexpected arrays {extra[:5]}; a detector of {len(names)} keypoints holds "
+             f"clf0..clf{len(names) - 1}/{{{', '.join(_CLF_ARRAYS + _CLF_OPTIONAL)}}}")
+    for i, name in enumerate(names):
+        a = {f: model.arrays.get(f"clf{i}/{f}") for f in _CLF_ARRAYS + _CLF_OPTIONAL}
+        miss = [f"clf{i}/{f}" for f in _CLF_ARRAYS if a[f] is None]
+        if miss:
+            fail(f"the classifier of {name} lacks the arrays {miss}")
+        feats, table = a["features"], a["table"]
+        if feats.ndim != 1 or feats.dtype.kind not in "iu" or feats.size == 0:
+            fail(f"clf{i}/features must be a non-empty 1-D integer array; got {feats.dtype} "
+                 f"{feats.shape}")
+        if feats.min() < 0 or feats.max() >= n_features:
+            fail(f"clf{i}/features holds indices outside the feature pool [0, {n_features})")
+        k = feats.size
+        for f in ("lo", "scale"):
+            if a[f].shape != (k,) or a[f].dtype.kind != "f":
+                fail(f"clf{i}/{f} must be float of shape ({k},); got {a[f].dtype} {a[f].shape}")
+        if np.abs(a["lo"]).max() > _BOUND or a["scale"].min() < 0 or a["scale"].max() > _BOUND:
+            fail(f"clf{i}: lo must lie in [-{_BOUND:g}, {_BOUND:g}] and scale in "
+                 f"[0, {_BOUND:g}]")
+        if table.ndim != 2 or table.dtype.kind != "f" or table.shape[0] != k \
+                or not 1 <= table.shape[1] <= 4096:
+            fail(f"clf{i}/table must be float of shape ({k}, T), 1 <= T <= 4096; got "
+                 f"{table.dtype} {table.shape}")
+        for f in ("intercept", "step"):
+            if a[f].shape != (1,):
+                fail(f"clf{i}/{f} must have shape (1,); got {a[f].shape}")
+        if a["step"].dtype.kind not in "biu" or a["step"][0] not in (0, 1):
+            fail(f"clf{i}/step must be a bool; got {a['step']!r}")
+        ends, cthr = a["cascade_ends"], a["cascade_thresholds"]
+        if (ends is None) != (cthr is None):
+            fail(f"clf{i} needs both cascade_ends and cascade_thresholds, or neither")
+        if ends is not None and (ends.ndim != 1 or ends.dtype.kind not in "iu"
+                                 or cthr.shape != ends.shape or cthr.dtype.kind != "f"):
+            fail(f"clf{i}/cascade_ends must be 1-D integers and cascade_thresholds floats of "
+                 f"the same shape; got {ends.dtype} {ends.shape} and {cthr.dtype} {cthr.shape}")
+    return s, pool
 
 
 def load_detector(path=None):
@@ -525,7 +735,9 @@ def load_detector(path=None):
     FileNotFoundError
         If ``path`` does not exist, or no shipped model is found.
     ValueError
-        If a file is not a keypoint-detector model, or shipped models use different pools.
+        If a file is not a keypoint-detector model, fails a check of :func:`cvfs.io.load_model`
+        (checksums, layout) or of the detector (settings, array names, shapes, feature indices
+        inside the pool, finite values), or shipped models use different pools.
     """
     if path is not None:
         return KeypointDetector.from_saved(load_model(path, kind=KIND))

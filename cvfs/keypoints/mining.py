@@ -34,6 +34,7 @@ from cvfs.keypoints.examples import EXAMPLE_DTYPE
 
 __all__ = [
     "MiningState",
+    "config_diff",
     "load_checkpoint",
     "merge_hardest",
     "run_mining",
@@ -171,6 +172,37 @@ def merge_hardest(candidates, scores, n, exclude=None, *, return_scores=False):
 _CHUNK = 4096  # examples whose features are computed at a time
 
 
+_MISSING = object()
+
+
+def _show(value):
+    return "missing" if value is _MISSING else repr(value)
+
+
+def config_diff(saved, given):
+    """Settings that differ between two configs (nested dicts compared key by key).
+
+    Parameters
+    ----------
+    saved, given : dict
+        JSON-like configs (a checkpoint's and the current run's).
+
+    Returns
+    -------
+    diff : list of (str, object, object)
+        ``(key, saved value, given value)`` sorted by key, nested keys dotted
+        (``"data.images_sha256"``); a key one config lacks has the value ``_MISSING`` there.
+    """
+    out = []
+    for key in sorted(set(saved) | set(given)):
+        a, b = saved.get(key, _MISSING), given.get(key, _MISSING)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [(f"{key}.{k}", x, y) for k, x, y in config_diff(a, b)]
+        elif a is _MISSING or b is _MISSING or a != b:
+            out.append((key, a, b))
+    return out
+
+
 def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=10,
                n_hard=20000, cascade=None, checkpoint=None, config=None, verbose=False):
     """Train with hard-negative mining, resuming from ``checkpoint`` when it exists.
@@ -200,7 +232,8 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
     checkpoint : str or Path, optional
         Written after every round; when it exists at start, the run resumes from it.
     config : dict, optional
-        JSON-serialisable settings; a checkpoint made with other settings is refused.
+        JSON-serialisable settings, every one that shapes the result; a checkpoint whose
+        config differs in any key, or lacks one, is refused.
     verbose : bool
         Progress bars.
 
@@ -213,7 +246,8 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
     ------
     ValueError
         If ``n_rounds`` or ``n_hard`` is not positive, there are no positives or negatives, or
-        the checkpoint was made with another config.
+        the checkpoint was made with another config (the message names each differing key with
+        both values).
     """
     if not (isinstance(n_rounds, (int, np.integer)) and n_rounds >= 1):
         raise ValueError(f"n_rounds must be a positive int; got {n_rounds!r}")
@@ -223,10 +257,13 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
     ckpt = Path(checkpoint) if checkpoint is not None else None
     if ckpt is not None and ckpt.is_file():
         state = load_checkpoint(ckpt)
-        if state.config != config:
+        diff = config_diff(state.config, config)
+        if diff:
             raise ValueError(
-                f"checkpoint {ckpt} was made with config {state.config}, not {config}: "
-                "delete it or use another checkpoint path"
+                f"checkpoint {ckpt} was made with other settings: "
+                + "; ".join(f"{k} = {_show(a)} in the checkpoint, {_show(b)} now"
+                            for k, a, b in diff)
+                + "; delete it or use another checkpoint path"
             )
         log.info("resuming mining from %s after round %d", ckpt, state.round)
     else:

@@ -28,6 +28,7 @@ References
 Barbu, She, Ding, Gramajo, TPAMI 2017, section 3.3.
 """
 
+import hashlib
 import logging
 import time
 from pathlib import Path
@@ -50,8 +51,9 @@ from cvfs.keypoints.examples import (
 from cvfs.keypoints.mining import run_mining
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level, pyramid_scales
 
-__all__ = ["METHODS", "NEGATIVE_LEVELS", "ExampleFeatures", "additive_from_fsa", "fit_classifier",
-           "train_detector", "with_cascade", "with_mirrored"]
+__all__ = ["METHODS", "NEGATIVE_LEVELS", "ExampleFeatures", "additive_from_fsa",
+           "data_description", "fit_classifier", "train_detector", "with_cascade",
+           "with_mirrored"]
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +205,7 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
         the plain 1/L step throughout. On the 600-face eye recipe the Lorenz default selects
         far better than 1.0, whose 500 short steps (1/L with the Lorenz curvature bound 2, 8x
         the logistic one) leave the selection unconverged: held-out AUC 0.984 vs 0.955, left-eye
-        AP 0.454 vs 0.400 on the MTFL test crops (``cvfs/models/README.md``).
+        AP 0.454 vs 0.400 on the MTFL test crops (``docs/methods.md``, "Step size").
     n_estimators : int, optional
         LogitBoost rounds (default ``k``).
     clip_quantile : float, optional
@@ -251,14 +253,13 @@ def with_cascade(model, X, y, is_hog, miss_rate, *, front_load=10.0, hog_cost=8.
 
     At most ``max_examples`` = (positives, negatives) drawn at random (``random_state``) set
     the thresholds and the order: the greedy order costs O(k) partial-score quantiles per
-    feature while negatives are alive (nose/mouth, 300 faces, round 2, all 3,800 positives and
-    9,000 negatives: 30 s before the greedy step moved to numba).
+    feature while negatives are alive.
 
     Mining ranks windows by how far they get through this cascade, then by score
     (:func:`cvfs.keypoints.detector.cascade_hardness`), so it takes the windows that pass, by
-    score, and fills up with those rejected last. With three stages after 10/30/100 features
-    instead (the recipe before session 10), two thirds of the windows of a training image
-    reached the full 1,500 features: 476 ms per 250 x 250 image vs 20 ms."""
+    score, and fills up with those rejected last. A cascade of only a few stages (e.g. after
+    10/30/100 features) lets most windows of a training image reach all 1,500 features, which
+    makes the mining scans about 20x slower."""
     if miss_rate is None:
         return model
     rng = check_random_state(random_state)
@@ -318,6 +319,37 @@ def _scanner(feats, images, name, n_keep, neg_radius, ied_range, spo, stride=1,
     return scan
 
 
+def data_description(images):
+    """What identifies a set of annotated training images (stored in mining checkpoints).
+
+    Parameters
+    ----------
+    images : list of cvfs.datasets.faces.AnnotatedImage
+
+    Returns
+    -------
+    description : dict
+        ``n_images``; ``datasets`` (sorted dataset keys); ``images_sha256``, the sha256 of the
+        file names one per line (as ``cvfs keypoints train`` records it in the model file); and
+        ``points_sha256``, of every file name with its annotations (float64 ``points``).
+    """
+    names = "\n".join(Path(im.path).name for im in images).encode()
+    h = hashlib.sha256()
+    for im in images:
+        h.update(Path(im.path).name.encode() + b"\0")
+        h.update(np.ascontiguousarray(im.points, dtype=np.float64).tobytes())
+    return {"n_images": len(images),
+            "datasets": sorted({str(getattr(im, "dataset", "")) for im in images}),
+            "images_sha256": hashlib.sha256(names).hexdigest(), "points_sha256": h.hexdigest()}
+
+
+# train_detector arguments left out of the mining checkpoints' config: the images enter as
+# their data_description, the keypoints one per checkpoint, random_state as the keypoint's seed;
+# max_scale sets only the returned detector's scan range; the others do not change the result
+_NOT_IN_CHECKPOINT = ("images", "keypoints", "random_state", "max_scale", "checkpoint_dir",
+                      "verbose")
+
+
 def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_iter=1000,
                    mu=300, annealing_boost=None, clip_quantile=None, haar_per_channel=20000,
                    hog_border="window",
@@ -341,7 +373,7 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         Classifier size, FSA settings and learner ranges (see :func:`fit_classifier`; the
         default ``annealing_boost=None`` is the loss's own, 10 for Lorenz). 1,000 iterations
         (the paper: 500): on the nose tip (300 faces) 500 left FSA-Lorenz behind LogitBoost
-        (AP 0.087 vs 0.099) and 1,000 put it ahead (``cvfs/models/README.md``).
+        (AP 0.087 vs 0.099) and 1,000 put it ahead (``docs/methods.md``, "Face keypoints").
     haar_per_channel : int
         Haar features per RGB channel in the pool (the paper's pool: 20,000 -> 60,864 columns).
     hog_border : {"image", "window"}
@@ -382,6 +414,10 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         asked for LogitBoost's mouth corners, 933-3,000 for FSA's).
     checkpoint_dir : str or Path, optional
         Folder of per-keypoint mining checkpoints (``<keypoint>.h5``); resumed when present.
+        A checkpoint stores the keypoint's full configuration: every argument here but
+        ``images`` (stored as :func:`data_description`), ``keypoints``, ``random_state`` (the
+        keypoint's seed drawn from it), ``max_scale``, ``checkpoint_dir`` and ``verbose``. A
+        resume with any of these different, or a checkpoint lacking one, is refused.
     random_state : None, int or Generator
     verbose : bool
 
@@ -398,8 +434,10 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
     ------
     ValueError
         For an unknown method, keypoint or ``negative_levels``, no images, or no positives for
-        a keypoint.
+        a keypoint; or a checkpoint made with other settings or images (the message names
+        each differing key with both values).
     """
+    settings = {k: v for k, v in locals().items() if k not in _NOT_IN_CHECKPOINT}
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     if negative_levels not in NEGATIVE_LEVELS:
@@ -414,6 +452,7 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
     examples_from = with_mirrored(images) if mirror else list(images)
     feats = ExampleFeatures.from_images(examples_from, pool, scales_per_octave)
     classifiers, record = {}, {}
+    data = data_description(images)
     for name in keypoints:
         kidx = keypoint_index(name)
         t0 = time.perf_counter()
@@ -436,13 +475,7 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
             pos = pos[np.sort(rng.choice(pos.size, max_positives, replace=False))]
         seed = seed_from(rng)
         n_keep = max(1, int(np.ceil(4 * n_hard / len(images))))
-        config = {"keypoint": name, "method": method, "k": k, "bins": bins, "n_iter": n_iter,
-                  "mu": mu, "pool": pool.get_params(), "n_images": len(images),
-                  "n_hard": n_hard, "seed": seed, "mirror": bool(mirror),
-                  "clip_quantile": clip_quantile, "annealing_boost": annealing_boost,
-                  "negative_levels": negative_levels, "ied_range": list(ied_range),
-                  "pos_radius": pos_radius, "neg_radius": neg_radius,
-                  "cascade_miss_rate": cascade_miss_rate, "cascade_front_load": cascade_front_load}
+        config = {**settings, "keypoint": name, "seed": seed, "data": data}
         ckpt = Path(checkpoint_dir) / f"{name}.h5" if checkpoint_dir is not None else None
         state = run_mining(
             pos, neg,

@@ -24,8 +24,8 @@ from cvfs.motion.candidates import (
 )
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
 
-__all__ = ["load_default_ranker", "normalise_points", "rank_candidates", "segment",
-           "segment_tracks"]
+__all__ = ["explained_by_one_motion", "load_default_ranker", "normalise_points",
+           "one_motion_residuals", "rank_candidates", "segment", "segment_tracks"]
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,68 @@ def normalise_points(points):
     Returns
     -------
     normalised : ndarray of shape (P, F, 2)
+
+    Raises
+    ------
+    ValueError
+        If the points do not spread (every coordinate equal, up to 1e-12 of their magnitude).
     """
     lo = points.reshape(-1, 2).min(axis=0)
     hi = points.reshape(-1, 2).max(axis=0)
-    half = max(float(np.max(hi - lo)) / 2.0, 1e-12)
-    return (points - (lo + hi) / 2.0) / half
+    # halves first: (hi - lo) and (hi + lo) of finite coordinates near 1e308 would overflow
+    half = float(np.max(hi / 2.0 - lo / 2.0))
+    if not half > 1e-12 * float(np.max(np.maximum(np.abs(lo), np.abs(hi)))):
+        raise ValueError("points: every trajectory stays at one position (no spread to "
+                         "segment)")
+    return (points - (lo / 2.0 + hi / 2.0)) / half
+
+
+def one_motion_residuals(points):
+    """Distance of each trajectory from the best single image motion of all trajectories.
+
+    For every frame f an affine map from the first frame's positions to frame f's is fitted to
+    all trajectories by least squares (6 parameters: a camera translating, rotating in the image
+    plane or zooming over a static scene, or a frozen video, is explained exactly).
+
+    Parameters
+    ----------
+    points : ndarray of shape (P, F, 2)
+        Image coordinates in pixels.
+
+    Returns
+    -------
+    residuals : ndarray of shape (P,)
+        Largest distance (pixels) over the frames between a trajectory and the fitted maps.
+    """
+    points = np.asarray(points, dtype=np.float64)
+    n = points.shape[0]
+    X = np.column_stack([points[:, 0], np.ones(n)])  # (P, 3)
+    Y = points[:, 1:].reshape(n, -1)  # (P, 2 (F - 1))
+    coef, *_ = np.linalg.lstsq(X, Y, rcond=None)
+    res = (X @ coef - Y).reshape(n, -1, 2)
+    return np.sqrt((res ** 2).sum(axis=2)).max(axis=1, initial=0.0)
+
+
+def explained_by_one_motion(points, *, tol=1.0, min_points=4):
+    """Whether one image motion explains all trajectories: no independent motion to segment.
+
+    Parameters
+    ----------
+    points : ndarray of shape (P, F, 2)
+        Image coordinates in pixels.
+    tol : float, default 1.0
+        Residual (pixels, :func:`one_motion_residuals`) up to which a trajectory follows the
+        common motion; the tracker's forward-backward threshold (1 px by default) bounds the
+        error of a kept track.
+    min_points : int, default 4
+        Fewer trajectories off the common motion are taken as tracking noise, not a motion
+        (:func:`segment` needs 4 trajectories per motion).
+
+    Returns
+    -------
+    bool
+    """
+    return int(np.sum(one_motion_residuals(points) > tol)) < int(min_points)
 
 
 def load_default_ranker():

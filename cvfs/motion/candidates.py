@@ -10,16 +10,15 @@ Ng-Jordan-Weiss normalised embedding and k-means) gives one candidate per (alpha
 duplicates are removed.
 
 The pool (``alphas``, ``dims``, ``refine``) is a parameter: the ranker can only pick what the pool
-contains. The paper uses ``alpha = 2`` and ``d in [2K, 4K]``; pooling ``alpha in {1, 2, 4, 8}``
-lowers the best achievable (oracle) error on Hopkins155 from 0.47% to 0.29%. By default each
-spectral candidate is also refined by K-subspaces in the velocity space
-(:func:`refine_subspaces`: every point moves to the nearest affine 3-D subspace of the current
-clusters until nothing changes, the rigid-motion model under an affine camera) and the refined
-labellings join the pool: the oracle drops to 0.18 / 0.24 / 0.19% (two / three / all motions;
-cars10 6.1% -> 1.3%) for 9.4 instead of 7.5 candidates per sequence. Refining in the whitened
-projection too (``refine=("velocity", "whitened")``) lowers the oracle further, to
-0.13 / 0.18 / 0.14%, but its 12.5 candidates per sequence were harder to rank: cross-validated
-test error 0.75% against 0.41% (all sequences, fold seeds 0-4).
+contains. The paper uses ``alpha = 2`` and ``d in [2K, 4K]``; the default pools
+``alpha in {1, 2, 4, 8}``, and each spectral candidate is also refined by K-subspaces in the
+velocity space (:func:`refine_subspaces`: every point moves to the nearest affine 3-D subspace of
+the current clusters until nothing changes, the rigid-motion model under an affine camera); the
+refined labellings join the pool (9.4 candidates per sequence on Hopkins155). Refining in the
+whitened projection too (``refine=("velocity", "whitened")``) lowers the best achievable
+(oracle) error but gives more candidates that are harder to rank. The oracle and test errors of
+each pool: ``docs/methods.md`` ("Motion segmentation"), measured by ``cvfs motion evaluate`` and
+``benchmarks/motion_fold_seeds.py``.
 
 References
 ----------

@@ -3,11 +3,10 @@
 Training pairs are formed only within a sequence: for candidates i, j of the same sequence,
 ``r_ij = 1`` if i has the lower misclassification, ``1/2`` if equal, ``0`` otherwise (the paper).
 :class:`MotionRanker` uses these targets by default (``min_gap=None``); ``min_gap=0.005`` keeps
-only the pairs whose errors differ by more than half a percentage point. On the spectral pool
-alone dropping the near-ties helped (test error over fold seeds 0-4, all 155 sequences: 0.70% ->
-0.58%); on the pool with K-subspace refined candidates and the cluster floor the paper's targets
-are better (fold seeds 0-9: 0.39% against 0.41%), and an inner 3-fold cross-validation by video
-on each training side picks them in 65 of 100 folds (nested estimate 0.40%). RankBoost uses the
+only the pairs whose errors differ by more than half a percentage point. With the default
+candidate pool (K-subspace refined candidates) and the cluster floor the paper's targets test
+better over fold seeds 0-9 (``benchmarks/motion_fold_seeds.py --nested``, which also runs an
+inner cross-validation choosing between the two; ``docs/results.md``). RankBoost uses the
 strict pairs (``r_ij = 1``), as in Freund et al. A ranker's ``select`` returns, per sequence, the
 row of its best-scored candidate.
 
@@ -484,7 +483,9 @@ def load_ranker(path):
     FileNotFoundError
         If the file is missing.
     ValueError
-        If it is not a motion-ranker model file.
+        If it is not a motion-ranker model file, fails a check of
+        :func:`cvfs.io.load_estimator` (checksums, array names, index ranges, finite values),
+        or its settings are missing or invalid (the message names the file and the setting).
     """
     from cvfs.io import load_estimator
 
@@ -492,6 +493,7 @@ def load_ranker(path):
     if model.settings.get("application") != MODEL_KIND:
         raise ValueError(f"{path} holds an FSARanker that is not a motion ranker "
                          f"(settings.application = {model.settings.get('application')!r})")
+    _check_settings(path, model.settings, est)
     p = est.get_params()
     ranker = MotionRanker(k=p["k"], bins=p["bins"], n_iter=p["n_iter"], mu=p["mu"],
                           learning_rate=p["learning_rate"], shrinkage=p["shrinkage"],
@@ -503,3 +505,36 @@ def load_ranker(path):
     ranker.cluster_floor_ = model.settings.get("cluster_floor")
     ranker.settings_ = dict(model.settings)
     return ranker
+
+
+def _check_settings(path, settings, est):
+    """Settings of a motion-ranker file: present, of the right types, and agreeing with the
+    estimator's ``n_features_in_``."""
+    import numbers
+
+    from cvfs.motion.candidates import REFINE_SPACES
+
+    def real(v):
+        return isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+
+    missing = [k for k in ("feature_version", "n_features", "alphas", "refine", "seed")
+               if k not in settings]
+    if missing:
+        raise ValueError(f"{path}: the motion-ranker file lacks the setting(s) {missing}")
+    checks = {
+        "feature_version": isinstance(settings["feature_version"], int),
+        "n_features": settings["n_features"] == est.n_features_in_,
+        "alphas": isinstance(settings["alphas"], list) and 0 < len(settings["alphas"]) <= 64
+        and all(real(a) and 0 < a <= 1e6 for a in settings["alphas"]),
+        "refine": isinstance(settings["refine"], list)
+        and all(r in REFINE_SPACES for r in settings["refine"]),
+        "seed": isinstance(settings["seed"], int) and not isinstance(settings["seed"], bool)
+        and 0 <= settings["seed"] < 2**63,
+        "cluster_floor": settings.get("cluster_floor") is None
+        or real(settings["cluster_floor"]),
+    }
+    bad = [k for k, ok in checks.items() if not ok]
+    if bad:
+        raise ValueError(f"{path}: invalid motion-ranker setting(s) "
+                         f"{ {k: settings.get(k) for k in bad} } (n_features must equal the "
+                         f"ranker's n_features_in_ = {est.n_features_in_})")

@@ -22,7 +22,7 @@ __all__ = ["track_points"]
 def _gray(frame):
     frame = np.asarray(frame)
     if frame.ndim == 3:
-        frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        frame = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
     if frame.dtype != np.uint8:
         frame = np.clip(np.asarray(frame, float) * (255.0 if frame.max() <= 1.0 else 1.0),
                         0, 255).astype(np.uint8)
@@ -36,7 +36,8 @@ def track_points(frames, *, max_points=500, quality=0.01, min_distance=6, win_si
     Parameters
     ----------
     frames : sequence of ndarray
-        BGR uint8 (H, W, 3) or grey (H, W) images, at least 2, all the same size.
+        RGB uint8 (H, W, 3) (as :func:`cvfs.io.video.read_frames` returns them) or grey (H, W)
+        images, at least 2, all the same size.
     max_points : int, default 500
         Corners detected on the first frame.
     quality, min_distance : float

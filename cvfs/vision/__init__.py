@@ -2,14 +2,16 @@
 
 Public API (shapes in the docstrings of each function):
 
-- :func:`gaussian_pyramid` / :func:`pyramid_level` / :func:`pyramid_scales` and
-  :class:`PyramidLevel` (``.image``, ``.scale``, ``.to_original(xy)``, ``.from_original(xy)``);
+- :func:`gaussian_pyramid` / :func:`iter_pyramid` (one level at a time) / :func:`pyramid_level` /
+  :func:`pyramid_scales` and :class:`PyramidLevel` (``.image``, ``.scale``, ``.to_original(xy)``,
+  ``.from_original(xy)``);
 - :func:`hog_level` (per-level cell maps) and :func:`hog_windows` (24x24 windows, 864 features,
   equal to ``skimage.feature.hog`` per RGB channel); :func:`hog_direct` (the same features from
   the pixels of only the blocks a window needs, for the few windows a soft cascade keeps);
 - :func:`haar_features`, :func:`select_haar`, :func:`integral_image`, :func:`haar_windows`;
 - :class:`FeaturePool` (one column space ``[HOG 864 | Haar 3 x n]``) with :class:`LevelCache`,
-  :func:`window_centres`, :func:`valid_centres`;
+  :func:`window_centres`, :func:`valid_centres`; :func:`level_bands` (:class:`LevelBand`: rows of
+  a level with maps equal to the whole level's, to scan large levels in pieces);
 - :func:`as_float_rgb`: the image check every public function applies.
 
 Conventions: images are RGB ``(H, W, 3)`` converted to float32 in ``[0, 1]``; inside arrays use
@@ -33,8 +35,22 @@ from cvfs.vision.haar import (
 )
 from cvfs.vision.hog import N_HOG, WINDOW, HogLevel, hog_level, hog_names, hog_windows
 from cvfs.vision.hog_direct import hog_direct
-from cvfs.vision.pyramid import PyramidLevel, gaussian_pyramid, pyramid_level, pyramid_scales
-from cvfs.vision.windows import HALF, FeaturePool, LevelCache, valid_centres, window_centres
+from cvfs.vision.pyramid import (
+    PyramidLevel,
+    gaussian_pyramid,
+    iter_pyramid,
+    pyramid_level,
+    pyramid_scales,
+)
+from cvfs.vision.windows import (
+    HALF,
+    FeaturePool,
+    LevelBand,
+    LevelCache,
+    level_bands,
+    valid_centres,
+    window_centres,
+)
 
 __all__ = [
     "HAAR_DTYPE",
@@ -44,6 +60,7 @@ __all__ = [
     "WINDOW",
     "FeaturePool",
     "HogLevel",
+    "LevelBand",
     "LevelCache",
     "PyramidLevel",
     "as_float_rgb",
@@ -56,6 +73,8 @@ __all__ = [
     "hog_names",
     "hog_windows",
     "integral_image",
+    "iter_pyramid",
+    "level_bands",
     "pyramid_level",
     "pyramid_scales",
     "select_haar",

@@ -213,6 +213,66 @@ def _integral(rgb):
     return np.ascontiguousarray(np.moveaxis(s, 2, 0))
 
 
+@njit(cache=True, nogil=True)
+def _integral_rows_kernel(rgb, r0, top, out):
+    """``out[ch, i] = S[ch, r0 + i]`` from ``top = S[:, r0]`` by OpenCV's recurrence
+    ``S[r + 1, c + 1] = S[r, c + 1] + sum(rgb[r, :c + 1])`` (the row sum accumulated left to
+    right in float64), so the rows equal those of ``cv2.integral`` bitwise."""
+    w = rgb.shape[1]
+    for ch in range(rgb.shape[2]):
+        for x in range(w + 1):
+            out[ch, 0, x] = top[ch, x]
+        for i in range(out.shape[1] - 1):
+            prev = out[ch, i]
+            cur = out[ch, i + 1]
+            cur[0] = 0.0
+            s = 0.0
+            for x in range(w):
+                s += np.float64(rgb[r0 + i, x, ch])
+                cur[x + 1] = prev[x + 1] + s
+
+
+@njit(cache=True, nogil=True)
+def _integral_tops_kernel(rgb, starts, out):
+    """``out[k] = S[:, starts[k]]`` (``starts`` increasing) by the recurrence of
+    :func:`_integral_rows_kernel`, keeping one row of ``S`` at a time."""
+    w = rgb.shape[1]
+    row = np.zeros((rgb.shape[2], w + 1))
+    r = 0
+    for k in range(starts.shape[0]):
+        while r < starts[k]:
+            for ch in range(rgb.shape[2]):
+                s = 0.0
+                for x in range(w):
+                    s += np.float64(rgb[r, x, ch])
+                    row[ch, x + 1] = row[ch, x + 1] + s
+            r += 1
+        out[k] = row
+
+
+def _integral_rows(rgb, r0, r1, top=None):
+    """Rows ``r0 .. r1`` (inclusive) of ``_integral(rgb)``, bitwise, without the other rows.
+
+    ``top`` is row ``r0`` of the integral images, shape ``(3, W + 1)`` (from
+    :func:`_integral_tops`; zeros when ``r0 == 0``). Returns shape ``(3, r1 - r0 + 1, W + 1)``.
+    """
+    w = rgb.shape[1]
+    if top is None:
+        top = _integral_tops(rgb, [r0])[0]
+    out = np.empty((3, r1 - r0 + 1, w + 1))
+    _integral_rows_kernel(rgb, int(r0), top, out)
+    return out
+
+
+def _integral_tops(rgb, starts):
+    """Rows ``starts`` (increasing ints) of ``_integral(rgb)``: shape ``(len(starts), 3, W + 1)``,
+    one pass over the image rows above the last start."""
+    starts = np.asarray(starts, dtype=np.int64)
+    out = np.empty((starts.size, 3, rgb.shape[1] + 1))
+    _integral_tops_kernel(rgb, starts, out)
+    return out
+
+
 _BATCH = 64  # windows per batch of the kernel
 _MIN_RUN = 8  # shortest run of horizontally adjacent windows worth the contiguous path
 _FCHUNK = 256  # columns per block of the output written row by row

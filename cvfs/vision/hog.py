@@ -22,21 +22,16 @@ one ulp), orientation ``rad2deg(arctan2(g_row, g_col)) % 180``
 binned without interpolation (bin ``i`` holds ``[22.5 i, 22.5 (i + 1))``), cell value = sum of
 magnitudes / 36, L2-Hys with ``eps = 1e-5`` and clipping at 0.2.
 
-Window border. ``border='image'`` (default) uses the gradients of the whole level on the window
-border (true image gradients): a window's blocks are then the level's blocks, so the L2-Hys
-factors are computed once per level (:meth:`HogLevel.block_factors`) and a window only gathers
-``min(v * a, 0.2) * b`` (while few windows of a level have been evaluated, the factors of their
-blocks are computed per window instead, with the same arithmetic); it equals
-``skimage.feature.hog`` of the whole level for cell-aligned windows. ``border='window'``
-reproduces ``skimage.feature.hog`` applied to each 24x24 crop exactly: skimage computes gradients
-inside the crop, so on the crop's first/last row the row gradient is 0 and on its first/last column
-the column gradient is 0; the assembly corrects the 92 border pixels of each window from per-pixel
-maps.
+Window border. ``border='image'`` (default) uses the whole level's gradients on the window border:
+a window's blocks are the level's blocks, so the L2-Hys factors are computed once per level
+(:meth:`HogLevel.block_factors`; per window while few windows of a level are evaluated), and it
+equals ``skimage.feature.hog`` of the whole level for cell-aligned windows. ``border='window'``
+reproduces ``skimage.feature.hog`` of each 24x24 crop exactly (gradients zero across the crop's
+border): the assembly corrects the 92 border pixels of each window from per-pixel maps.
 
-Orientation bins are found without ``atan2`` (comparisons with the bin boundaries, exact at 0, 45,
-90 and 135 degrees); they equal skimage's except for gradients within ~1e-16 (relative) of the
-irrational boundaries 22.5 + 45 k degrees or with ``|g_row / g_col| < 2.5e-16`` (skimage's
-``% 180`` then rounds to 180 and drops the pixel).
+Orientation bins are found without ``atan2`` (comparisons with the bin boundaries); they equal
+skimage's except within ~1e-16 (relative) of the irrational boundaries 22.5 + 45 k degrees or for
+``|g_row / g_col| < 2.5e-16`` (skimage's ``% 180`` then rounds to 180 and drops the pixel).
 
 References
 ----------
@@ -182,13 +177,18 @@ def _orient_bin(g_col, g_row, cs, sn):
 
 
 @njit(cache=True, nogil=True)
-def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
-    """Gradients, bins and dense 6x6 cell histograms of a (H, W, 3) float32 level.
+def _level_kernel(rgb, r0, cs, sn, cells, bins, mag, agr, agc):
+    """Gradients, bins and dense 6x6 cell histograms of the rows ``r0 .. r0 + n - 1`` of a
+    (H, W, 3) float32 level (``n = bins.shape[1]``; cells with top row ``r0 ..``).
 
     Horizontal 6-pixel sums slide along each row; vertical sums of 6 rows slide with a ring of the
-    last 6 rows (exactly re-summed every 64 rows, so no drift builds up).
+    last 6 rows, exactly re-summed at every cell row that is a multiple of 64 (so no drift builds
+    up). Rows from the last multiple of 64 at or before ``r0`` are processed but not stored, so a
+    band of rows equals the same rows of the whole level's maps bitwise.
     """
     h, w, nch = rgb.shape
+    nb = bins.shape[1]
+    start = (r0 // 64) * 64
     wc = w - CELL + 1
     inv = 1.0 / (CELL * CELL)
     ring = np.zeros((CELL, wc, N_ORIENT))
@@ -198,7 +198,9 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
     rmag = np.zeros(w)
     for ch in range(nch):
         acc[:] = 0.0
-        for r in range(h):
+        for r in range(start, r0 + nb):
+            store = r >= r0
+            rl = r - r0
             for c in range(w):
                 gr = 0.0
                 if 0 < r < h - 1:
@@ -210,10 +212,11 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
                 b = _orient_bin(gc, gr, cs, sn)
                 rbin[c] = b
                 rmag[c] = m
-                bins[ch, r, c] = b
-                mag[ch, r, c] = m
-                agr[ch, r, c] = abs(gr)
-                agc[ch, r, c] = abs(gc)
+                if store:
+                    bins[ch, rl, c] = b
+                    mag[ch, rl, c] = m
+                    agr[ch, rl, c] = abs(gr)
+                    agc[ch, rl, c] = abs(gc)
             slot = r % CELL
             row[:] = 0.0
             for c in range(CELL):
@@ -223,11 +226,11 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
                     row[rbin[c + CELL - 1]] += rmag[c + CELL - 1]
                     row[rbin[c - 1]] -= rmag[c - 1]
                 for o in range(N_ORIENT):
-                    if r >= CELL:
+                    if r - start >= CELL:
                         acc[c, o] -= ring[slot, c, o]
                     ring[slot, c, o] = row[o]
                     acc[c, o] += row[o]
-            if r >= CELL - 1:
+            if r - start >= CELL - 1:
                 rr = r - CELL + 1
                 if rr % 64 == 0:
                     for c in range(wc):
@@ -236,9 +239,10 @@ def _level_kernel(rgb, cs, sn, cells, bins, mag, agr, agc):
                             for k in range(CELL):
                                 t += ring[k, c, o]
                             acc[c, o] = t
-                for c in range(wc):
-                    for o in range(N_ORIENT):
-                        cells[ch, rr, c, o] = acc[c, o] * inv
+                if rr >= r0:
+                    for c in range(wc):
+                        for o in range(N_ORIENT):
+                            cells[ch, rr - r0, c, o] = acc[c, o] * inv
 
 
 @njit(cache=True)
@@ -498,14 +502,17 @@ def hog_level(image):
     return _hog_level(rgb)
 
 
-def _hog_level(rgb):
-    h, w = rgb.shape[:2]
+def _hog_level(rgb, r0=0, r1=None):
+    """Maps of the rows ``r0 .. r1 - 1`` of the level ``rgb`` (default: all rows), equal bitwise
+    to those rows of the whole level's maps (gradients read the rows beside the band)."""
+    r1 = rgb.shape[0] if r1 is None else r1
+    h, w = r1 - r0, rgb.shape[1]
     cells = np.empty((3, h - CELL + 1, w - CELL + 1, N_ORIENT), dtype=np.float32)
     bins = np.empty((3, h, w), dtype=np.int8)
     mag = np.empty((3, h, w), dtype=np.float32)
     agr = np.empty((3, h, w), dtype=np.float32)
     agc = np.empty((3, h, w), dtype=np.float32)
-    _level_kernel(rgb, _COS, _SIN, cells, bins, mag, agr, agc)
+    _level_kernel(rgb, int(r0), _COS, _SIN, cells, bins, mag, agr, agc)
     return HogLevel(cells=cells, bins=bins, mag=mag, abs_g_row=agr, abs_g_col=agc, shape=(h, w))
 
 

@@ -34,7 +34,13 @@ import numpy as np
 
 from cvfs.vision._checks import as_float_rgb
 
-__all__ = ["PyramidLevel", "gaussian_pyramid", "pyramid_level", "pyramid_scales"]
+__all__ = [
+    "PyramidLevel",
+    "gaussian_pyramid",
+    "iter_pyramid",
+    "pyramid_level",
+    "pyramid_scales",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,11 +248,40 @@ def gaussian_pyramid(image, *, scales_per_octave=4, max_scale=1.0, min_size=24, 
     ----------
     Barbu et al., TPAMI 2017, section 3.3.
     """
+    return list(iter_pyramid(image, scales_per_octave=scales_per_octave, max_scale=max_scale,
+                             min_size=min_size, max_levels=max_levels))
+
+
+def iter_pyramid(image, *, scales_per_octave=4, max_scale=1.0, min_size=24, max_levels=None):
+    """The levels of :func:`gaussian_pyramid` one at a time, each built when it is requested.
+
+    Only the octave bases (a third of the image's memory) are kept between levels, so a caller
+    that drops each level before requesting the next holds one level at a time. The image and
+    parameters are checked on the first request.
+
+    Parameters
+    ----------
+    image, scales_per_octave, max_scale, min_size, max_levels
+        As for :func:`gaussian_pyramid`.
+
+    Yields
+    ------
+    level : PyramidLevel
+        From the largest scale to the smallest, identical to the levels of
+        :func:`gaussian_pyramid`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid image (see :func:`cvfs.vision.as_float_rgb`) or parameters.
+    """
     rgb = as_float_rgb(image)
     indices, _ = pyramid_scales(rgb.shape, scales_per_octave=scales_per_octave,
                                 max_scale=max_scale, min_size=min_size, max_levels=max_levels)
     bases = _OctaveBases(rgb)
-    return [_make_level(bases, k, int(scales_per_octave)) for k in indices]
+    del rgb
+    for k in indices:
+        yield _make_level(bases, k, int(scales_per_octave))
 
 
 def pyramid_level(image, index, *, scales_per_octave=4):

@@ -35,7 +35,14 @@ IEEE TPAMI 2017, section 3.3 (feature pool of 864 HOG and ~61,000 Haar features,
 import numpy as np
 
 from cvfs.vision._checks import as_float_rgb
-from cvfs.vision.haar import _HaarPlan, _integral, haar_names, select_haar
+from cvfs.vision.haar import (
+    _HaarPlan,
+    _integral,
+    _integral_rows,
+    _integral_tops,
+    haar_names,
+    select_haar,
+)
 from cvfs.vision.hog import (
     N_HOG,
     WINDOW,
@@ -47,7 +54,15 @@ from cvfs.vision.hog import (
 )
 from cvfs.vision.pyramid import PyramidLevel
 
-__all__ = ["HALF", "FeaturePool", "LevelCache", "valid_centres", "window_centres"]
+__all__ = [
+    "HALF",
+    "FeaturePool",
+    "LevelBand",
+    "LevelCache",
+    "level_bands",
+    "valid_centres",
+    "window_centres",
+]
 
 HALF = WINDOW // 2  #: window top-left = centre - HALF
 
@@ -110,6 +125,95 @@ class LevelCache:
         """Drop the cached maps (they are rebuilt on demand)."""
         self._integral = None
         self._hog = None
+
+
+class LevelBand:
+    """Rows ``r0 .. r1 - 1`` of a pyramid level with the integral images and HOG maps of those
+    rows only, equal bitwise to the same rows of the whole level's :class:`LevelCache` maps.
+
+    A band stands in for a :class:`LevelCache` wherever windows are addressed by position: the
+    window with top-left ``(row, col)`` on the level is ``(row - r0, col)`` on the band. Build
+    bands with :func:`level_bands`.
+
+    Attributes
+    ----------
+    image : ndarray of shape (r1 - r0, W, 3), dtype float32
+        A view of the level's rows.
+    level : PyramidLevel
+    row0 : int
+        ``r0``, the band's first row on the level.
+    shape : tuple of int
+        ``(r1 - r0, W)``.
+    integral : ndarray of shape (3, r1 - r0 + 1, W + 1), dtype float64
+        Rows ``r0 .. r1`` of the level's integral images (computed on first access).
+    hog : cvfs.vision.hog.HogLevel
+        The level's HOG maps restricted to the band: gradients use the rows beside the band
+        (computed on first access).
+    """
+
+    def __init__(self, level, r0, r1, top):
+        self.level = level
+        self.row0 = int(r0)
+        self.image = level.image[r0:r1]
+        self._top = top
+        self._integral = None
+        self._hog = None
+
+    @property
+    def shape(self):
+        return self.image.shape[:2]
+
+    @property
+    def integral(self):
+        if self._integral is None:
+            self._integral = _integral_rows(self.level.image, self.row0,
+                                            self.row0 + self.shape[0], self._top)
+        return self._integral
+
+    @property
+    def hog(self):
+        if self._hog is None:
+            self._hog = _hog_level(self.level.image, self.row0, self.row0 + self.shape[0])
+        return self._hog
+
+    def clear(self):
+        """Drop the cached maps (they are rebuilt on demand)."""
+        self._integral = None
+        self._hog = None
+
+
+def level_bands(level, rows):
+    """Bands of one pyramid level whose maps equal those of the whole level.
+
+    Parameters
+    ----------
+    level : PyramidLevel
+    rows : sequence of (int, int)
+        ``(r0, r1)`` row ranges with ``0 <= r0 < r1 <= H`` and ``r1 - r0 >= 24``; the bands may
+        overlap.
+
+    Returns
+    -------
+    bands : list of LevelBand
+        In the order of ``rows``. The integral images' first rows of all bands come from one
+        pass over the level; the other maps are built when a band first needs them and freed
+        with the band.
+
+    Raises
+    ------
+    ValueError
+        If a row range is out of bounds or shorter than a window.
+    """
+    h = level.shape[0]
+    rows = [(int(a), int(b)) for a, b in rows]
+    for a, b in rows:
+        if not 0 <= a < b <= h or b - a < WINDOW:
+            raise ValueError(f"rows: band ({a}, {b}) must satisfy 0 <= r0 < r1 <= {h} and "
+                             f"r1 - r0 >= {WINDOW}")
+    order = np.argsort([a for a, _ in rows], kind="stable")
+    tops = np.empty((len(rows), 3, level.shape[1] + 1))
+    tops[order] = _integral_tops(level.image, [rows[i][0] for i in order])
+    return [LevelBand(level, a, b, tops[i]) for i, (a, b) in enumerate(rows)]
 
 
 def valid_centres(shape, centres):
@@ -255,16 +359,17 @@ class FeaturePool:
         return _check_columns(columns, self.n_features) < N_HOG
 
     def cache(self, level):
-        """Wrap a level (or image) into a :class:`LevelCache`."""
-        return level if isinstance(level, LevelCache) else LevelCache(level)
+        """Wrap a level (or image) into a :class:`LevelCache` (a :class:`LevelBand` as it is)."""
+        return level if isinstance(level, (LevelCache, LevelBand)) else LevelCache(level)
 
     def compute(self, level, centres, columns=None, *, out=None):
         """Feature values of windows centred at ``centres`` on one level.
 
         Parameters
         ----------
-        level : LevelCache, PyramidLevel or ndarray of shape (H, W, 3)
-            Pass a :class:`LevelCache` to reuse integral images and HOG maps across calls.
+        level : LevelCache, LevelBand, PyramidLevel or ndarray of shape (H, W, 3)
+            Pass a :class:`LevelCache` to reuse integral images and HOG maps across calls
+            (a :class:`LevelBand`: centres on the band).
         centres : array_like of int, shape (n, 2)
             Window centres ``(row, col)``; each must satisfy :func:`valid_centres`.
         columns : array_like of int of shape (m,), optional

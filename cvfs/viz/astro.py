@@ -1,11 +1,14 @@
 """Figures of the astronomy application: detections, residuals, lambda sensitivity.
 
-Every function takes ``ax=None`` (a new figure when None) and returns the axes.
+Plot functions take ``ax=None`` (a new figure when None) and return the axes; image panels have
+axes in pixels (x = column, y = row) and a colour bar with the image's unit. :func:`source_figure`
+and :func:`denoise_figure` assemble the three-panel figures the command line writes (save them
+with :func:`cvfs.viz.save_figure`).
 """
 
 import numpy as np
 
-__all__ = ["plot_detections", "plot_lambda_sensitivity", "plot_residual", "save_figure_atomic",
+__all__ = ["denoise_figure", "plot_detections", "plot_lambda_sensitivity", "plot_residual",
            "source_figure"]
 
 
@@ -17,15 +20,27 @@ def _axes(ax):
     return ax
 
 
-def _show(ax, image, title):
-    lo, hi = np.percentile(image, [1, 99.5])
-    ax.imshow(image, origin="upper", cmap="gray", vmin=lo, vmax=hi, interpolation="nearest")
+def _pixel_axes(ax, title):
     ax.set_title(title)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.set_xlabel("x (pixel column)")
+    ax.set_ylabel("y (pixel row)")
 
 
-def plot_detections(image, catalogue, truth=None, ax=None, title="detections"):
+def _colorbar(ax, im, unit):
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=unit)
+
+
+def _show(ax, image, title, unit="pixel value", colorbar=True, limits=None):
+    lo, hi = np.percentile(image, [1, 99.5]) if limits is None else limits
+    im = ax.imshow(image, origin="upper", cmap="gray", vmin=lo, vmax=hi, interpolation="nearest")
+    _pixel_axes(ax, title)
+    if colorbar:
+        _colorbar(ax, im, unit)
+    return im
+
+
+def plot_detections(image, catalogue, truth=None, ax=None, title="detections", *,
+                    unit="pixel value", colorbar=True):
     """The image with detected sources (red circles, radius 2 sigma) and the truth (green +).
 
     Parameters
@@ -34,31 +49,56 @@ def plot_detections(image, catalogue, truth=None, ax=None, title="detections"):
     catalogue : structured ndarray with fields x, y, sigma
     truth : structured ndarray with fields x, y, optional
     ax : matplotlib Axes, optional
+    title : str
+    unit : str
+        Label of the colour bar.
+    colorbar : bool
 
     Returns
     -------
     ax
     """
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Circle
 
     ax = _axes(ax)
-    _show(ax, image, title)
+    _show(ax, image, title, unit, colorbar)
     for s in np.asarray(catalogue):
         ax.add_patch(Circle((s["x"], s["y"]), 2 * s["sigma"], fill=False, color="red", lw=0.8))
+    handles = [Line2D([], [], ls="", marker="o", mfc="none", mec="red",
+                      label=f"detected ({len(catalogue)}; circle radius 2 sigma)")]
     if truth is not None and len(truth):
         ax.plot(truth["x"], truth["y"], "+", color="lime", ms=6, mew=1)
+        handles.append(Line2D([], [], ls="", marker="+", color="lime",
+                              label=f"true sources ({len(truth)})"))
+    ax.legend(handles=handles, loc="upper right", fontsize=7, framealpha=0.8)
     return ax
 
 
-def plot_residual(image, model, ax=None, title="residual (image - model)"):
-    """The residual image - model, symmetric colour scale."""
+def plot_residual(image, model, ax=None, title="residual (image - model)", *, unit="pixel value",
+                  colorbar=True):
+    """The residual image - model, symmetric colour scale, axes in pixels.
+
+    Parameters
+    ----------
+    image, model : ndarray of shape (height, width)
+    ax : matplotlib Axes, optional
+    title : str
+    unit : str
+        Label of the colour bar.
+    colorbar : bool
+
+    Returns
+    -------
+    ax
+    """
     ax = _axes(ax)
     res = np.asarray(image, float) - np.asarray(model, float)
     v = np.percentile(np.abs(res), 99.5) or 1.0
-    ax.imshow(res, cmap="RdBu_r", vmin=-v, vmax=v, interpolation="nearest")
-    ax.set_title(title)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    im = ax.imshow(res, cmap="RdBu_r", vmin=-v, vmax=v, interpolation="nearest")
+    _pixel_axes(ax, title)
+    if colorbar:
+        _colorbar(ax, im, unit)
     return ax
 
 
@@ -86,25 +126,51 @@ def plot_lambda_sensitivity(factors, scores, ax=None, chosen=None, ylabel="F1 wi
     return ax
 
 
-def source_figure(image, catalogue, model, truth=None):
-    """Three panels: image, detections, residual. Returns the figure."""
+def source_figure(image, catalogue, model, truth=None, *, title=None, unit="pixel value"):
+    """Three panels: image, detections, residual (axes in pixels, colour bars). Returns the figure.
+
+    Parameters
+    ----------
+    image, model : ndarray of shape (height, width)
+    catalogue : structured ndarray with fields x, y, sigma
+    truth : structured ndarray with fields x, y, optional
+    title : str, optional
+        Figure title (default: image size and number of sources).
+    unit : str
+        Unit of the pixel values (colour bars).
+    """
     import matplotlib.pyplot as plt
 
-    fig, axs = plt.subplots(1, 3, figsize=(13, 4.6))
-    _show(axs[0], image, "image")
-    plot_detections(image, catalogue, truth, ax=axs[1], title=f"{len(catalogue)} sources")
-    plot_residual(image, model, ax=axs[2])
+    fig, axs = plt.subplots(1, 3, figsize=(15, 4.8))
+    _show(axs[0], image, "image", unit)
+    plot_detections(image, catalogue, truth, ax=axs[1], title=f"{len(catalogue)} sources",
+                    unit=unit)
+    plot_residual(image, model, ax=axs[2], unit=unit)
+    h, w = np.shape(image)
+    fig.suptitle(title or f"screened SBL: {len(catalogue)} point sources in a {w} x {h} image")
     fig.tight_layout()
     return fig
 
 
-def save_figure_atomic(fig, path, dpi=110):
-    """Save a figure atomically (never a half-written PNG) and close it."""
+def denoise_figure(image, denoised, *, title=None, unit="pixel value"):
+    """Three panels: image, denoised image (same grey scale), residual. Returns the figure.
+
+    Parameters
+    ----------
+    image, denoised : ndarray of shape (height, width)
+    title : str, optional
+        Figure title (default: image size).
+    unit : str
+        Unit of the pixel values (colour bars).
+    """
     import matplotlib.pyplot as plt
 
-    from cvfs.io import atomic_path
-
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=dpi, format=str(path).rsplit(".", 1)[-1])
-    plt.close(fig)
-    return path
+    fig, axs = plt.subplots(1, 3, figsize=(15, 4.8))
+    limits = np.percentile(image, [1, 99.5])
+    _show(axs[0], image, "image", unit, limits=limits)
+    _show(axs[1], denoised, "denoised (sources + background)", unit, limits=limits)
+    plot_residual(image, denoised, ax=axs[2], unit=unit)
+    h, w = np.shape(image)
+    fig.suptitle(title or f"screened SBL denoising of a {w} x {h} image")
+    fig.tight_layout()
+    return fig

@@ -1,10 +1,12 @@
 """Figures of the FSA core: coefficient paths (paper Fig. 2), annealing schedules (Fig. 3) and
-learned piecewise-linear response functions (Fig. 5)."""
+learned piecewise-linear response functions (Fig. 5); :func:`save_figure`, the one way cvfs writes
+a figure."""
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
 
-from cvfs.io import atomic_path  # noqa: E402
+from cvfs.io import atomic_path
 
 __all__ = ["plot_coefficient_paths", "plot_response_functions", "plot_schedules", "save_figure"]
 
@@ -16,10 +18,31 @@ def _axes(ax, figsize=(6, 4)):
 
 
 def save_figure(fig, path, dpi=120):
-    """Save ``fig`` to ``path`` atomically (format from the suffix) and close it."""
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=str(path).rsplit(".", 1)[-1])
-    plt.close(fig)
+    """Save a figure atomically (never a half-written file) and close it.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure
+        Also accepted: an Axes or a sequence/array of Axes (their figure is saved).
+    path : str or Path
+        Destination; the format follows the suffix (``.png``, ``.pdf``, ``.svg``, ...).
+    dpi : float, default 120
+
+    Returns
+    -------
+    path : Path
+    """
+    from pathlib import Path
+
+    if not hasattr(fig, "savefig"):
+        first = fig if hasattr(fig, "figure") else np.ravel(fig)[0]
+        fig = first.figure
+    path = Path(path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=path.suffix.lstrip(".") or None)
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -42,19 +65,34 @@ def plot_coefficient_paths(path, ax=None, highlight=None):
     path = np.asarray(path)
     it = np.arange(1, path.shape[0] + 1)
     hl = set(np.asarray(highlight).tolist()) if highlight is not None else set()
-    final = np.flatnonzero(path[-1] != 0)
+    final = set(np.flatnonzero(path[-1] != 0).tolist())
+    main = hl if hl else final
+    counts = {"main": 0, "other": 0, "dropped": 0}
     for j in range(path.shape[1]):
         alive = np.flatnonzero(path[:, j] != 0)
         if alive.size == 0:
             continue
         last = alive[-1] + 1
-        if j in hl or (not hl and j in final):
-            ax.plot(it[:last], path[:last, j], lw=1.2)
+        if j in main:
+            ax.plot(it[:last], path[:last, j], lw=1.4, zorder=3)
+            counts["main"] += 1
+        elif j in final:  # selected but not highlighted
+            ax.plot(it[:last], path[:last, j], color="k", lw=1.0, ls="--", zorder=2)
+            counts["other"] += 1
         else:
-            ax.plot(it[:last], path[:last, j], color="0.7", lw=0.5)
+            ax.plot(it[:last], path[:last, j], color="0.7", lw=0.5, zorder=1)
+            counts["dropped"] += 1
+    handles = [Line2D([], [], color="C0", lw=1.4, label=(
+        f"true features ({counts['main']})" if hl else f"selected features ({counts['main']})"))]
+    if counts["other"]:
+        handles.append(Line2D([], [], color="k", lw=1.0, ls="--",
+                              label=f"selected, not true ({counts['other']})"))
+    handles.append(Line2D([], [], color="0.7", lw=0.5,
+                          label=f"dropped during annealing ({counts['dropped']})"))
+    ax.legend(handles=handles, loc="best", fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("coefficient")
+    ax.set_xlabel("iteration e (log scale)")
+    ax.set_ylabel("coefficient value")
     ax.set_title("FSA coefficient paths")
     return ax
 
@@ -66,11 +104,11 @@ def plot_schedules(n_features, k, n_iter=500, mus=(0, 10, 30, 100, 300, 1000), a
     ax = _axes(ax)
     e = np.arange(1, n_iter + 1)
     for mu in mus:
-        ax.plot(e, annealing_schedule(n_features, k, n_iter, mu), label=f"mu={mu}")
+        ax.plot(e, annealing_schedule(n_features, k, n_iter, mu), label=f"{mu}")
     ax.set_xlabel("iteration e")
-    ax.set_ylabel("kept features M_e")
+    ax.set_ylabel("kept features $M_e$")
     ax.set_title(f"annealing schedules (M={n_features}, k={k})")
-    ax.legend()
+    ax.legend(title=r"annealing $\mu$", fontsize=8)
     return ax
 
 

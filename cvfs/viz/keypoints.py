@@ -1,7 +1,8 @@
 """Keypoint figures: precision-recall curves like the FSA paper's Fig. 7, and image overlays.
 
-:func:`plot_pr_curves` draws one panel per keypoint with one curve per method (matplotlib);
-:func:`draw_keypoints` draws detections on a copy of an RGB image (OpenCV).
+:func:`plot_pr_curves` draws one panel per keypoint with one curve per method (matplotlib; save
+with :func:`cvfs.viz.save_figure`); :func:`draw_keypoints` draws detections, their labels and a
+legend on a copy of an RGB image (OpenCV), enlarged when the image is small.
 
 References
 ----------
@@ -10,9 +11,7 @@ Barbu, She, Ding, Gramajo, TPAMI 2017, Fig. 7 (precision-recall curves per keypo
 
 import numpy as np
 
-from cvfs.io import atomic_path
-
-__all__ = ["KEYPOINT_COLORS", "draw_keypoints", "plot_pr_curves", "save_pr_figure"]
+__all__ = ["KEYPOINT_COLORS", "draw_keypoints", "plot_pr_curves"]
 
 #: RGB colour per keypoint name used by :func:`draw_keypoints` (others are white).
 KEYPOINT_COLORS = {
@@ -81,42 +80,45 @@ def plot_pr_curves(curves, axes=None, *, baselines=None):
     return axes
 
 
-def save_pr_figure(axes, path, dpi=120):
-    """Save the figure of ``axes`` (from :func:`plot_pr_curves`) atomically and close it.
-
-    Returns
-    -------
-    path : Path
-    """
-    import matplotlib.pyplot as plt
-
-    fig = axes[0].figure
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=dpi, format=str(path).rsplit(".", 1)[-1])
-    plt.close(fig)
-    return path
+def _short(name):
+    """``left_eye_center`` -> ``left eye``: the label drawn beside a detection."""
+    return name.replace("_center", "").replace("_corner", "").replace("_", " ")
 
 
-def draw_keypoints(image, detections, *, radius=None, thickness=2, labels=True):
-    """Draw detections on a copy of an RGB image.
+def _text(img, text, org, scale, color, thickness):
+    """Text with a dark outline, readable on any background."""
+    import cv2
+
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    cv2.putText(img, text, org, font, scale, (0, 0, 0), thickness + 2, cv2.LINE_AA)
+    cv2.putText(img, text, org, font, scale, color, thickness, cv2.LINE_AA)
+
+
+def draw_keypoints(image, detections, *, radius=None, thickness=None, labels=True, legend=True,
+                   min_side=480):
+    """Draw detections, their labels and a legend on a copy of an RGB image.
 
     Parameters
     ----------
     image : ndarray of shape (H, W, 3)
         RGB uint8 (float in [0, 1] is converted).
     detections : dict of str -> ndarray of shape (n, 3)
-        As returned by ``KeypointDetector.detect``.
-    radius : int, optional
-        Circle radius (default: ~1% of the image diagonal, at least 3).
-    thickness : int
-    labels : bool
-        Write the score beside each detection.
+        As returned by ``KeypointDetector.detect``: x, y, score per row.
+    radius, thickness : int, optional
+        Circle radius and line width in output pixels (default: from the output's diagonal).
+    labels : bool, default True
+        Write the keypoint's short name and the score beside each detection.
+    legend : bool, default True
+        A box in the top-left corner: colour, keypoint name and number of detections drawn.
+    min_side : int or None, default 480
+        Images whose shorter side is smaller are enlarged by the integer factor
+        ``s = ceil(min_side / min(H, W))`` (nearest neighbour) before drawing, so labels stay
+        readable; None draws at the image's size.
 
     Returns
     -------
-    drawn : ndarray of shape (H, W, 3), uint8
-        A new image; the input is not modified.
+    drawn : ndarray of shape (s H, s W, 3), uint8
+        A new image (s = 1 unless enlarged); the input is not modified.
 
     Raises
     ------
@@ -130,14 +132,42 @@ def draw_keypoints(image, detections, *, radius=None, thickness=2, labels=True):
         raise ValueError(f"image must have shape (H, W, 3); got {img.shape}")
     if img.dtype != np.uint8:
         img = (np.clip(img, 0, 1) * 255).round().astype(np.uint8)
-    out = np.ascontiguousarray(img.copy())
-    r = radius or max(3, int(round(0.01 * np.hypot(*img.shape[:2]))))
+    h, w = img.shape[:2]
+    s = max(1, int(np.ceil(min_side / min(h, w)))) if min_side else 1
+    if s > 1:
+        out = cv2.resize(img, (w * s, h * s), interpolation=cv2.INTER_NEAREST)
+    else:
+        out = np.ascontiguousarray(img.copy())
+    diag = float(np.hypot(h * s, w * s))
+    r = radius or max(4, int(round(0.012 * diag)))
+    t = thickness or max(1, int(round(diag / 500)))
+    font_scale = max(0.4, diag / 1600)
+    font_t = max(1, int(round(diag / 1000)))
+    line = int(round(28 * font_scale)) + 4
+    placed = []  # label origins so far: a label is moved down until it overlaps none
     for name, det in detections.items():
         color = KEYPOINT_COLORS.get(name, (255, 255, 255))
-        for x, y, s in np.asarray(det).reshape(-1, 3):
-            c = (int(round(x)), int(round(y)))
-            cv2.circle(out, c, r, color, thickness, cv2.LINE_AA)
+        for x, y, score in np.asarray(det).reshape(-1, 3):
+            # pixel centre x of the input is at s x + (s - 1) / 2 in the enlarged image
+            c = (int(round(x * s + (s - 1) / 2)), int(round(y * s + (s - 1) / 2)))
+            cv2.circle(out, c, r, color, t, cv2.LINE_AA)
             if labels:
-                cv2.putText(out, f"{s:.1f}", (c[0] + r + 1, c[1]), cv2.FONT_HERSHEY_SIMPLEX,
-                            0.35, color, 1, cv2.LINE_AA)
+                org = [c[0] + r + 2, c[1] + r // 2]
+                while any(abs(org[0] - px) < 8 * line and abs(org[1] - py) < line
+                          for px, py in placed):
+                    org[1] += line
+                placed.append(tuple(org))
+                _text(out, f"{_short(name)} {score:.1f}", tuple(org), font_scale, color, font_t)
+    if legend and detections:
+        width = int(max(len(f"{_short(n)} ({len(d)})") for n, d in detections.items())
+                    * 19 * font_scale) + line + 12
+        box = out[4:4 + line * len(detections) + 8, 4:4 + width]
+        box[:] = (0.45 * box).astype(np.uint8)  # darken behind the legend
+        for i, (name, det) in enumerate(detections.items()):
+            color = KEYPOINT_COLORS.get(name, (255, 255, 255))
+            y0 = 8 + i * line
+            cv2.circle(out, (8 + line // 2, y0 + line // 2), max(3, line // 3), color, t,
+                       cv2.LINE_AA)
+            _text(out, f"{_short(name)} ({len(np.asarray(det).reshape(-1, 3))})",
+                  (10 + line, y0 + int(0.75 * line)), font_scale, color, font_t)
     return out

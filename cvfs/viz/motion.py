@@ -1,28 +1,27 @@
 """Figures of motion segmentation: error CDFs (paper Fig. 9) and trajectories coloured by motion.
 
-matplotlib functions take ``ax=None`` and return the axes; :func:`draw_tracks` draws on a copy of a
-BGR frame with OpenCV.
+matplotlib functions take ``ax=None`` and return the axes; :func:`draw_tracks` draws on a copy of an
+RGB frame with OpenCV. Both use :data:`MOTION_COLORS`.
 """
 
 import numpy as np
 
 __all__ = ["MOTION_COLORS", "draw_tracks", "plot_error_cdf", "plot_trajectories", "save_error_cdfs"]
 
-# BGR for OpenCV; the matplotlib figures use the same colours (reversed to RGB)
-MOTION_COLORS = [(40, 40, 230), (230, 120, 30), (40, 180, 40), (200, 40, 200), (20, 200, 230),
+#: RGB colour of motion i (cycled), in the video overlays and the matplotlib figures.
+MOTION_COLORS = [(230, 40, 40), (30, 120, 230), (40, 180, 40), (200, 40, 200), (230, 200, 20),
                  (120, 120, 120)]
 
 
 def _rgb(i):
-    b, g, r = MOTION_COLORS[i % len(MOTION_COLORS)]
-    return (r / 255.0, g / 255.0, b / 255.0)
+    return tuple(c / 255.0 for c in MOTION_COLORS[i % len(MOTION_COLORS)])
 
 
-def _axes(ax):
+def _axes(ax, figsize=(5, 4)):
     if ax is None:
         import matplotlib.pyplot as plt
 
-        _, ax = plt.subplots(figsize=(5, 4))
+        _, ax = plt.subplots(figsize=figsize)
     return ax
 
 
@@ -71,8 +70,10 @@ def plot_trajectories(points, labels, *, ax=None, image=None, title=None):
     labels : ndarray of shape (P,)
         Motion label of each trajectory.
     ax : matplotlib Axes, optional
+        Default: a new figure 10 inches wide (height from the image's aspect ratio).
     image : ndarray, optional
-        Background (BGR uint8 as OpenCV reads it, or RGB float); drawn under the tracks.
+        Background (RGB uint8 as :func:`cvfs.io.video.read_frames` returns it, RGB float, or
+        grey); drawn under the tracks, slightly faded so the tracks stand out.
     title : str, optional
 
     Returns
@@ -81,40 +82,48 @@ def plot_trajectories(points, labels, *, ax=None, image=None, title=None):
     """
     from matplotlib.collections import LineCollection
 
-    ax = _axes(ax)
     points = np.asarray(points, dtype=float)
     labels = np.asarray(labels)
+    aspect = 0.75
+    if image is not None:
+        aspect = np.shape(image)[0] / max(np.shape(image)[1], 1)
+    ax = _axes(ax, figsize=(10, max(3.0, 10 * aspect) + 0.6))
     if image is not None:
         img = np.asarray(image)
-        if img.ndim == 3 and img.dtype == np.uint8:
-            img = img[..., ::-1]
-        ax.imshow(img, cmap="gray" if img.ndim == 2 else None)
+        ax.imshow(img, cmap="gray" if img.ndim == 2 else None, alpha=0.85)
     for k in np.unique(labels):
         sel = points[labels == k]
-        ax.add_collection(LineCollection(sel, colors=[_rgb(int(k))], linewidths=0.8))
-        ax.plot(sel[:, -1, 0], sel[:, -1, 1], ".", ms=3, color=_rgb(int(k)),
-                label=f"motion {int(k)} ({sel.shape[0]})")
+        color = _rgb(int(k))
+        ax.add_collection(LineCollection(sel, colors=[color], linewidths=0.6, alpha=0.55))
+        ax.plot(sel[:, -1, 0], sel[:, -1, 1], "o", ms=2.5, color=color, alpha=0.9,
+                label=f"motion {int(k)}: {sel.shape[0]} tracks")
     if image is None:
         ax.autoscale()
         ax.invert_yaxis()
         ax.set_aspect("equal")
-    ax.legend(loc="upper right", fontsize=7)
+    ax.set_xlabel("x (pixels)")
+    ax.set_ylabel("y (pixels)")
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.85,
+              title="tracks (dot: last frame)", title_fontsize=8)
     if title:
         ax.set_title(title)
     return ax
 
 
-def draw_tracks(frame, points, labels, frame_index, *, tail=10):
-    """Draw tracks up to ``frame_index`` on a copy of a BGR frame.
+def draw_tracks(frame, points, labels, frame_index, *, tail=10, legend=True):
+    """Draw tracks up to ``frame_index`` on a copy of an RGB frame.
 
     Parameters
     ----------
     frame : ndarray of shape (H, W, 3), uint8
+        RGB.
     points : ndarray of shape (P, F, 2)
     labels : ndarray of shape (P,)
     frame_index : int
     tail : int, default 10
         Frames of history drawn behind each point.
+    legend : bool, default True
+        A box in the top-left corner: colour and number of tracks of each motion.
 
     Returns
     -------
@@ -123,6 +132,7 @@ def draw_tracks(frame, points, labels, frame_index, *, tail=10):
     import cv2
 
     out = np.array(frame, copy=True)
+    labels = np.asarray(labels)
     lo = max(0, frame_index - tail)
     for p, lab in zip(points, labels, strict=True):
         color = MOTION_COLORS[int(lab) % len(MOTION_COLORS)]
@@ -130,6 +140,19 @@ def draw_tracks(frame, points, labels, frame_index, *, tail=10):
         if seg.shape[0] > 1:
             cv2.polylines(out, [seg.reshape(-1, 1, 2)], False, color, 1, cv2.LINE_AA)
         cv2.circle(out, (int(seg[-1, 0]), int(seg[-1, 1])), 2, color, -1, cv2.LINE_AA)
+    if legend and labels.size:
+        ks = np.unique(labels)
+        scale = max(0.35, out.shape[0] / 900)
+        line = int(round(26 * scale)) + 4
+        box = out[2:6 + line * len(ks), 2:2 + int(230 * scale) + line]
+        box[:] = (0.45 * box).astype(np.uint8)  # darken behind the legend
+        for i, k in enumerate(ks):
+            color = MOTION_COLORS[int(k) % len(MOTION_COLORS)]
+            y = 4 + i * line
+            cv2.rectangle(out, (6, y + 3), (6 + line - 6, y + line - 3), color, -1)
+            cv2.putText(out, f"motion {int(k)}: {int(np.sum(labels == k))} tracks",
+                        (8 + line, y + int(0.75 * line)), cv2.FONT_HERSHEY_SIMPLEX, scale,
+                        (255, 255, 255), 1, cv2.LINE_AA)
     return out
 
 
@@ -147,11 +170,9 @@ def save_error_cdfs(path, errors, n_motions):
     -------
     path : Path
     """
-    from pathlib import Path
-
     import matplotlib.pyplot as plt
 
-    from cvfs.io import atomic_path
+    from cvfs.viz.core import save_figure
 
     n_motions = np.asarray(n_motions)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -159,7 +180,4 @@ def save_error_cdfs(path, errors, n_motions):
         sel = {name: np.asarray(e)[n_motions == k] for name, e in errors.items()}
         plot_error_cdf(sel, ax=ax, title=f"{k} motions", max_error=10.0)
     fig.tight_layout()
-    with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=100)

@@ -1,0 +1,561 @@
+"""The ``cvfs`` console script: ``demo | motion | keypoints | astro`` subcommands.
+
+The CLI only parses arguments and calls the library or :mod:`cvfs.cli.commands` (the
+subcommands that open sources and write output sets; the scripts in ``apps/`` call :func:`main`
+too). Every subcommand is a ``_cmd_*`` function taking the parsed arguments.
+``main(argv=None)`` is what tests call.
+"""
+
+import argparse
+import ast
+import logging
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+log = logging.getLogger(__name__)
+
+_DESCRIPTION = """\
+cvfs: computer vision on one shared sparse-learning core (feature selection with annealing, FSA;
+screened sparse Bayesian learning, SBL), with three applications: face keypoint detection,
+motion segmentation of video by learned ranking, and astronomical point sources and denoising.
+
+Start with `cvfs demo` (every application on bundled data, figures in ./cvfs-out); then
+`cvfs <command> --help` for each command's options and their defaults."""
+
+_EPILOG = """\
+examples:
+  cvfs demo
+  cvfs keypoints detect photo.jpg --out faces-out
+  cvfs keypoints detect synth:scene=face --max-frames 5 --out faces-out
+  cvfs motion segment video.avi --motions auto --out motion-out
+  cvfs astro localise field.fits --out astro-out
+  cvfs astro denoise field.fits --out denoise-out"""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Descriptions as written; every option's help ends with its default.
+
+    The default is appended unless the help text already states one (e.g. "default: the shipped
+    model" where the value is None).
+    """
+
+    def _default(self, action):
+        return action.default
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text.lower() or action.default is argparse.SUPPRESS or action.required:
+            return text
+        if not action.option_strings and action.nargs not in (argparse.OPTIONAL,
+                                                               argparse.ZERO_OR_MORE):
+            return text
+        value = self._default(action)
+        if isinstance(value, (list, tuple)):
+            value = " ".join(str(v) for v in value)
+        return f"{text} (default: {str(value).replace('%', '%%')})"
+
+
+def _train_defaults():
+    """Defaults of ``train_detector``'s keyword arguments, read from its source (no import: the
+    trainer's imports compile numba kernels, too slow for ``--help``)."""
+    path = Path(__file__).resolve().parents[1] / "keypoints" / "train.py"
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "train_detector":
+            a = node.args
+            return {arg.arg: ast.literal_eval(d) for arg, d in zip(a.kwonlyargs, a.kw_defaults,
+                                                                  strict=True) if d is not None}
+    return {}
+
+
+class _TrainHelpFormatter(_HelpFormatter):
+    """Shows ``train_detector``'s default for the training settings whose CLI default is None."""
+
+    def _default(self, action):
+        if action.default is None and action.dest in _TRAIN_OPTIONS:
+            value = _train_defaults().get(action.dest)
+            return "None" if value is None else value
+        return action.default
+
+
+def _parser(sub, name, help, description=None, formatter=_HelpFormatter):
+    """A subcommand parser with the house formatter; its description defaults to ``help``."""
+    return sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:]
+                          + ".", formatter_class=formatter)
+
+
+def _cmd_demo(args):
+    from cvfs import demo
+
+    out = Path(args.out)
+    summary = demo.run(out, parts=args.parts, verbose=not args.quiet)
+    print(summary)
+    print(f"\ncvfs demo: figures and summary written to {out.resolve()}")
+    return 0
+
+
+def _cmd_motion_evaluate(args):
+    import json
+
+    from cvfs.io import atomic_write_text
+    from cvfs.motion.evaluate import evaluate_hopkins155
+
+    figures = Path(args.figures) if args.figures else (
+        Path(args.json).parent if args.json else None)
+    result = evaluate_hopkins155(args.data, cache=args.cache, n_folds=args.folds,
+                                 fold_seed=args.seed, figures=figures,
+                                 rankers=args.rankers, verbose=not args.quiet)
+    print(result["table"])
+    t = result["test"]
+    print(f"\n{result['ranker']} test: two {t['two']['mean']:.2f}%  three "
+          f"{t['three']['mean']:.2f}%  all {t['all']['mean']:.2f}%")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(result, indent=1, sort_keys=True))
+        print(f"written {args.json}")
+    if figures is not None:
+        print(f"figure: {figures / 'motion_cdf.png'}")
+    return 0
+
+
+def _cmd_motion_segment(args):
+    from cvfs.cli.commands import motion_segment
+
+    motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
+                   max_points=args.max_points, model=args.model, strict=args.strict)
+    return 0
+
+
+def _astro_options(args):
+    return dict(psf_sigma=tuple(args.psf_sigma), n_atoms=args.n_atoms,
+                noise_sigma=args.noise_sigma, seed=args.seed, tile=args.tile,
+                verbose=not args.quiet)
+
+
+def _cmd_astro_localise(args):
+    from cvfs.cli.commands import astro_localise
+
+    astro_localise(args.image, args.out, **_astro_options(args))
+    return 0
+
+
+def _cmd_astro_denoise(args):
+    from cvfs.cli.commands import astro_denoise
+
+    astro_denoise(args.image, args.out, **_astro_options(args))
+    return 0
+
+
+# ---- keypoints ----
+
+_KP_DATASETS = ("mtfl-train", "mtfl-test", "caltech", "aflw2000")
+
+
+def _kp_images(name, n_images, root=None):
+    from cvfs.datasets import faces
+
+    if name == "mtfl-train":
+        ims = faces.load_mtfl("train", root)
+    elif name == "mtfl-test":
+        ims = faces.load_mtfl("test", root)
+    elif name == "caltech":
+        ims = faces.load_caltech_webfaces(root)
+    else:
+        ims = faces.load_aflw2000(root)
+    return ims[:n_images] if n_images else ims
+
+
+def _cmd_keypoints_train(args):
+    import hashlib
+    import json
+    import shlex
+    import time
+
+    from cvfs.keypoints.train import train_detector
+
+    if args.aflw_sqlite:
+        from cvfs.datasets.aflw import load_aflw
+
+        images = load_aflw(args.aflw_sqlite, args.aflw_images, require_images=True)
+        images = [im for im in images if im.n_faces == 1][: args.n_images or None]
+        source = f"AFLW {args.aflw_sqlite}"
+    else:
+        images = _kp_images(args.dataset, args.n_images, args.data)
+        source = args.dataset
+    t0 = time.perf_counter()
+    given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
+    if "ied_range" in given:
+        given["ied_range"] = tuple(given["ied_range"])
+    det = train_detector(images, args.keypoints, method=args.method,
+                         checkpoint_dir=args.checkpoint_dir, random_state=args.seed,
+                         verbose=not args.quiet, **given)
+    names = "\n".join(str(im.path.name) for im in images).encode()
+    det.info["training"].update({
+        "data": source, "n_images": len(images), "seconds": time.perf_counter() - t0,
+        "images_sha256": hashlib.sha256(names).hexdigest(),
+        "command": "cvfs keypoints train " + " ".join(shlex.quote(a) for a in args.argv),
+    })
+    det.info["random_state"] = args.seed
+    path = det.save(args.out)
+    fit = {k: round(v["fit_seconds"], 1) for k, v in det.info["training"]["keypoints"].items()}
+    print(json.dumps({"model": str(path), "seconds": round(det.info["training"]["seconds"], 1),
+                      "fit_seconds": fit}, indent=1))
+    return 0
+
+
+def _cmd_keypoints_evaluate(args):
+    import json
+
+    from cvfs.io import atomic_write_text
+    from cvfs.keypoints import load_detector
+    from cvfs.keypoints.evaluate import evaluate_detector, recall_at_precision
+
+    det = load_detector(args.model)
+    images = _kp_images(args.dataset, args.n_images, args.data)
+    curves, spi = evaluate_detector(det, images, args.keypoints, max_scale=args.max_scale,
+                                    verbose=not args.quiet)
+    result = {"model": str(args.model or "shipped"), "dataset": args.dataset,
+              "n_images": len(images), "seconds_per_image": spi, "keypoints": {}}
+    for name, c in curves.items():
+        row = c.as_dict()
+        for p in args.at_precision:
+            row[f"recall_at_precision_{p:g}"] = recall_at_precision(c, p)
+        result["keypoints"][name] = row
+        print(f"{name:22s} AP {row['average_precision']:.3f}  max recall "
+              f"{row['max_recall']:.3f}  " + "  ".join(
+                  f"R@P{p:g} {row[f'recall_at_precision_{p:g}']:.3f}" for p in args.at_precision))
+    print(f"{len(images)} images, {spi:.2f} s per image")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(result, indent=1))
+    if args.figure:
+        from cvfs.viz import save_figure
+        from cvfs.viz.keypoints import plot_pr_curves
+
+        save_figure(plot_pr_curves({args.method_label: curves}), args.figure)
+    return 0
+
+
+def _cmd_keypoints_detect(args):
+    from cvfs.cli.commands import keypoints_detect
+
+    keypoints_detect(args.sources, model=args.model, out=args.out, threshold=args.threshold,
+                     max_scale=args.max_scale, top=args.top, n_jobs=args.jobs,
+                     max_frames=args.max_frames, strict=args.strict)
+    return 0
+
+
+# `cvfs keypoints train` options passed to train_detector when given (its defaults otherwise)
+_TRAIN_OPTIONS = ("k", "bins", "n_iter", "mu", "annealing_boost", "clip_quantile",
+                  "haar_per_channel", "hog_border", "n_rounds", "n_hard", "neg_per_image",
+                  "max_positives", "ied_range", "pos_radius", "neg_radius", "negative_levels",
+                  "mirror", "max_scale", "scan_stride", "cascade_miss_rate",
+                  "cascade_front_load")
+
+
+_SOURCE_HELP = ("image, folder of images, video file, camera index (0), or a synthetic clip: "
+                "'synth:motions=3,frames=30,seed=0' (rigid motions) or 'synth:scene=face' "
+                "(a moving face)")
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive int; got {text}")
+    return value
+
+
+def _motions(text):
+    """``--motions``: ``auto`` (None) or an int K >= 2."""
+    if text == "auto":
+        return None
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or an int >= 2; got {text!r}") from None
+    if k < 2:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or an int >= 2; got {text!r}")
+    return k
+
+
+def _add_keypoints_parser(sub):
+    from cvfs.cli.commands import VIDEO_MAX_SCALE
+
+    kp = _parser(sub, "keypoints", "face keypoint detectors: train | evaluate | detect")
+    ksub = kp.add_subparsers(dest="keypoints_command", required=True, metavar="COMMAND")
+
+    p = _parser(ksub, "train", "train detectors with hard-negative mining",
+                description="Train keypoint detectors with hard-negative mining. Training "
+                "settings not given take the defaults of\ncvfs.keypoints.train.train_detector "
+                "(the shipped models' recipe), shown below.", formatter=_TrainHelpFormatter)
+    p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-train",
+                   help="annotated face images to train on")
+    p.add_argument("--data", default=None, help="dataset folder (default: in $CVFS_DATA)")
+    p.add_argument("--aflw-sqlite", default=None,
+                   help="train on AFLW single-face images from this aflw.sqlite (default: use "
+                   "--dataset)")
+    p.add_argument("--aflw-images", default=None,
+                   help="AFLW image folder (default: flickr/ beside the sqlite file)")
+    p.add_argument("--n-images", type=int, default=None,
+                   help="use the first N images (default: all)")
+    p.add_argument("--keypoints", nargs="+", default=["left_eye_center", "right_eye_center"],
+                   help="keypoints to train, one detector each")
+    p.add_argument("--method", default="fsa-lorenz",
+                   choices=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"],
+                   help="learner of each detector")
+    # training settings default to None: train_detector's signature holds the defaults (the
+    # shipped models' recipe; _TrainHelpFormatter shows them), and only the options given are
+    # passed on
+    p.add_argument("--k", type=int, help="selected features (paper: 1500)")
+    p.add_argument("--bins", type=int, help="bins of each piecewise-linear response")
+    p.add_argument("--n-iter", type=int, help="FSA iterations")
+    p.add_argument("--mu", type=float, help="FSA annealing rate mu (paper eq. 3)")
+    p.add_argument("--annealing-boost", type=float,
+                   help="FSA step factor while features are removed (None: the loss's own, "
+                   "Lorenz 10; 1: the plain 1/L step)")
+    p.add_argument("--clip-quantile", type=float,
+                   help="clip each feature to its [q, 1-q] quantiles before fitting (None: no "
+                   "clipping)")
+    p.add_argument("--haar-per-channel", type=int,
+                   help="Haar features per RGB channel in the feature pool")
+    p.add_argument("--hog-border", choices=["image", "window"],
+                   help="HOG gradients on the window border from the level or the crop")
+    p.add_argument("--rounds", type=int, dest="n_rounds",
+                   help="training rounds (hard negatives are mined between rounds)")
+    p.add_argument("--n-hard", type=int, help="hard negatives added per mining round")
+    p.add_argument("--neg-per-image", type=int,
+                   help="random negatives per image in the first round")
+    p.add_argument("--max-positives", type=int,
+                   help="subsample the positives to at most this many (None: all)")
+    p.add_argument("--ied-range", type=float, nargs=2, metavar=("MIN", "MAX"),
+                   help="IED range (px) of the pyramid levels positives come from")
+    p.add_argument("--pos-radius", type=float,
+                   help="positives within this many level pixels of the keypoint")
+    p.add_argument("--neg-radius", type=float,
+                   help="negatives at least this many IED from the keypoint of every face")
+    p.add_argument("--negative-levels", choices=["training", "all"],
+                   help="negatives from every pyramid level or only the training levels")
+    p.add_argument("--cascade-miss-rate", type=float,
+                   help="share of the training positives the mining scans' soft cascade may "
+                   "reject")
+    p.add_argument("--cascade-front-load", type=float,
+                   help="exponent of that cascade's rejection distribution (0: uniform)")
+    p.add_argument("--mirror", action=argparse.BooleanOptionalAction,
+                   help="add the mirrored images (left/right swapped) as training examples")
+    p.add_argument("--max-scale", type=float, help="largest pyramid scale scanned for negatives")
+    p.add_argument("--scan-stride", type=int, help="window stride (level pixels) of the scans")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="save mining state here and resume from it (default: no checkpoints)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of sampling and fitting")
+    p.add_argument("--out", required=True, help="model file to write (.h5; required)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_keypoints_train)
+
+    p = _parser(ksub, "evaluate", "PR curves and AP with the paper's criteria")
+    p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
+    p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-test",
+                   help="annotated face images to evaluate on")
+    p.add_argument("--data", default=None, help="dataset folder (default: in $CVFS_DATA)")
+    p.add_argument("--n-images", type=int, default=None,
+                   help="use the first N images (default: all)")
+    p.add_argument("--keypoints", nargs="+", default=None,
+                   help="keypoints to evaluate (default: every keypoint of the model)")
+    p.add_argument("--max-scale", type=float, default=None,
+                   help="largest pyramid scale scanned (default: the detector's)")
+    p.add_argument("--at-precision", type=float, nargs="*", default=[0.67, 0.51, 0.57],
+                   help="report the recall at these precisions")
+    p.add_argument("--json", default=None, help="write the results here (default: print only)")
+    p.add_argument("--figure", default=None,
+                   help="write PR curves here (.png; default: no figure)")
+    p.add_argument("--method-label", default="FSA-Lorenz", help="legend label of the curves")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_keypoints_evaluate)
+
+    p = _parser(ksub, "detect", "detect keypoints on images, folders, videos, a camera or a "
+                "synthetic clip",
+                description="Detect face keypoints on images, folders, video files, a camera or "
+                "a synthetic clip.\n\nstdout: one tab-separated line per detection (frame, "
+                "keypoint, x, y, score); stderr: timing.\nWith --out, drawn images "
+                "(<name>_keypoints.png) and videos (<name>_keypoints.avi) replace the folder's "
+                "previous set.\nImages are scanned up to the detector's largest pyramid scale, "
+                f"video frames up to {VIDEO_MAX_SCALE:g} (faster; --max-scale overrides both).")
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help=_SOURCE_HELP)
+    p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="detection score threshold (default: the detector's)")
+    p.add_argument("--max-scale", type=float, default=None,
+                   help="largest pyramid scale (default: the detector's for images, "
+                   f"{VIDEO_MAX_SCALE:g} for video frames)")
+    p.add_argument("--top", type=int, default=1,
+                   help="detections per keypoint printed and drawn (best first)")
+    p.add_argument("--jobs", type=int, default=-1,
+                   help="threads scanning the pyramid levels of a frame (-1: every core)")
+    p.add_argument("--max-frames", type=_positive_int, default=None,
+                   help="at most this many frames per source (default: all)")
+    p.add_argument("--strict", action="store_true",
+                   help="a video with fewer decodable frames than its container declares is an "
+                   "error (not a warning)")
+    p.add_argument("--out", default=None,
+                   help="folder for the drawn images and videos (default: draw nothing)")
+    p.set_defaults(func=_cmd_keypoints_detect)
+
+
+def _add_astro_parser(sub):
+    pa = _parser(sub, "astro", "astronomy: point sources and denoising by screened SBL")
+    asub = pa.add_subparsers(dest="astro_command", required=True, metavar="COMMAND")
+    for name, func, out, help, files in (
+            ("localise", _cmd_astro_localise, "cvfs-astro",
+             "catalogue, denoised image and figure of one image",
+             "catalogue.csv, denoised.npy, denoised.fits (FITS input) and figure.png"),
+            ("denoise", _cmd_astro_denoise, "cvfs-astro-denoise",
+             "denoised image and figure of one image",
+             "denoised.npy, denoised.fits (FITS input) and figure.png")):
+        p = _parser(asub, name, help, description=f"{help[:1].upper() + help[1:]} (screened "
+                    f"SBL over sampled PSFs).\nWrites {files} into --out,\nreplacing its "
+                    "previous set as a whole.")
+        p.add_argument("image", help="FITS, PNG, JPEG or TIFF image (2-D; colour is converted "
+                       "to luminance)")
+        p.add_argument("--out", default=out, help="output folder")
+        p.add_argument("--psf-sigma", nargs=2, type=float, default=[1.0, 2.0],
+                       metavar=("MIN", "MAX"), help="range of PSF widths in pixels")
+        p.add_argument("--n-atoms", type=int, default=10_000, help="dictionary size per tile")
+        p.add_argument("--noise-sigma", type=float, default=None,
+                       help="noise standard deviation (default: estimated from the image)")
+        p.add_argument("--tile", type=int, default=28, help="tile size in pixels")
+        p.add_argument("--seed", type=int, default=0, help="dictionary sampling seed")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.set_defaults(func=func)
+
+
+def _build_parser():
+    import cvfs
+
+    parser = argparse.ArgumentParser(prog="cvfs", description=_DESCRIPTION, epilog=_EPILOG,
+                                     formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"cvfs {cvfs.__version__}",
+                        help="print the version and exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    from cvfs import demo
+
+    p = _parser(sub, "demo", "run every application on bundled data; write figures",
+                description="Run every application on data that needs no download; write "
+                "figures, a video and summary.txt\ninto --out (replacing its previous set as a "
+                "whole).")
+    p.add_argument("--out", default="cvfs-out", help="output folder")
+    p.add_argument("--parts", nargs="+", choices=list(demo.PARTS), default=list(demo.PARTS),
+                   help="which parts to run")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_demo)
+
+    p = _parser(sub, "motion", "motion segmentation by learned ranking (FSA-Rank): evaluate | "
+                "segment")
+    msub = p.add_subparsers(dest="motion_command", required=True, metavar="COMMAND")
+    q = _parser(msub, "evaluate", "Table VII: 10-fold cross-validation on Hopkins155")
+    q.add_argument("--data", default=None, help="Hopkins155 folder (default: in $CVFS_DATA)")
+    q.add_argument("--json", default=None, help="write the results here (JSON; default: print "
+                   "only)")
+    q.add_argument("--figures", default=None, help="folder for motion_cdf.png "
+                   "(default: beside --json; none without --json)")
+    q.add_argument("--cache", default=None, help="feature cache (default: ~/.cache/cvfs)")
+    q.add_argument("--folds", type=int, default=10, help="cross-validation folds")
+    q.add_argument("--seed", type=int, default=0, help="seed of the video-to-fold split")
+    q.add_argument("--rankers", nargs="+", default=["rankboost", "fsa"],
+                   choices=["rankboost", "fsa"], help="rankers to train and compare")
+    q.add_argument("--quiet", action="store_true", help="no progress bars")
+    q.set_defaults(func=_cmd_motion_evaluate)
+    q = _parser(msub, "segment", "track a video and segment its trajectories by motion",
+                description="Track points through a video (pyramidal Lucas-Kanade; only complete "
+                "trajectories are kept) and\nsegment them by motion with the shipped ranker. "
+                "With --out, writes <name>_motion.avi (tracks coloured\nby motion), "
+                "<name>_motion.png (trajectories on the first frame) and <name>_motion.json\n"
+                "(the summary), replacing the folder's previous set. When one image motion "
+                "explains every track\n(a frozen video, a camera moving over a static scene) "
+                "the result is 'no independent motion'.")
+    q.add_argument("video", help=_SOURCE_HELP)
+    q.add_argument("--motions", type=_motions, default="auto", metavar="K|auto",
+                   help="number of motions K (an int >= 2), or 'auto' (the ranker picks K in "
+                   "2..4)")
+    q.add_argument("--out", default=None,
+                   help="output folder for the video, figure and JSON (default: print only)")
+    q.add_argument("--model", default=None, help="ranker file (default: the shipped one)")
+    q.add_argument("--max-frames", type=_positive_int, default=None,
+                   help="at most this many frames (default: all)")
+    q.add_argument("--max-points", type=int, default=500,
+                   help="corners detected on the first frame")
+    q.add_argument("--strict", action="store_true",
+                   help="a video with fewer decodable frames than its container declares is an "
+                   "error (not a warning)")
+    q.set_defaults(func=_cmd_motion_segment)
+
+    _add_astro_parser(sub)
+    _add_keypoints_parser(sub)
+    return parser
+
+
+def _command_name(args):
+    parts = [args.command] + [getattr(args, f"{args.command}_command", None) or ""]
+    return "cvfs " + " ".join(p for p in parts if p)
+
+
+def _inputs(args):
+    """The input paths of a command, for error messages that lack them."""
+    found = [getattr(args, n, None) for n in ("image", "video", "model")]
+    found += list(getattr(args, "sources", None) or [])
+    return ", ".join(str(f) for f in found if f is not None)
+
+
+def _errors():
+    """Exceptions reported as ``cvfs <command>: error: ...`` with exit code 2."""
+    errors = (FileNotFoundError, FileExistsError, ValueError, TypeError, ImportError, OSError,
+              KeyError, OverflowError)
+    try:
+        import cv2
+    except ImportError:  # pragma: no cover - opencv is a dependency
+        return errors
+    return errors + (cv2.error,)
+
+
+def _message(exc, args):
+    if isinstance(exc, (FileNotFoundError, FileExistsError, ValueError, TypeError, ImportError)):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.strerror or exc}: {exc.filename}"
+    inputs = _inputs(args)
+    what = "missing key" if isinstance(exc, KeyError) else type(exc).__name__
+    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else ""
+    return f"{what} {text} (inputs: {inputs or 'none'})"
+
+
+def main(argv=None):
+    """Run the ``cvfs`` command line. Returns the process exit code.
+
+    Errors are printed as ``cvfs <command>: error: <message>`` with exit code 2; an interrupt
+    (Ctrl-C, SIGTERM, SIGHUP) removes the temporary outputs and exits with 128 + the signal.
+    """
+    from cvfs.io import Interrupted, signals_raise
+
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)[2:]
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    name = _command_name(args)
+    try:
+        with signals_raise():
+            return args.func(args)
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted; temporary outputs removed", file=sys.stderr)
+        return 130
+    except Interrupted as exc:
+        print(f"{name}: {exc}; temporary outputs removed", file=sys.stderr)
+        return 128 + exc.signum
+    except _errors() as exc:
+        print(f"{name}: error: {_message(exc, args)}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

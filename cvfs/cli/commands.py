@@ -1,0 +1,284 @@
+"""The work behind the ``cvfs`` subcommands that read images or video and write output sets.
+
+:mod:`cvfs.cli` parses the arguments and calls these functions; the scripts in ``apps/`` call
+:func:`cvfs.cli.main`, so a script and its subcommand are one implementation. Each function opens
+its inputs (:func:`cvfs.io.video.open_source`, :func:`cvfs.astro.readers.read_image`), calls the
+library, draws, and writes all output files of a run into a temporary folder that replaces
+``out`` as a whole (:func:`cvfs.io.atomic_dir`): ``out`` holds the previous complete set or the
+new one, never a mixture. Results go to stdout; progress, timing and the list of written files go
+to stderr.
+"""
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cvfs.io import atomic_dir, atomic_write_text, check_output_dir
+
+__all__ = ["VIDEO_MAX_SCALE", "astro_denoise", "astro_localise", "keypoints_detect",
+           "motion_segment"]
+
+#: Largest pyramid scale scanned on video frames (no upsampled levels: faces with an inter-eye
+#: distance of at least ~20 px, about 4 times fewer windows than scale 2; measured by
+#: ``benchmarks/keypoints_speed.py``).
+VIDEO_MAX_SCALE = 1.0
+
+
+def _err(*parts):
+    print(*parts, file=sys.stderr)
+
+
+def _output_set(out, command):
+    """``atomic_dir(out)`` when ``out`` is given, else a block yielding None (nothing written)."""
+    if out is None:
+        return contextlib.nullcontext(None)
+    return atomic_dir(out, command=command)
+
+
+def _report_written(out):
+    from cvfs.io import OUTPUT_MARKER
+
+    names = sorted(p.name for p in Path(out).iterdir() if p.name != OUTPUT_MARKER)
+    _err(f"written to {Path(out).resolve()}: {', '.join(names)}")
+
+
+def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale=None, top=1,
+                     n_jobs=-1, max_frames=None, strict=False, command="cvfs keypoints detect"):
+    """Detect keypoints on every frame of the sources; print them; draw them into ``out``.
+
+    Parameters
+    ----------
+    sources : list of str
+        Each an image, a folder of images, a video file, a camera index or a synthetic clip
+        (:func:`cvfs.io.video.open_source`).
+    model : str or Path, optional
+        Detector file; None loads the shipped detectors.
+    out : str or Path, optional
+        Output folder: ``<name>_keypoints.png`` per image, ``<name>_keypoints.avi`` per video
+        (the ``top`` detections of each keypoint drawn, with a legend). None writes nothing.
+    threshold : float, optional
+        Score threshold (default: the detector's).
+    max_scale : float, optional
+        Largest pyramid scale; default the detector's for images and :data:`VIDEO_MAX_SCALE`
+        for video frames.
+    top : int, default 1
+        Detections per keypoint printed and drawn (best first).
+    n_jobs : int, default -1
+        Threads scanning the pyramid levels of a frame (-1: every core; same detections).
+    max_frames : int, optional
+        At most this many frames per source.
+    strict : bool, default False
+        A truncated video file is an error instead of a warning.
+    command : str
+        Recorded in the output set's marker file.
+
+    Returns
+    -------
+    n_frames : int
+
+    Notes
+    -----
+    stdout holds one tab-separated line per detection: frame name, keypoint, x, y, score.
+    """
+    from cvfs.io.images import write_image
+    from cvfs.io.video import VideoWriter, open_source
+    from cvfs.keypoints import load_detector
+    from cvfs.viz.keypoints import draw_keypoints
+
+    det = load_detector(model)
+    opened = [open_source(s, max_frames, strict=strict) for s in sources]  # fail before work
+    if out is not None:
+        check_output_dir(out)
+    times = []
+    with _output_set(out, command) as tmp:
+        for src in opened:
+            scale = max_scale
+            if scale is None and src.kind == "video":
+                scale = VIDEO_MAX_SCALE
+            writer = None
+            if tmp is not None and src.kind == "video":
+                writer = VideoWriter(tmp / f"{src.name}_keypoints.avi", fps=src.fps)
+            with writer if writer is not None else contextlib.nullcontext():
+                for name, rgb in src:
+                    t0 = time.perf_counter()
+                    found = det.detect(rgb, threshold=threshold, max_scale=scale, n_jobs=n_jobs)
+                    times.append(time.perf_counter() - t0)
+                    kept = {k: v[:top] for k, v in found.items()}
+                    for k, v in kept.items():
+                        for x, y, s in v:
+                            print(f"{name}\t{k}\t{x:.1f}\t{y:.1f}\t{s:.3f}")
+                    best = ", ".join(f"{k} ({v[0, 0]:.0f}, {v[0, 1]:.0f})"
+                                     for k, v in found.items() if len(v))
+                    _err(f"{name}: {times[-1] * 1e3:.0f} ms  {best or 'no detections'}")
+                    if tmp is None:
+                        continue
+                    drawn = draw_keypoints(rgb, kept)
+                    if writer is not None:
+                        writer.write(drawn)
+                    else:
+                        write_image(tmp / f"{name}_keypoints.png", drawn)
+    if times:
+        _err(f"{len(times)} frame(s), mean {np.mean(times) * 1e3:.0f} ms "
+             f"({1 / max(np.mean(times), 1e-9):.2f} frames/s)")
+    if out is not None:
+        _report_written(out)
+    return len(times)
+
+
+def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_points=500,
+                   model=None, strict=False, tol=1.0, command="cvfs motion segment"):
+    """Track points through a video, segment the trajectories by motion, draw and summarise.
+
+    Parameters
+    ----------
+    source : str
+        Video file, folder of frames, camera index or synthetic clip
+        (:func:`cvfs.io.video.open_source`).
+    n_motions : int or None
+        K; None lets the ranker choose K in 2..4 (:func:`cvfs.motion.segment_tracks`).
+    out : str or Path, optional
+        Output folder: ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png``
+        (all trajectories on the first frame) and ``<name>_motion.json`` (the summary).
+    max_frames : int, optional
+    max_points : int, default 500
+        Corners detected on the first frame (:func:`cvfs.motion.tracking.track_points`).
+    model : str or Path, optional
+        Ranker file; None loads the shipped ranker.
+    strict : bool, default False
+        A truncated video file is an error instead of a warning.
+    tol : float, default 1.0
+        When one image motion explains every trajectory within ``tol`` pixels
+        (:func:`cvfs.motion.explained_by_one_motion`: a frozen video, or a camera moving over a
+        static scene) the result is "no independent motion": K = 1, every label 0.
+    command : str
+        Recorded in the output set's marker file.
+
+    Returns
+    -------
+    summary : dict
+        source, frames, tracks, n_motions, points_per_motion, independent_motion (bool),
+        track_seconds, segment_seconds; video, figure, json (paths) when ``out`` is given.
+    """
+    from cvfs.io.video import VideoWriter, open_source
+    from cvfs.motion import explained_by_one_motion, segment_tracks
+    from cvfs.motion.tracking import track_points
+    from cvfs.viz import save_figure
+    from cvfs.viz.motion import draw_tracks, plot_trajectories
+
+    src = open_source(source, max_frames, strict=strict)
+    if out is not None:
+        check_output_dir(out)
+    t0 = time.perf_counter()
+    frames = [frame for _, frame in src]  # the tracker needs every frame
+    points = track_points(frames, max_points=max_points)
+    t1 = time.perf_counter()
+    moving = not explained_by_one_motion(points, tol=tol)
+    if moving:
+        labels, k = segment_tracks(points, n_motions, model=model)
+    else:
+        labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
+    t2 = time.perf_counter()
+    summary = {"source": str(source), "frames": len(frames), "tracks": int(points.shape[0]),
+               "n_motions": int(k), "independent_motion": bool(moving),
+               "points_per_motion": np.bincount(labels, minlength=k).tolist(),
+               "track_seconds": t1 - t0, "segment_seconds": t2 - t1}
+    if out is not None:
+        stem = f"{src.name}_motion"
+        final = Path(out)
+        summary.update(video=str(final / f"{stem}.avi"), figure=str(final / f"{stem}.png"),
+                       json=str(final / f"{stem}.json"))
+        with atomic_dir(out, command=command) as tmp:
+            with VideoWriter(tmp / f"{stem}.avi", fps=src.fps) as writer:
+                for i, frame in enumerate(frames):
+                    writer.write(draw_tracks(frame, points, labels, i))
+            what = (f"K={k}" if moving else "no independent motion")
+            ax = plot_trajectories(points, labels, image=frames[0],
+                                   title=f"{src.name}: {points.shape[0]} tracks, {what}")
+            save_figure(ax.figure, tmp / f"{stem}.png")
+            atomic_write_text(tmp / f"{stem}.json", json.dumps(summary, indent=1))
+    if moving:
+        print(f"{summary['source']}: {summary['frames']} frames, {summary['tracks']} tracks, "
+              f"K={k}, points per motion {summary['points_per_motion']}")
+    else:
+        print(f"{summary['source']}: {summary['frames']} frames, {summary['tracks']} tracks: "
+              f"no independent motion (one image motion explains every track within {tol:g} px)"
+              "; K=1")
+    _err(f"track {summary['track_seconds']:.2f} s, segment {summary['segment_seconds']:.2f} s")
+    if out is not None:
+        _report_written(out)
+    return summary
+
+
+def _astro_input(path):
+    from cvfs.astro.readers import _is_fits, read_image
+
+    path = Path(path)
+    image = read_image(path)
+    unit = "data value (FITS)" if _is_fits(path) else "intensity (0-1)"
+    return path, image, unit
+
+
+def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
+                   seed=0, tile=28, verbose=True, command="cvfs astro localise"):
+    """Catalogue, denoised image and figure of one image, written as one set into ``out``.
+
+    Writes ``catalogue.csv``, ``denoised.npy``, ``denoised.fits`` (FITS input) and
+    ``figure.png``. Parameters as :func:`cvfs.astro.localise_and_denoise` (``seed`` is its
+    ``random_state``). Returns the :class:`cvfs.astro.Localisation`.
+    """
+    from cvfs import astro
+    from cvfs.astro.readers import _is_fits, write_catalogue, write_fits
+    from cvfs.viz import save_figure
+    from cvfs.viz.astro import source_figure
+
+    path, image, unit = _astro_input(image_path)
+    check_output_dir(out)
+    res = astro.localise_and_denoise(
+        image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms, noise_sigma=noise_sigma,
+        random_state=seed, tile=tile, verbose=verbose)
+    with atomic_dir(out, command=command) as tmp:
+        write_catalogue(tmp / "catalogue.csv", res.catalogue)
+        np.save(tmp / "denoised.npy", res.model)
+        if _is_fits(path):
+            write_fits(tmp / "denoised.fits", res.model)
+        fig = source_figure(image, res.catalogue, res.model, unit=unit,
+                            title=f"{path.name}: {len(res.catalogue)} point sources "
+                            "(screened SBL)")
+        save_figure(fig, tmp / "figure.png", dpi=110)
+    print(f"{len(res.catalogue)} sources in {path.name} ({image.shape[0]}x{image.shape[1]}); "
+          f"noise sigma {res.noise_sigma:.4g}, lambda {res.lam:.4g}")
+    _report_written(out)
+    return res
+
+
+def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
+                  seed=0, tile=28, verbose=True, command="cvfs astro denoise"):
+    """Denoised image and figure of one image (:func:`cvfs.astro.denoise`) into ``out``.
+
+    Writes ``denoised.npy``, ``denoised.fits`` (FITS input) and ``figure.png`` (image,
+    denoised image, residual). Parameters as :func:`astro_localise`. Returns the denoised image.
+    """
+    from cvfs import astro
+    from cvfs.astro.readers import _is_fits, write_fits
+    from cvfs.viz import save_figure
+    from cvfs.viz.astro import denoise_figure
+
+    path, image, unit = _astro_input(image_path)
+    check_output_dir(out)
+    clean = astro.denoise(image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms,
+                          noise_sigma=noise_sigma, random_state=seed, tile=tile, verbose=verbose)
+    with atomic_dir(out, command=command) as tmp:
+        np.save(tmp / "denoised.npy", clean)
+        if _is_fits(path):
+            write_fits(tmp / "denoised.fits", clean)
+        fig = denoise_figure(image, clean, unit=unit,
+                             title=f"{path.name}: screened SBL denoising")
+        save_figure(fig, tmp / "figure.png", dpi=110)
+    print(f"denoised {path.name} ({image.shape[0]}x{image.shape[1]}); residual std "
+          f"{float(np.std(image - clean)):.4g}")
+    _report_written(out)
+    return clean
