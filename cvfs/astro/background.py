@@ -7,7 +7,8 @@ median differ by more than 0.3 clipped standard deviations, i.e. a crowded box) 
 is the clipped standard deviation (Bertin & Arnouts 1996, Sec. 3.1). Boxes with too few unmasked
 pixels take the values of the nearest valid box; a median filter over the mesh removes boxes
 biased by bright objects; a cubic spline through the box centres (not-a-knot, one axis after the
-other: the tensor-product spline) gives the value at every pixel.
+other: the tensor-product spline) gives the value at every pixel; the noise map is clipped to the
+range of the box values (no overshoot to near-zero noise at the edges).
 """
 
 import numbers
@@ -157,8 +158,11 @@ def estimate_background(image, *, mask=None, box=None, filter_size=3, nsigma=3.0
     if filter_size > 1 and (ny > 1 or nx > 1):
         back = median_filter(back, size=filter_size, mode="nearest")
         rms = median_filter(rms, size=filter_size, mode="nearest")
+    if min(ny, nx) < 3:
+        # two boxes along an axis cannot tell a gradient from a crowded box: a flat sky
+        back = np.full_like(back, np.median(back))
     back_map = _spline_to_pixels(back, box, (h, w))
-    rms_map = _spline_to_pixels(rms, box, (h, w))
+    rms_map = np.clip(_spline_to_pixels(rms, box, (h, w)), rms.min(), rms.max())
     floor = max(float(np.median(rms)) * 1e-3, 1e-300)
     rms_map = np.maximum(rms_map, floor)
     return Background(back_map, rms_map, float(np.median(back)), float(np.median(rms)), back,

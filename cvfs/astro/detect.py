@@ -3,8 +3,10 @@
 The detection image is the background-subtracted image divided by the noise map, smoothed with a
 Gaussian of the PSF width (the matched filter of a point source) and divided by its own
 sigma-clipped standard deviation, so that it is in units of its noise even when the pixel noise is
-correlated (drizzled or resampled images). Objects are 8-connected regions above ``thresh`` with at
-least ``min_area`` pixels whose peak reaches ``peak_snr``.
+correlated (drizzled or resampled images). Frames too small to hold enough sky (crowded 28 x 28
+scenes) are divided by the filter's white-noise standard deviation instead. Objects are
+8-connected regions above ``thresh`` with at least ``min_area`` pixels whose peak reaches
+``peak_snr``.
 """
 
 import numpy as np
@@ -15,7 +17,7 @@ from cvfs.astro.background import _clipped_stats
 __all__ = ["detection_image", "moments", "segment"]
 
 
-def detection_image(sub, rms, mask, sigma):
+def detection_image(sub, rms, mask, sigma, white=False):
     """Noise-normalised, matched-filter-smoothed image.
 
     Parameters
@@ -28,6 +30,10 @@ def detection_image(sub, rms, mask, sigma):
         True where pixels are ignored (they count as zero signal).
     sigma : float
         Gaussian width of the filter (the PSF width).
+    white : bool
+        Normalise by the filter's standard deviation on white noise of unit variance, not by the
+        clipped standard deviation of the filtered image (which sources inflate when they cover
+        much of the frame).
 
     Returns
     -------
@@ -36,6 +42,11 @@ def detection_image(sub, rms, mask, sigma):
     """
     snr = np.where(mask, 0.0, sub / rms)
     det = ndimage.gaussian_filter(snr, sigma, mode="nearest", truncate=3.0)
+    if white:
+        delta = np.zeros((int(6 * sigma) * 2 + 1,) * 2)
+        delta[delta.shape[0] // 2, delta.shape[1] // 2] = 1.0
+        kern = ndimage.gaussian_filter(delta, sigma, mode="constant", truncate=3.0)
+        return det / float(np.sqrt(np.sum(kern**2)))
     vals = det[~mask]
     _, _, std, _ = _clipped_stats(vals[None, :], 3.0, 20)
     std = float(std[0]) if np.isfinite(std[0]) and std[0] > 0 else 1.0

@@ -551,7 +551,7 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
     with threadpool_limits(1):
         bkg = estimate_background(img, mask=bad, box=box)
     rms = bkg.rms
-    if min(img.shape) < 64 and noise_sigma is None and error is None:
+    if min(img.shape) < 128 and noise_sigma is None and error is None:
         # boxes of small frames are too small to clip the sources out of the noise estimate:
         # the wavelet MAD of the whole frame (robust to sources and smooth gradients) instead
         rms = np.full(img.shape, estimate_background_noise(np.where(bad, bkg.background,
@@ -563,7 +563,7 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
     sub = np.where(bad, 0.0, img - bkg.background)
     weights = np.where(bad, 0.0, 1.0 / rms)
     noise = float(np.median(rms[~bad]))
-    det = detection_image(sub, rms, bad, 0.5 * (s_lo + s_hi))
+    det = detection_image(sub, rms, bad, 0.5 * (s_lo + s_hi), white=min(img.shape) < 64)
     labels, slices = segment(det, bad, detect_thresh, min_area, detect_snr)
     pad = int(np.ceil(3 * s_hi)) + 1
     objs = _objects(sub, weights, labels, slices, det, pad)
