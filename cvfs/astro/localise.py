@@ -283,9 +283,19 @@ def _is_extended(ob, noise, st):
     return sharp >= 2 and 2 * sharp >= len(src)
 
 
+def _widths_at_bounds(src, shape, noise, st):
+    """True when at least three significant sources of a first fit, and two thirds of them, have
+    their width at a bound of the PSF range."""
+    sig = significance(src, shape, noise) >= st.detect_snr
+    at = (src[:, 2] <= st.s_lo * (1 + 1e-6)) | (src[:, 2] >= st.s_hi * (1 - 1e-6))
+    n = int(np.sum(at & sig))
+    return n >= 3 and 3 * n >= 2 * int(sig.sum())
+
+
 def _fit_point_sources(ob, noise, st, cache):
     """SBL + refinement per tile of the patch -> rows (x, y, sigma, flux, x_err, y_err, flux_err,
-    at_bound), the model of the patch and the mean screening fraction per tile."""
+    at_bound), the model of the patch and the mean screening fraction per tile; rows and model
+    are None when a tile's first fit has its widths at the bounds (:func:`_widths_at_bounds`)."""
     h, w = ob.patch.shape
     rows, cols = _tile_starts(h, st.tile, st.overlap), _tile_starts(w, st.tile, st.overlap)
     th, tw = min(st.tile, h), min(st.tile, w)
@@ -310,7 +320,11 @@ def _fit_point_sources(ob, noise, st, cache):
             cand = _group_atoms(dico.params[nz], res.coef[nz] * dico.flux_per_unit[nz])
             cand = cand[np.argsort(-cand[:, 3])][: st.max_sources]
             if st.refine:
-                src, bgt = refine(p, wt, cand, 0.0, noise, dico, st.s_lo, st.s_hi, st.margin,
+                src, bgt = fit_sources(p, wt, cand, 0.0, st.s_lo, st.s_hi, st.margin)
+                if _widths_at_bounds(src, p.shape, noise, st):
+                    # the object is not a sum of PSFs: no pruning (the costly part of a galaxy)
+                    return None, None, screened
+                src, bgt = refine(p, wt, src, bgt, noise, dico, st.s_lo, st.s_hi, st.margin,
                                   st.detect_snr)
                 err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin)
             else:
@@ -357,6 +371,9 @@ def _process(obj_list, st):
                 results.append(("extended", _extended_row(ob, rms_patch), None, []))
                 continue
             rows, model, screened = _fit_point_sources(ob, noise, st, cache)
+            if rows is None:
+                results.append(("extended", _extended_row(ob, rms_patch), None, screened))
+                continue
             at_bound = int(np.sum(rows[:, 7] > 0)) if len(rows) else 0
             if at_bound >= 2 and 2 * at_bound >= len(rows):
                 # several sources with the width at a bound: the object is not a sum of PSFs
