@@ -23,7 +23,7 @@ def test_fits_roundtrip_and_cube_error(tmp_path, scene):
     np.testing.assert_array_equal(read_image(p), img)
     cube = tmp_path / "cube.fits"
     fits.PrimaryHDU(np.zeros((3, 8, 8))).writeto(cube)
-    with pytest.raises(ValueError, match=r"expected a 2-D image, got data of shape \(3, 8, 8\)"):
+    with pytest.raises(ValueError, match=r"got data of shape \(3, 8, 8\) \(a colour image"):
         read_image(cube)
     empty = tmp_path / "empty.fits"
     fits.PrimaryHDU().writeto(empty)
@@ -93,6 +93,52 @@ def test_cli_localise_fits(tmp_path, scene, capsys):
     assert s["f1"] == 1.0
     assert np.load(out / "denoised.npy").shape == img.shape
     assert "5 sources in field.fits" in capsys.readouterr().out
+
+
+def test_cli_localise_hdu_mask_wcs_and_tables(tmp_path, scene, capsys):
+    from astropy.table import Table
+    from astropy.wcs import WCS
+
+    img, truth = scene
+    wcs = WCS(naxis=2)
+    wcs.wcs.ctype = ["RA---TAN", "DEC--TAN"]
+    wcs.wcs.crval = [150.0, 2.0]
+    wcs.wcs.crpix = [1.0, 1.0]
+    wcs.wcs.cdelt = [-1e-4, 1e-4]
+    header = wcs.to_header()
+    header["BUNIT"] = "adu"
+    p = tmp_path / "field.fits"
+    fits.HDUList([fits.PrimaryHDU(), fits.ImageHDU(img, header=header)]).writeto(p)
+    m = np.zeros(img.shape)
+    m[:, :3] = 1.0  # a masked border column strip
+    mp = tmp_path / "mask.fits"
+    fits.PrimaryHDU(m).writeto(mp)
+    out = tmp_path / "out"
+    assert main(["astro", "localise", str(p), "--hdu", "1", "--mask", str(mp), "--jobs", "1",
+                 "--out", str(out), "--quiet", "--n-atoms", "4000"]) == 0
+    lines = (out / "catalogue.csv").read_text().splitlines()
+    assert lines[0].startswith("# units: x=pix, y=pix, sigma=pix, flux=adu")
+    assert lines[1].split(",") == ["x", "y", "sigma", "flux", "x_err", "y_err", "flux_err",
+                                   "snr", "extended", "flags", "ra", "dec"]
+    cat = read_catalogue(out / "catalogue.csv")
+    assert astro.detection_scores(cat, truth)["f1"] == 1.0
+    ra, dec = wcs.pixel_to_world_values(cat["x"], cat["y"])
+    np.testing.assert_allclose(cat["ra"], ra, atol=1e-7)
+    np.testing.assert_allclose(cat["dec"], dec, atol=1e-7)
+    tab = Table.read(out / "catalogue.fits")
+    assert len(tab) == len(cat) and str(tab["x"].unit) == "pix" and str(tab["flux"].unit) == "adu"
+    assert str(tab["ra"].unit) == "deg"
+    den = fits.getheader(out / "denoised.fits")
+    assert den["CTYPE1"] == "RA---TAN" and den["BUNIT"] == "adu"
+    assert (out / "figure.png").is_file()
+    capsys.readouterr()
+    # a wrong HDU and a colour cube name what to do
+    assert main(["astro", "localise", str(p), "--hdu", "5", "--out", str(out), "--quiet"]) == 2
+    assert "hdu=5 is not an HDU" in capsys.readouterr().err
+    rgb = tmp_path / "rgb.fits"
+    fits.PrimaryHDU(np.zeros((3, 8, 8))).writeto(rgb)
+    assert main(["astro", "localise", str(rgb), "--out", str(out), "--quiet"]) == 2
+    assert "pick one channel" in capsys.readouterr().err
 
 
 def test_cli_errors_keep_existing_outputs(tmp_path, capsys):

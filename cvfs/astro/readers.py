@@ -11,7 +11,8 @@ import numpy as np
 
 from cvfs.io.images import IMAGE_SUFFIXES
 
-__all__ = ["FITS_SUFFIXES", "IMAGE_SUFFIXES", "read_catalogue", "read_image", "write_catalogue",
+__all__ = ["CATALOGUE_UNITS", "FITS_SUFFIXES", "IMAGE_SUFFIXES", "read_catalogue",
+           "read_fits_header", "read_image", "write_catalogue", "write_catalogue_fits",
            "write_fits"]
 
 FITS_SUFFIXES = (".fits", ".fit", ".fts", ".fits.gz", ".fit.gz")
@@ -68,14 +69,22 @@ def read_image(path, hdu=None):
                 else:
                     data = hdul[hdu].data
                 data = None if data is None else np.array(data, dtype=np.float64)
-        except (OSError, TypeError, IndexError) as exc:
+        except IndexError as exc:
+            raise ValueError(f"hdu={hdu!r} is not an HDU of {path} ({exc})") from exc
+        except (OSError, TypeError) as exc:
             raise ValueError(f"{path}: not a readable FITS file ({exc})") from exc
         if data is None or data.size == 0:
             raise ValueError(f"{path}: the FITS file holds no image data")
         data = np.squeeze(data)
+        if data.ndim == 3 and 3 in (data.shape[0], data.shape[-1]):
+            raise ValueError(f"{path}: expected a 2-D image, got data of shape {data.shape} "
+                             "(a colour image or a cube: pick one channel, e.g. write "
+                             "data[0] to its own FITS file, or pass the HDU of one plane "
+                             "with --hdu)")
         if data.ndim != 2:
             raise ValueError(f"{path}: expected a 2-D image, got data of shape {data.shape} "
-                             "(a cube: extract one plane first)")
+                             "(a cube: extract one plane first, or pass the HDU of one plane "
+                             "with --hdu)")
         return data
     if path.suffix.lower() not in IMAGE_SUFFIXES:
         raise ValueError(f"{path}: unknown image type {path.suffix!r}; expected one of "
@@ -92,32 +101,111 @@ def write_fits(path, data, header=None):
     ----------
     path : str or Path
     data : ndarray of shape (height, width)
-    header : dict, optional
-        Keywords to set.
+    header : dict or astropy.io.fits.Header, optional
+        Keywords to set (an input image's header keeps its WCS; the data keywords BITPIX,
+        NAXIS*, BSCALE, BZERO follow ``data``).
     """
     from cvfs.io import atomic_path
 
     fits = _astropy_fits()
     hdu = fits.PrimaryHDU(np.asarray(data, dtype=np.float64))
-    for k, v in (header or {}).items():
-        hdu.header[k] = v
+    skip = {"SIMPLE", "XTENSION", "BITPIX", "NAXIS", "NAXIS1", "NAXIS2", "EXTEND", "PCOUNT",
+            "GCOUNT", "BSCALE", "BZERO", "BLANK", "END"}
+    cards = header.cards if hasattr(header, "cards") else (header or {}).items()
+    for card in cards:
+        k, v = (card.keyword, card.value) if hasattr(card, "keyword") else card
+        if k in skip or k.startswith("NAXIS") or k in ("COMMENT", "HISTORY", ""):
+            continue
+        try:
+            hdu.header[k] = v
+        except (ValueError, KeyError):  # a non-standard card: left out
+            continue
     with atomic_path(path, suffix=".fits") as tmp:
         hdu.writeto(tmp, overwrite=True)
 
 
-def write_catalogue(path, catalogue):
-    """Write a source catalogue as CSV (header ``x,y,sigma,flux``), atomically.
+#: unit of each catalogue field (flux fields in the image's data unit)
+CATALOGUE_UNITS = {"x": "pix", "y": "pix", "sigma": "pix", "flux": "data", "x_err": "pix",
+                   "y_err": "pix", "flux_err": "data", "snr": "", "extended": "", "flags": "",
+                   "ra": "deg", "dec": "deg"}
+
+
+def _unit(name, flux_unit):
+    u = CATALOGUE_UNITS.get(name, "")
+    return flux_unit if u == "data" else u
+
+
+def write_catalogue(path, catalogue, *, flux_unit="data value"):
+    """Write a source catalogue as CSV, atomically.
+
+    The first line is a comment with the unit of each column (``# units: x=pix, ...``), the
+    second the column names; then one row per source. Pixel coordinates are 0-based with pixel
+    centres at integers (x = column).
 
     Parameters
     ----------
     path : str or Path
-    catalogue : structured ndarray with fields x, y, sigma, flux
+    catalogue : structured ndarray with fields x, y, sigma, flux (and any of x_err, y_err,
+        flux_err, snr, extended, flags, ra, dec)
+    flux_unit : str
+        Unit of flux and flux_err (the image's data unit).
     """
     from cvfs.io import atomic_write_text
 
-    lines = ["x,y,sigma,flux"]
-    lines += [f"{s['x']:.4f},{s['y']:.4f},{s['sigma']:.4f},{s['flux']:.6g}" for s in catalogue]
+    names = list(catalogue.dtype.names)
+    units = ", ".join(f"{n}={_unit(n, flux_unit) or '-'}" for n in names)
+    fmt = {"x": ".4f", "y": ".4f", "sigma": ".4f", "x_err": ".4g", "y_err": ".4g",
+           "ra": ".8f", "dec": ".8f"}
+
+    def cell(n, v):
+        if catalogue.dtype[n].kind in "biu":
+            return str(int(v))
+        return format(float(v), fmt.get(n, ".6g"))
+
+    lines = [f"# units: {units}", ",".join(names)]
+    lines += [",".join(cell(n, s[n]) for n in names) for s in catalogue]
     atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def write_catalogue_fits(path, catalogue, *, flux_unit=None):
+    """Write a source catalogue as a FITS binary table (astropy Table, units in the columns).
+
+    Parameters
+    ----------
+    path : str or Path
+    catalogue : structured ndarray
+    flux_unit : str, optional
+        Unit of flux and flux_err understood by astropy (e.g. the image's BUNIT); none when
+        None or not understood.
+    """
+    from astropy import units as u
+    from astropy.table import Table
+
+    from cvfs.io import atomic_path
+
+    try:
+        fu = u.Unit(flux_unit) if flux_unit else None
+    except ValueError:
+        fu = None
+    tab = Table(np.asarray(catalogue))
+    for n in tab.colnames:
+        unit = CATALOGUE_UNITS.get(n, "")
+        if unit == "data":
+            tab[n].unit = fu
+        elif unit:
+            tab[n].unit = u.Unit(unit)
+    with atomic_path(path, suffix=".fits") as tmp:
+        tab.write(tmp, format="fits", overwrite=True)
+
+
+def read_fits_header(path, hdu=None):
+    """The header of the FITS HDU :func:`read_image` reads (the first with data by default)."""
+    fits = _astropy_fits()
+    with fits.open(path, memmap=False) as hdul:
+        if hdu is None:
+            with_data = [h for h in hdul if getattr(h, "data", None) is not None]
+            return (with_data[0] if with_data else hdul[0]).header.copy()
+        return hdul[hdu].header.copy()
 
 
 def read_catalogue(path):
@@ -125,12 +213,19 @@ def read_catalogue(path):
 
     Returns
     -------
-    structured ndarray with fields x, y, sigma, flux
+    structured ndarray
+        The columns of the file (:func:`cvfs.astro.catalogue.catalogue_dtype` fields; x, y,
+        sigma, flux at least).
     """
-    from cvfs.astro.simulate import CATALOGUE_DTYPE
+    from cvfs.astro.catalogue import catalogue_dtype
 
-    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    out = np.zeros(len(data), CATALOGUE_DTYPE)
-    for i, name in enumerate(CATALOGUE_DTYPE.names):
-        out[name] = data[:, i] if len(data) else []
+    with open(path) as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln and not ln.startswith("#")]
+    names = lines[0].split(",")
+    full = catalogue_dtype(sky=True)
+    dtype = np.dtype([(n, full[n] if n in full.names else "f8") for n in names])
+    out = np.zeros(len(lines) - 1, dtype)
+    for i, ln in enumerate(lines[1:]):
+        for n, v in zip(names, ln.split(","), strict=True):
+            out[i][n] = bool(int(v)) if dtype[n].kind == "b" else v
     return out

@@ -135,7 +135,8 @@ def _astro_options(args):
 def _cmd_astro_localise(args):
     from cvfs.cli.commands import astro_localise
 
-    astro_localise(args.image, args.out, **_astro_options(args))
+    astro_localise(args.image, args.out, hdu=args.hdu, mask=args.mask, n_jobs=args.jobs,
+                   **_astro_options(args))
     return 0
 
 
@@ -405,7 +406,8 @@ def _add_astro_parser(sub):
     for name, func, out, help, files in (
             ("localise", _cmd_astro_localise, "cvfs-astro",
              "catalogue, denoised image and figure of one image",
-             "catalogue.csv, denoised.npy, denoised.fits (FITS input) and figure.png"),
+             "catalogue.csv, catalogue.fits, denoised.npy, denoised.fits (FITS input) and "
+             "figure.png"),
             ("denoise", _cmd_astro_denoise, "cvfs-astro-denoise",
              "denoised image and figure of one image",
              "denoised.npy, denoised.fits (FITS input) and figure.png")):
@@ -423,6 +425,13 @@ def _add_astro_parser(sub):
         p.add_argument("--tile", type=int, default=28, help="tile size in pixels")
         p.add_argument("--seed", type=int, default=0, help="dictionary sampling seed")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        if name == "localise":
+            p.add_argument("--hdu", type=int, default=None,
+                           help="FITS extension to read (default: the first with data)")
+            p.add_argument("--mask", default=None, metavar="M.fits",
+                           help="mask image of the same shape: nonzero pixels are ignored")
+            p.add_argument("--jobs", type=int, default=1,
+                           help="processes fitting objects in parallel (-1 = one per CPU)")
         p.set_defaults(func=func)
 
 

@@ -213,44 +213,92 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     return summary
 
 
-def _astro_input(path):
-    from cvfs.astro.readers import _is_fits, read_image
+def _astro_input(path, hdu=None):
+    """Path, image, colour-bar unit, FITS header (None for other formats) and celestial WCS (or
+    None) of an input image."""
+    from cvfs.astro.readers import _is_fits, read_fits_header, read_image
 
     path = Path(path)
-    image = read_image(path)
-    unit = "data value (FITS)" if _is_fits(path) else "intensity (0-1)"
-    return path, image, unit
+    image = read_image(path, hdu=hdu)
+    if not _is_fits(path):
+        return path, image, "intensity (0-1)", None, None
+    header = read_fits_header(path, hdu)
+    unit = str(header.get("BUNIT", "")).strip() or "data value (FITS)"
+    wcs = None
+    try:
+        import warnings
+
+        from astropy.wcs import WCS
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # non-standard keywords of old headers
+            w = WCS(header, naxis=2)
+        if w.has_celestial:
+            wcs = w.celestial
+    except Exception:  # noqa: BLE001 - a header without a usable WCS gives pixel coordinates
+        wcs = None
+    return path, image, unit, header, wcs
+
+
+def _astro_mask(mask_path, shape):
+    """Boolean mask (True = ignore) from a FITS or image file: nonzero pixels are masked."""
+    if mask_path is None:
+        return None
+    from cvfs.astro.readers import read_image
+
+    m = read_image(Path(mask_path))
+    if m.shape != shape:
+        raise ValueError(f"mask {mask_path} has shape {m.shape}; the image has shape {shape}")
+    return m != 0  # NaN != 0: NaN pixels of the mask are masked too
 
 
 def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
-                   seed=0, tile=28, verbose=True, command="cvfs astro localise"):
+                   seed=0, tile=28, hdu=None, mask=None, n_jobs=1, verbose=True,
+                   command="cvfs astro localise"):
     """Catalogue, denoised image and figure of one image, written as one set into ``out``.
 
-    Writes ``catalogue.csv``, ``denoised.npy``, ``denoised.fits`` (FITS input) and
-    ``figure.png``. Parameters as :func:`cvfs.astro.localise_and_denoise` (``seed`` is its
-    ``random_state``). Returns the :class:`cvfs.astro.Localisation`.
+    Writes ``catalogue.csv`` (every catalogue field, a units comment line first),
+    ``catalogue.fits`` (an astropy table with units, when astropy is installed),
+    ``denoised.npy``, ``denoised.fits`` (FITS input: the input header, WCS included) and
+    ``figure.png`` (pixel axes, colour bars; point sources and extended objects marked apart).
+    Parameters as :func:`cvfs.astro.localise_and_denoise` (``seed`` is its ``random_state``);
+    ``hdu`` picks the FITS extension, ``mask`` is a FITS or image file whose nonzero pixels are
+    ignored, ``n_jobs`` the processes. The catalogue has ``ra`` and ``dec`` when the FITS header
+    holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
     from cvfs import astro
-    from cvfs.astro.readers import _is_fits, write_catalogue, write_fits
+    from cvfs.astro.readers import write_catalogue, write_catalogue_fits, write_fits
     from cvfs.viz import save_figure
     from cvfs.viz.astro import source_figure
 
-    path, image, unit = _astro_input(image_path)
+    path, image, unit, header, wcs = _astro_input(image_path, hdu)
+    bad = _astro_mask(mask, image.shape)
     check_output_dir(out)
     res = astro.localise_and_denoise(
         image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms, noise_sigma=noise_sigma,
-        random_state=seed, tile=tile, verbose=verbose)
+        random_state=seed, tile=tile, mask=bad, wcs=wcs, n_jobs=n_jobs, verbose=verbose)
+    flux_unit = str(header.get("BUNIT", "")).strip() if header is not None else ""
+    flux_unit = flux_unit or ("data value" if header is not None else "intensity (0-1)")
+    try:
+        import astropy  # noqa: F401
+        has_astropy = True
+    except ImportError:  # pragma: no cover - depends on the environment
+        has_astropy = False
+    n_ext = int(np.sum(res.catalogue["extended"]))
     with atomic_dir(out, command=command) as tmp:
-        write_catalogue(tmp / "catalogue.csv", res.catalogue)
+        write_catalogue(tmp / "catalogue.csv", res.catalogue, flux_unit=flux_unit)
+        if has_astropy:
+            write_catalogue_fits(tmp / "catalogue.fits", res.catalogue,
+                                 flux_unit=header.get("BUNIT") if header is not None else None)
         np.save(tmp / "denoised.npy", res.model)
-        if _is_fits(path):
-            write_fits(tmp / "denoised.fits", res.model)
+        if header is not None:
+            write_fits(tmp / "denoised.fits", res.model, header=header)
         fig = source_figure(image, res.catalogue, res.model, unit=unit,
-                            title=f"{path.name}: {len(res.catalogue)} point sources "
-                            "(screened SBL)")
+                            title=f"{path.name}: {len(res.catalogue) - n_ext} point sources, "
+                            f"{n_ext} extended objects (screened SBL)")
         save_figure(fig, tmp / "figure.png", dpi=110)
-    print(f"{len(res.catalogue)} sources in {path.name} ({image.shape[0]}x{image.shape[1]}); "
-          f"noise sigma {res.noise_sigma:.4g}, lambda {res.lam:.4g}")
+    print(f"{len(res.catalogue)} sources in {path.name} ({image.shape[0]}x{image.shape[1]}; "
+          f"{n_ext} extended); noise sigma {res.noise_sigma:.4g}, lambda {res.lam:.4g}")
     _report_written(out)
     return res
 
@@ -263,18 +311,18 @@ def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, nois
     denoised image, residual). Parameters as :func:`astro_localise`. Returns the denoised image.
     """
     from cvfs import astro
-    from cvfs.astro.readers import _is_fits, write_fits
+    from cvfs.astro.readers import write_fits
     from cvfs.viz import save_figure
     from cvfs.viz.astro import denoise_figure
 
-    path, image, unit = _astro_input(image_path)
+    path, image, unit, header, _ = _astro_input(image_path)
     check_output_dir(out)
     clean = astro.denoise(image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms,
                           noise_sigma=noise_sigma, random_state=seed, tile=tile, verbose=verbose)
     with atomic_dir(out, command=command) as tmp:
         np.save(tmp / "denoised.npy", clean)
-        if _is_fits(path):
-            write_fits(tmp / "denoised.fits", clean)
+        if header is not None:
+            write_fits(tmp / "denoised.fits", clean, header=header)
         fig = denoise_figure(image, clean, unit=unit,
                              title=f"{path.name}: screened SBL denoising")
         save_figure(fig, tmp / "figure.png", dpi=110)

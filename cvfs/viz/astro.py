@@ -41,7 +41,8 @@ def _show(ax, image, title, unit="pixel value", colorbar=True, limits=None):
 
 def plot_detections(image, catalogue, truth=None, ax=None, title="detections", *,
                     unit="pixel value", colorbar=True):
-    """The image with detected sources (red circles, radius 2 sigma) and the truth (green +).
+    """The image with point sources (red circles, radius 2 sigma), extended objects (cyan
+    squares, side 4 sigma, from the ``extended`` field when present) and the truth (green +).
 
     Parameters
     ----------
@@ -59,14 +60,26 @@ def plot_detections(image, catalogue, truth=None, ax=None, title="detections", *
     ax
     """
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Circle
+    from matplotlib.patches import Circle, Rectangle
 
     ax = _axes(ax)
     _show(ax, image, title, unit, colorbar)
-    for s in np.asarray(catalogue):
-        ax.add_patch(Circle((s["x"], s["y"]), 2 * s["sigma"], fill=False, color="red", lw=0.8))
+    cat = np.asarray(catalogue)
+    ext = cat["extended"] if "extended" in (cat.dtype.names or ()) else np.zeros(len(cat), bool)
+    for s, e in zip(cat, ext, strict=True):
+        if e:
+            side = 4 * s["sigma"]
+            ax.add_patch(Rectangle((s["x"] - side / 2, s["y"] - side / 2), side, side,
+                                   fill=False, color="cyan", lw=0.8))
+        else:
+            ax.add_patch(Circle((s["x"], s["y"]), 2 * s["sigma"], fill=False, color="red",
+                                lw=0.8))
     handles = [Line2D([], [], ls="", marker="o", mfc="none", mec="red",
-                      label=f"detected ({len(catalogue)}; circle radius 2 sigma)")]
+                      label=f"point sources ({int(np.sum(~ext))}; circle radius 2 sigma)")]
+    if ext.any():
+        handles.append(Line2D([], [], ls="", marker="s", mfc="none", mec="cyan",
+                              label=f"extended objects ({int(ext.sum())}; square side "
+                              "4 sigma)"))
     if truth is not None and len(truth):
         ax.plot(truth["x"], truth["y"], "+", color="lime", ms=6, mew=1)
         handles.append(Line2D([], [], ls="", marker="+", color="lime",
