@@ -348,15 +348,73 @@ def _fit_point_sources(ob, noise, st, cache):
     return np.array(out, dtype=np.float64).reshape(-1, 8), model, screened
 
 
-def _extended_row(ob, rms_patch):
-    x, y, cxx, cyy, _, flux = moments(ob.patch, ob.own, ob.r0, ob.c0)
-    var = rms_patch[ob.own] ** 2
+def _moment_row(ob, own, rms_patch):
+    x, y, cxx, cyy, _, flux = moments(ob.patch, own, ob.r0, ob.c0)
+    var = rms_patch[own] ** 2
     flux_err = float(np.sqrt(var.sum()))
-    rr, cc = np.nonzero(ob.own)
+    rr, cc = np.nonzero(own)
     f = max(abs(flux), 1e-300)
     x_err = float(np.sqrt(np.sum((cc + ob.c0 - x) ** 2 * var)) / f)
     y_err = float(np.sqrt(np.sum((rr + ob.r0 - y) ** 2 * var)) / f)
     return (x, y, float(np.sqrt(max((cxx + cyy) / 2, 0.0))), flux, x_err, y_err, flux_err)
+
+
+#: smallest share of an extended footprint's flux a deblended part must carry
+DEBLEND_CONTRAST = 0.05
+
+
+def _deblend(ob, st):
+    """Parts of an extended footprint: watershed of the PSF-smoothed patch from its detection
+    peaks at least 2 s_hi apart; a part carrying less than :data:`DEBLEND_CONTRAST` of the flux
+    or with a peak less than ``detect_snr`` noise units above the saddle to a neighbour is merged
+    into the neighbour it touches most. Returns a list of boolean footprints."""
+    from skimage.segmentation import watershed
+
+    peaks = []
+    for r, c in ob.peaks[: st.max_sources]:
+        if all(np.hypot(r - a, c - b) >= 2 * st.s_hi for a, b in peaks):
+            peaks.append((r, c))
+    if len(peaks) < 2:
+        return [ob.own]
+    smooth = ndimage.gaussian_filter(np.where(ob.weights > 0, ob.patch, 0.0), st.s_lo)
+    markers = np.zeros(ob.own.shape, np.int32)
+    for i, (r, c) in enumerate(peaks):
+        markers[r, c] = i + 1
+    lab = watershed(-smooth, markers, mask=ob.own)
+    # noise of the smoothed image: the Gaussian's white-noise gain times the pixel noise
+    noise = float(np.median(1.0 / ob.weights[ob.own & (ob.weights > 0)]))
+    gain = 1.0 / (2.0 * np.sqrt(np.pi) * st.s_lo)
+    pos = np.clip(ob.patch, 0.0, None)
+    while True:
+        ids = [i for i in np.unique(lab) if i > 0]
+        if len(ids) < 2:
+            break
+        total = sum(float(pos[lab == i].sum()) for i in ids)
+        weakest, score = None, np.inf
+        for i in ids:
+            part = lab == i
+            ring = ndimage.binary_dilation(part) & ~part & (lab > 0)
+            if not ring.any():
+                continue
+            saddle = float(smooth[ring].max())
+            contrast = (float(smooth[part].max()) - saddle) / (noise * gain)
+            share = float(pos[part].sum()) / max(total, 1e-300)
+            if share < DEBLEND_CONTRAST or contrast < st.detect_snr:
+                if share < score:
+                    weakest, score = i, share
+        if weakest is None:
+            break
+        part = lab == weakest
+        ring = ndimage.binary_dilation(part) & ~part & (lab > 0)
+        lab[part] = np.bincount(lab[ring]).argmax() if ring.any() else 0
+    return [lab == i for i in np.unique(lab) if i > 0]
+
+
+def _extended_row(ob, rms_patch, st=None):
+    """Rows (x, y, sigma, flux, x_err, y_err, flux_err) of an extended object: one per
+    deblended part (:func:`_deblend`) when ``st`` is given, else one for the footprint."""
+    parts = [ob.own] if st is None else _deblend(ob, st)
+    return [(_moment_row(ob, own, rms_patch), own) for own in parts]
 
 
 def _process(obj_list, st):
@@ -368,16 +426,16 @@ def _process(obj_list, st):
                 if (ob.own & (ob.weights > 0)).any() else 1.0
             rms_patch = np.where(ob.weights > 0, 1.0 / np.maximum(ob.weights, 1e-300), 0.0)
             if st.refine and _is_extended(ob, noise, st):
-                results.append(("extended", _extended_row(ob, rms_patch), None, []))
+                results.append(("extended", _extended_row(ob, rms_patch, st), None, []))
                 continue
             rows, model, screened = _fit_point_sources(ob, noise, st, cache)
             if rows is None:
-                results.append(("extended", _extended_row(ob, rms_patch), None, screened))
+                results.append(("extended", _extended_row(ob, rms_patch, st), None, screened))
                 continue
             at_bound = int(np.sum(rows[:, 7] > 0)) if len(rows) else 0
             if at_bound >= 2 and 2 * at_bound >= len(rows):
                 # several sources with the width at a bound: the object is not a sum of PSFs
-                results.append(("extended", _extended_row(ob, rms_patch), None, screened))
+                results.append(("extended", _extended_row(ob, rms_patch, st), None, screened))
             elif len(rows) > st.max_sources:
                 results.append(("capped", _extended_row(ob, rms_patch), None, screened))
             elif len(rows) == 0:
@@ -600,14 +658,16 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
         masked = bool(bad[sl][ndimage.binary_dilation(ob.own, iterations=2)].any())
         base = catmod.FLAG_MASKED * masked
         if kind in ("extended", "capped"):
-            x, y, s, f, xe, ye, fe = res
-            if not f > 2 * detect_snr * fe:
-                # a diffuse object is kept only at twice the point-source significance: the
-                # mesh's edge extrapolation leaves residuals of a few sigma
-                continue
-            flags = base | catmod.FLAG_EDGE * touches | catmod.FLAG_CAPPED * (kind == "capped")
-            rows.append((x, y, s, f, xe, ye, fe, True, flags))
-            model[sl][ob.own] += smooth[sl][ob.own]
+            blended = catmod.FLAG_BLENDED * (len(res) > 1)
+            for (x, y, s, f, xe, ye, fe), own in res:
+                if not f > 2 * detect_snr * fe:
+                    # a diffuse object is kept only at twice the point-source significance:
+                    # the mesh's edge extrapolation leaves residuals of a few sigma
+                    continue
+                flags = base | blended | catmod.FLAG_EDGE * touches \
+                    | catmod.FLAG_CAPPED * (kind == "capped")
+                rows.append((x, y, s, f, xe, ye, fe, True, flags))
+                model[sl][own] += smooth[sl][own]
         elif kind == "points":
             model[sl] += pmodel
             blended = catmod.FLAG_BLENDED * (len(res) > 1)
