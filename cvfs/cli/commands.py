@@ -104,6 +104,11 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
                 writer = VideoWriter(tmp / f"{src.name}_keypoints.avi", fps=src.fps)
             with writer if writer is not None else contextlib.nullcontext():
                 for name, rgb in src:
+                    if src.kind == "images" and _is_grey(rgb):
+                        raise ValueError(
+                            f"{name}: a grey image; the detectors use colour features and "
+                            "refuse grey input (KeypointDetector.detect does too): pass a colour "
+                            "image")
                     t0 = time.perf_counter()
                     found = det.detect(rgb, threshold=threshold, max_scale=scale, n_jobs=n_jobs)
                     times.append(time.perf_counter() - t0)
@@ -226,6 +231,12 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     if out is not None:
         _report_written(out)
     return summary
+
+
+def _is_grey(rgb):
+    """Whether an RGB image carries no colour (a grey file read as RGB: equal channels)."""
+    return bool(np.array_equal(rgb[..., 0], rgb[..., 1])
+                and np.array_equal(rgb[..., 1], rgb[..., 2]))
 
 
 def _jpeg(rgb):
