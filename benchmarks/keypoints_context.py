@@ -27,8 +27,9 @@ import time
 import cv2
 import numpy as np
 
-from cvfs.datasets.faces import AnnotatedImage, keypoint_index, load_image, load_mtfl
+from cvfs.datasets.faces import AnnotatedImage, keypoint_index, load_mtfl
 from cvfs.io import atomic_write_text
+from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
 from cvfs.keypoints.context import PairModel, pair_rescore
 from cvfs.keypoints.detector import _grid_peaks, _level_scores, _parabolic_offsets, _suppress
@@ -40,7 +41,7 @@ SETS = {"x1": (1.0, 1.0), "x2": (2.0, 2.0), "x3": (3.0, 2.0)}  # name: (downscal
 
 
 def _shrunk(im, factor):
-    img = load_image(im.path)
+    img = read_image(im.path)
     if factor == 1.0:
         return img, im
     h, w = img.shape[:2]

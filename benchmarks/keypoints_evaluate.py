@@ -35,8 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets.faces import load_caltech_webfaces, load_image, load_mtfl
+from cvfs.datasets.faces import load_caltech_webfaces, load_mtfl
 from cvfs.io import atomic_write_text
+from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
 from cvfs.keypoints.evaluate import (
     evaluate_detections,
@@ -87,7 +88,7 @@ def main(argv=None):
         loader, max_scale = DATASETS[ds]
         all_images = loader()
         images = all_images[::every[ds]]
-        imgs = [load_image(im.path) for im in images]
+        imgs = [read_image(im.path) for im in images]
         res = {"max_scale": max_scale, "n_images": len(images), "of": len(all_images),
                "every": every[ds], "n_faces": int(sum(im.n_faces for im in images)),
                "methods": {}, "baselines": {}}

@@ -32,8 +32,9 @@ import cv2
 import numpy as np
 from tqdm.auto import tqdm
 
-from cvfs.datasets.faces import keypoint_index, load_caltech_webfaces, load_image, load_mtfl
+from cvfs.datasets.faces import keypoint_index, load_caltech_webfaces, load_mtfl
 from cvfs.io import atomic_write_text
+from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
 
 EYES = ("left_eye_center", "right_eye_center")
@@ -103,7 +104,7 @@ def run_dataset(images, detector, max_scale, baselines=None):
     ours, dlib, dark = [], [], []
     by_path = {str(Path(p).resolve()): v for p, v in (baselines or {}).items()}
     for im in tqdm(images, leave=False):
-        rgb = load_image(im.path)
+        rgb = read_image(im.path)
         gray = cv2.cvtColor(np.asarray(rgb * 255 if rgb.dtype != np.uint8 else rgb,
                                        dtype=np.float32), cv2.COLOR_RGB2GRAY)
         dets = detector.detect(rgb, max_scale=max_scale, n_jobs=1)

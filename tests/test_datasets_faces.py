@@ -15,9 +15,9 @@ from cvfs.datasets.faces import (
     keypoint_index,
     load_aflw2000,
     load_caltech_webfaces,
-    load_image,
     load_mtfl,
 )
+from cvfs.io.images import read_image
 
 AFLW_DESCR = [
     "LeftBrowLeftCorner", "LeftBrowCenter", "LeftBrowRightCorner", "RightBrowLeftCorner",
@@ -214,22 +214,22 @@ def test_aflw_errors(tmp_path):
         load_aflw(db)
 
 
-def test_load_image_errors(tmp_path):
+def test_read_image_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="image file not found"):
-        load_image(tmp_path / "none.jpg")
+        read_image(tmp_path / "none.jpg")
     bad = tmp_path / "bad.jpg"
     bad.write_bytes(b"\xff\xd8\xff garbage")
     with pytest.raises(ValueError, match="could not decode image file"):
-        load_image(bad)
+        read_image(bad)
     empty = tmp_path / "empty.png"
     empty.write_bytes(b"")
     with pytest.raises(ValueError, match="could not decode image file"):
-        load_image(empty)
+        read_image(empty)
     good = tmp_path / "g.png"
     arr = np.zeros((4, 5, 3), np.uint8)
     arr[..., 0] = 200  # red in RGB
     cv2.imwrite(str(good), arr[..., ::-1])
-    got = load_image(good)
+    got = read_image(good)
     assert got.shape == (4, 5, 3) and got.dtype == np.uint8 and got[0, 0, 0] == 200
 
 

@@ -74,7 +74,7 @@ def test_app_max_scale(tmp_path, toy_models, monkeypatch):
 
     monkeypatch.setattr(KeypointDetector, "detect", spy)
     img = tmp_path / "im.png"
-    cv2.imwrite(str(img), np.zeros((48, 64, 3), np.uint8))
+    cv2.imwrite(str(img), np.random.default_rng(0).integers(0, 256, (48, 64, 3), np.uint8))
     assert app.main([str(img), "--out", str(tmp_path / "o")]) == 0
     assert app.main(["synthetic", "--max-frames", "1", "--out", str(tmp_path / "o")]) == 0
     assert app.main(["synthetic", "--max-frames", "1", "--max-scale", "2",

@@ -64,6 +64,18 @@ def test_cli_errors(tmp_path, capsys):
     assert "model file not found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["keypoints", "train", "--method", "adaboost", "--out", "x.h5"])
+    # a grey photo: refused as by KeypointDetector.detect, naming the file; nothing written
+    from skimage import data
+
+    from cvfs.io.images import write_image
+
+    grey = tmp_path / "camera.png"
+    write_image(grey, data.camera())
+    out = tmp_path / "drawn"
+    assert main(["keypoints", "detect", str(grey), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "camera: a grey image" in err and "colour" in err
+    assert not out.exists()
 
 
 def test_viz(tmp_path):

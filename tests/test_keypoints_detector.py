@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from cvfs.datasets.faces import load_image, load_mtfl
+from cvfs.datasets.faces import load_mtfl
+from cvfs.io.images import read_image
 from cvfs.keypoints import KeypointDetector, load_detector
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.detector import _parabolic_offsets, nms
@@ -82,7 +83,7 @@ def test_detector_api_and_reload(tmp_path):
 
 
 def test_cascade_scores_match_full(real_data):
-    img = load_image(load_mtfl("test")[0].path)
+    img = read_image(load_mtfl("test")[0].path)
     rng = np.random.default_rng(0)
     k = 30
     feats = rng.choice(864 + 30, k, replace=False)
@@ -244,7 +245,7 @@ def test_soft_cascade_hand_made():
 def test_detect_uses_soft_cascade_scores(real_data, tmp_path):
     """Detections of a soft-cascaded model carry the full model's scores of their windows, and
     a reloaded detector gives identical detections."""
-    img = load_image(load_mtfl("test")[1].path)
+    img = read_image(load_mtfl("test")[1].path)
     rng = np.random.default_rng(3)
     k = 12
     feats = np.concatenate([rng.choice(864, 3, replace=False), 864 + rng.choice(30, 9)])
@@ -323,7 +324,7 @@ def test_example_features_match_pool(real_data):
     ex = np.array([(1, -2, 40, 50), (0, -1, 30, 31), (1, -2, 41, 50)],
                   dtype=[("image", "<i4"), ("level", "<i2"), ("x", "<i2"), ("y", "<i2")])
     X = feats(ex)
-    lev = LevelCache(pyramid_level(load_image(ims[1].path), -2))
+    lev = LevelCache(pyramid_level(read_image(ims[1].path), -2))
     ref = pool.compute(lev, np.array([[50, 40], [50, 41]]))
     np.testing.assert_array_equal(X[[0, 2]], ref)
     cols = np.array([3, 900])
@@ -353,7 +354,7 @@ def test_end_to_end_real_data(real_data, tmp_path):
     # the training cascade (a threshold after each of the 40 features, set on 8 faces' positives)
     # is for the mining scans; the classifier itself is what this tiny run can test
     assert det.classifiers["left_eye_center"].cascade_ends.tolist() == list(range(1, 40))
-    dets = [det.detect(load_image(im.path), threshold=-np.inf, max_scale=1.0, cascade=False)
+    dets = [det.detect(read_image(im.path), threshold=-np.inf, max_scale=1.0, cascade=False)
             for im in test]
     # a detector this small localises loosely: 5% IED (2.2 px here) is too tight to test on
     curves = evaluate_detections(dets, test, ["left_eye_center"], detect_radius=0.1)
@@ -362,7 +363,7 @@ def test_end_to_end_real_data(real_data, tmp_path):
     assert c.recall.max() >= 0.5  # the eye is among the peaks in most crops
     # resuming the finished checkpoint retrains nothing and gives the same detector
     det2 = train_detector(train, ["left_eye_center"], checkpoint_dir=tmp_path / "ck", **kw)
-    img = load_image(test[0].path)
+    img = read_image(test[0].path)
     np.testing.assert_array_equal(det2.detect(img, max_scale=1.0)["left_eye_center"],
                                   det.detect(img, max_scale=1.0)["left_eye_center"])
     path = det.save(tmp_path / "eye.h5")
@@ -387,7 +388,7 @@ def test_checkpoint_holds_every_setting_and_refuses_others(real_data, tmp_path):
     assert cfg["data"]["n_images"] == 3 and cfg["data"]["datasets"] == ["mtfl"]
     # the same settings resume (nothing left to train)
     again = train_detector(train, ["left_eye_center"], **kw)
-    img = load_image(train[0].path)
+    img = read_image(train[0].path)
     np.testing.assert_array_equal(again.detect(img, max_scale=1.0)["left_eye_center"],
                                   det.detect(img, max_scale=1.0)["left_eye_center"])
     with pytest.raises(ValueError, match=r"other settings: scan_stride = 2 in the checkpoint, "

@@ -121,7 +121,8 @@ def test_mirrored_annotations():
 def test_example_features_of_mirrored_images(tmp_path):
     import cv2
 
-    from cvfs.datasets.faces import AnnotatedImage, load_image, mirrored
+    from cvfs.datasets.faces import AnnotatedImage, mirrored
+    from cvfs.io.images import read_image
     from cvfs.keypoints.train import ExampleFeatures, with_mirrored
     from cvfs.vision import FeaturePool, LevelCache, pyramid_level
 
@@ -137,7 +138,7 @@ def test_example_features_of_mirrored_images(tmp_path):
     feats = ExampleFeatures.from_images(ims, pool)
     ex = np.array([(0, 0, 20, 30), (1, 0, 20, 30), (1, -1, 15, 14)], dtype=EXAMPLE_DTYPE)
     X = feats(ex)
-    img = load_image(path)
+    img = read_image(path)
     flipped = np.ascontiguousarray(img[:, ::-1])
     np.testing.assert_array_equal(X[0], pool.compute(LevelCache(pyramid_level(img, 0)),
                                                      [[30, 20]])[0])

@@ -212,3 +212,48 @@ def test_plot_trajectories_legend_per_motion():
         "motion 0: 5 tracks", "motion 1: 5 tracks"]
     assert ax.figure.get_size_inches()[0] >= 10
     assert all(c.get_alpha() < 1 and max(c.get_linewidths()) < 1 for c in ax.collections)
+
+
+def test_track_points_streams_frames():
+    """The tracker holds the previous frame only: a frame two steps back is freed."""
+    import gc
+    import weakref
+
+    from cvfs.io.video import SyntheticRigidVideo
+    from cvfs.motion.tracking import track_points
+
+    video = SyntheticRigidVideo(n_motions=2, n_frames=12, seed=1)
+    refs = []
+
+    def frames():
+        for f in range(video.n_frames):
+            frame = video.render(f)
+            refs.append(weakref.ref(frame))
+            if len(refs) >= 3:
+                gc.collect()
+                assert refs[-3]() is None, f"frame {len(refs) - 3} is still held"
+            yield frame
+            del frame
+
+    streamed = track_points(frames())
+    listed = track_points([video.render(f) for f in range(video.n_frames)])
+    np.testing.assert_array_equal(streamed, listed)
+    assert streamed.shape[1] == video.n_frames
+
+
+def test_motion_segment_camera_like_source_draws_from_kept_frames(tmp_path, monkeypatch):
+    """A source that cannot be read twice (a camera) is drawn from copies kept while tracking."""
+    from cvfs.cli import commands
+    from cvfs.io import video
+
+    real = video.open_source
+
+    def once(source, max_frames=None, *, strict=False):
+        src = real(source, max_frames, strict=strict)
+        src.replayable = False
+        return src
+
+    monkeypatch.setattr(video, "open_source", once)
+    out = tmp_path / "seg"
+    s = commands.motion_segment("synth:motions=2,frames=8,seed=3", n_motions=2, out=out)
+    assert s["frames"] == 8 and (out / "synth_motion.avi").stat().st_size > 1000

@@ -104,6 +104,11 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
                 writer = VideoWriter(tmp / f"{src.name}_keypoints.avi", fps=src.fps)
             with writer if writer is not None else contextlib.nullcontext():
                 for name, rgb in src:
+                    if src.kind == "images" and _is_grey(rgb):
+                        raise ValueError(
+                            f"{name}: a grey image; the detectors use colour features and "
+                            "refuse grey input (KeypointDetector.detect does too): pass a colour "
+                            "image")
                     t0 = time.perf_counter()
                     found = det.detect(rgb, threshold=threshold, max_scale=scale, n_jobs=n_jobs)
                     times.append(time.perf_counter() - t0)
@@ -173,8 +178,21 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     if out is not None:
         check_output_dir(out)
     t0 = time.perf_counter()
-    frames = [frame for _, frame in src]  # the tracker needs every frame
-    points = track_points(frames, max_points=max_points)
+    # frames stream through the tracker; the drawing pass reads the source again, or (a camera)
+    # the JPEG-compressed copies kept for it here
+    kept = {"first": None, "n": 0, "jpeg": []}
+    keep_jpeg = out is not None and not src.replayable
+
+    def _frames():
+        for _, frame in src:
+            if kept["first"] is None:
+                kept["first"] = frame
+            if keep_jpeg:
+                kept["jpeg"].append(_jpeg(frame))
+            kept["n"] += 1
+            yield frame
+
+    points = track_points(_frames(), max_points=max_points)
     t1 = time.perf_counter()
     moving = not explained_by_one_motion(points, tol=tol)
     if moving:
@@ -182,7 +200,7 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     else:
         labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
     t2 = time.perf_counter()
-    summary = {"source": str(source), "frames": len(frames), "tracks": int(points.shape[0]),
+    summary = {"source": str(source), "frames": kept["n"], "tracks": int(points.shape[0]),
                "n_motions": int(k), "independent_motion": bool(moving),
                "points_per_motion": np.bincount(labels, minlength=k).tolist(),
                "track_seconds": t1 - t0, "segment_seconds": t2 - t1}
@@ -192,11 +210,13 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
         summary.update(video=str(final / f"{stem}.avi"), figure=str(final / f"{stem}.png"),
                        json=str(final / f"{stem}.json"))
         with atomic_dir(out, command=command) as tmp:
+            replay = ((f for _, f in src) if src.replayable
+                      else (_unjpeg(b) for b in kept["jpeg"]))
             with VideoWriter(tmp / f"{stem}.avi", fps=src.fps) as writer:
-                for i, frame in enumerate(frames):
+                for i, frame in zip(range(points.shape[1]), replay):
                     writer.write(draw_tracks(frame, points, labels, i))
             what = (f"K={k}" if moving else "no independent motion")
-            ax = plot_trajectories(points, labels, image=frames[0],
+            ax = plot_trajectories(points, labels, image=kept["first"],
                                    title=f"{src.name}: {points.shape[0]} tracks, {what}")
             save_figure(ax.figure, tmp / f"{stem}.png")
             atomic_write_text(tmp / f"{stem}.json", json.dumps(summary, indent=1))
@@ -211,6 +231,27 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     if out is not None:
         _report_written(out)
     return summary
+
+
+def _is_grey(rgb):
+    """Whether an RGB image carries no colour (a grey file read as RGB: equal channels)."""
+    return bool(np.array_equal(rgb[..., 0], rgb[..., 1])
+                and np.array_equal(rgb[..., 1], rgb[..., 2]))
+
+
+def _jpeg(rgb):
+    """An RGB frame as JPEG bytes (quality 90): about 20x smaller than the raw frame."""
+    import cv2
+
+    ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(rgb[..., ::-1]),
+                           [cv2.IMWRITE_JPEG_QUALITY, 90])
+    return buf.tobytes()
+
+
+def _unjpeg(data):
+    import cv2
+
+    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
 
 
 def _astro_input(path, hdu=None):

@@ -326,7 +326,7 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         t2 = time.perf_counter()
         theta = lr.coef
         if keep is not None:
-            res.screening.append(float(1.0 - keep.mean()))
+            res.screening.append(float(1.0 - keep.mean()) if keep.size else 0.0)
         else:
             res.screening.append(lr.n_screened / n)
         res.gaps.append(lr.gap / (0.5 * yy) if yy > 0 else 0.0)

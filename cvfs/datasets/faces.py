@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from cvfs.datasets._home import require_path
-from cvfs.io.images import read_image as load_image  # the one image reader (RGB uint8)
 
 __all__ = [
     "ANNOTATED",
@@ -36,7 +35,6 @@ __all__ = [
     "keypoint_index",
     "load_aflw2000",
     "load_caltech_webfaces",
-    "load_image",
     "load_mtfl",
     "mirrored",
 ]

@@ -216,12 +216,15 @@ class FrameSource:
         File or folder stem, ``camera<i>``, ``synth`` or ``synthetic``.
     fps : float
         Frame rate of a video file (10 when the container has none, and for the other sources).
+    replayable : bool
+        Whether a second iteration yields the same frames again (False for a camera).
     """
 
-    def __init__(self, kind, name, frames, fps=10.0):
+    def __init__(self, kind, name, frames, fps=10.0, replayable=True):
         self.kind = kind
         self.name = name
         self.fps = float(fps)
+        self.replayable = bool(replayable)
         self._frames = frames
 
     def __iter__(self):
@@ -282,7 +285,7 @@ def open_source(source, max_frames=None, *, strict=False):
             raise ValueError(f"source: cannot open camera {index}")
         cap.release()
         return FrameSource("video", f"camera{index}", lambda: _capture_frames(
-            cv2.VideoCapture(index), f"camera {index}", None, limit, strict))
+            cv2.VideoCapture(index), f"camera {index}", None, limit, strict), replayable=False)
     path = Path(source)
     if not path.exists():
         raise FileNotFoundError(f"source not found: {path}")

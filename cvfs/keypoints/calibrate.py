@@ -27,7 +27,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cvfs.base import check_random_state
-from cvfs.datasets.faces import keypoint_index, load_image
+from cvfs.datasets.faces import keypoint_index
+from cvfs.io.images import read_image
 from cvfs.keypoints._additive import best_of_bags
 from cvfs.keypoints.detector import KeypointDetector
 from cvfs.keypoints.examples import negative_mask, positive_examples
@@ -169,7 +170,7 @@ def cascade_statistics(model, X_pos, X_neg, bags=None):
 
 def _shape(im):
     if "shape" not in im.attrs:
-        im.attrs["shape"] = load_image(im.path).shape[:2]
+        im.attrs["shape"] = read_image(im.path).shape[:2]
     return tuple(im.attrs["shape"])
 
 
@@ -183,7 +184,7 @@ def _negatives(detector, images, n_total, neg_radius, rng, verbose):
                         disable=not verbose):
         if n_i == 0:
             continue
-        levels = gaussian_pyramid(load_image(im.path), scales_per_octave=detector.scales_per_octave,
+        levels = gaussian_pyramid(read_image(im.path), scales_per_octave=detector.scales_per_octave,
                                   max_scale=detector.max_scale, min_size=detector.pool.window)
         sizes = np.array([len(window_centres(lv.shape)) for lv in levels])
         draw = rng.choice(sizes.sum(), size=min(int(n_i), int(sizes.sum())), replace=False)

@@ -295,7 +295,8 @@ def evaluate_detector(detector, images, keypoints=None, *, threshold=-np.inf, ma
 
     from tqdm.auto import tqdm
 
-    from cvfs.datasets.faces import ANNOTATED, load_image
+    from cvfs.datasets.faces import ANNOTATED
+    from cvfs.io.images import read_image
 
     if keypoints is None:
         annotated = set.intersection(*(set(ANNOTATED[im.dataset]) for im in images)) \
@@ -308,7 +309,7 @@ def evaluate_detector(detector, images, keypoints=None, *, threshold=-np.inf, ma
         )
     dets, t = [], 0.0
     for im in tqdm(images, disable=not verbose, desc="detect"):
-        img = load_image(im.path)
+        img = read_image(im.path)
         t0 = time.perf_counter()
         dets.append(detector.detect(img, threshold=threshold, max_scale=max_scale))
         t += time.perf_counter() - t0

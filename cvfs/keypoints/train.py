@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from cvfs.base import check_random_state, seed_from
-from cvfs.datasets.faces import keypoint_index, load_image, mirrored
+from cvfs.datasets.faces import keypoint_index, mirrored
+from cvfs.io.images import read_image
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints.boosting import LogitBoostClassifier
@@ -96,7 +97,7 @@ class ExampleFeatures:
 
     def levels(self, i, ks):
         """LevelCaches of image ``i`` for level exponents ``ks`` (dict k -> LevelCache)."""
-        img = load_image(self.paths[i])
+        img = read_image(self.paths[i])
         if self.flips[i]:
             img = np.ascontiguousarray(img[:, ::-1])
         return {int(k): LevelCache(pyramid_level(img, int(k),
@@ -518,5 +519,5 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
 def _image_shape(im):
     """(H, W) of an annotated image (read once, remembered in ``im.attrs["shape"]``)."""
     if "shape" not in im.attrs:
-        im.attrs["shape"] = load_image(im.path).shape[:2]
+        im.attrs["shape"] = read_image(im.path).shape[:2]
     return tuple(im.attrs["shape"])

@@ -29,15 +29,23 @@ def _gray(frame):
     return frame
 
 
+def _rest(taken, it):
+    """The frames in the list ``taken`` (released as they are yielded), then those of ``it``."""
+    while taken:
+        yield taken.pop(0)
+    yield from it
+
+
 def track_points(frames, *, max_points=500, quality=0.01, min_distance=6, win_size=15,
                  levels=3, fb_threshold=1.0):
     """Track corners through all frames; keep the trajectories that survive every frame.
 
     Parameters
     ----------
-    frames : sequence of ndarray
-        RGB uint8 (H, W, 3) (as :func:`cvfs.io.video.read_frames` returns them) or grey (H, W)
-        images, at least 2, all the same size.
+    frames : iterable of ndarray
+        RGB uint8 (H, W, 3) (as :func:`cvfs.io.video.open_source` yields them) or grey (H, W)
+        images, at least 2, all the same size. Read one at a time: only the previous frame is
+        held, so a generator streams a long video in constant memory.
     max_points : int, default 500
         Corners detected on the first frame.
     quality, min_distance : float
@@ -57,35 +65,43 @@ def track_points(frames, *, max_points=500, quality=0.01, min_distance=6, win_si
     ValueError
         Fewer than 2 frames, frames of different sizes, or no corner found.
     """
-    frames = list(frames)
-    if len(frames) < 2:
-        raise ValueError(f"frames must hold at least 2 images; got {len(frames)}")
-    grays = [_gray(f) for f in frames]
-    shape = grays[0].shape
-    if any(g.shape != shape for g in grays):
-        raise ValueError("frames must all have the same size")
-    p0 = cv2.goodFeaturesToTrack(grays[0], maxCorners=int(max_points), qualityLevel=quality,
+    it = iter(frames)
+    head = [f for _, f in zip(range(2), it)]
+    if len(head) < 2:
+        raise ValueError(f"frames must hold at least 2 images; got {len(head)}")
+    prev_gray = _gray(head[0])
+    shape = prev_gray.shape
+    if np.shape(head[1])[:2] != shape:
+        raise ValueError(f"frames must all have the same size; frame 1 is "
+                         f"{np.shape(head[1])[:2]}, the first {shape}")
+    it = _rest(head[1:], it)
+    del head
+    p0 = cv2.goodFeaturesToTrack(prev_gray, maxCorners=int(max_points), qualityLevel=quality,
                                  minDistance=min_distance, blockSize=7)
     if p0 is None or len(p0) == 0:
         raise ValueError("no trackable corner found in the first frame")
     lk = dict(winSize=(win_size, win_size), maxLevel=levels,
               criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
-    n = p0.shape[0]
-    traj = np.full((n, len(grays), 2), np.nan)
-    traj[:, 0] = p0.reshape(-1, 2)
-    alive = np.ones(n, dtype=bool)
+    cols = [p0.reshape(-1, 2).astype(np.float64)]  # positions per frame, NaN once lost
+    alive = np.ones(cols[0].shape[0], dtype=bool)
     h, w = shape
-    for f in range(1, len(grays)):
+    for frame in it:
+        gray = _gray(frame)
+        if gray.shape != shape:
+            raise ValueError(f"frames must all have the same size; frame {len(cols)} is "
+                             f"{gray.shape}, the first {shape}")
+        col = np.full_like(cols[0], np.nan)
         idx = np.flatnonzero(alive)
-        if idx.size == 0:
-            break
-        prev = traj[idx, f - 1].astype(np.float32).reshape(-1, 1, 2)
-        nxt, st, _ = cv2.calcOpticalFlowPyrLK(grays[f - 1], grays[f], prev, None, **lk)
-        back, st_b, _ = cv2.calcOpticalFlowPyrLK(grays[f], grays[f - 1], nxt, None, **lk)
-        fb = np.linalg.norm(back.reshape(-1, 2) - prev.reshape(-1, 2), axis=1)
-        q = nxt.reshape(-1, 2)
-        ok = ((st.ravel() == 1) & (st_b.ravel() == 1) & (fb <= fb_threshold)
-              & (q[:, 0] >= 0) & (q[:, 0] <= w - 1) & (q[:, 1] >= 0) & (q[:, 1] <= h - 1))
-        traj[idx, f] = q
-        alive[idx[~ok]] = False
-    return traj[alive]
+        if idx.size:
+            prev = cols[-1][idx].astype(np.float32).reshape(-1, 1, 2)
+            nxt, st, _ = cv2.calcOpticalFlowPyrLK(prev_gray, gray, prev, None, **lk)
+            back, st_b, _ = cv2.calcOpticalFlowPyrLK(gray, prev_gray, nxt, None, **lk)
+            fb = np.linalg.norm(back.reshape(-1, 2) - prev.reshape(-1, 2), axis=1)
+            q = nxt.reshape(-1, 2)
+            ok = ((st.ravel() == 1) & (st_b.ravel() == 1) & (fb <= fb_threshold)
+                  & (q[:, 0] >= 0) & (q[:, 0] <= w - 1) & (q[:, 1] >= 0) & (q[:, 1] <= h - 1))
+            col[idx] = q
+            alive[idx[~ok]] = False
+        cols.append(col)
+        prev_gray = gray
+    return np.stack(cols, axis=1)[alive]
