@@ -8,9 +8,9 @@ and adds significant residual peaks.
 """
 
 import numpy as np
-from scipy.optimize import least_squares
 from scipy.special import erf
 
+from cvfs.astro._lm import lm_fit, normal_equations
 from cvfs.astro.psf import psf_factors
 
 __all__ = ["fit_sources", "model_and_jac", "refine", "uncertainties"]
@@ -90,7 +90,8 @@ def fit_sources(patch, weights, src, bg, s_lo, s_hi, margin, tol=1e-6):
     margin : float
         Positions may lie ``margin`` pixels outside the patch.
     tol : float
-        ``ftol``, ``xtol`` and ``gtol`` of :func:`scipy.optimize.least_squares`.
+        Relative chi^2 decrease and relative step below which the bounded Levenberg-Marquardt
+        iterations (:func:`cvfs.astro._lm.lm_fit`) stop.
 
     Returns
     -------
@@ -104,24 +105,14 @@ def fit_sources(patch, weights, src, bg, s_lo, s_hi, margin, tol=1e-6):
     p0 = np.concatenate([np.asarray(src, float).ravel(), [bg]])
     lo, hi = _bounds(k, patch.shape, s_lo, s_hi, margin)
     p0[:-1] = np.clip(p0[:-1], lo[:-1] + 1e-9, hi[:-1] - 1e-9)
-    # pixels of weight zero add nothing to chi^2: they are left out of the residual vector
-    keep = np.flatnonzero(wt > 0)
-    target, wk = patch.ravel()[keep], wt[keep]
-
-    def fun(p):
-        return (model_and_jac(p, patch.shape, jac=False)[0].ravel()[keep] - target) * wk
-
-    def jac(p):
-        return model_and_jac(p, patch.shape)[1][keep] * wk[:, None]
-
-    # tolerances 1e-6 and a cap on evaluations: positions converge to ~1e-3 px well before the
-    # default 1e-8 tolerances (same F1/RMSE on benchmarks/astro_localisation.py); borderline
-    # model-selection decisions are re-fitted with a tight ``tol`` (see _prune) and four times
-    # the evaluations
-    max_nfev = (40 + 5 * k) * (1 if tol >= 1e-6 else 4)
-    out = least_squares(fun, p0, jac=jac, bounds=(lo, hi), method="trf", x_scale="jac",
-                        ftol=tol, xtol=tol, gtol=tol, max_nfev=max_nfev)
-    return out.x[:-1].reshape(k, 4), float(out.x[-1])
+    # tolerance 1e-6 and a cap on iterations: positions converge to ~1e-3 px well before tighter
+    # tolerances (same F1/RMSE on benchmarks/astro_localisation.py); borderline model-selection
+    # decisions are re-fitted with a tight ``tol`` (see _prune) and four times the iterations
+    max_iter = (40 + 5 * k) * (1 if tol >= 1e-6 else 4)
+    p, _, _ = lm_fit(np.ascontiguousarray(patch, dtype=np.float64),
+                     np.ascontiguousarray(weights, dtype=np.float64), p0, lo, hi, float(tol),
+                     max_iter)
+    return p[:-1].reshape(k, 4), float(p[-1])
 
 
 def uncertainties(patch, weights, src, bg, s_lo, s_hi, margin):
@@ -143,12 +134,10 @@ def uncertainties(patch, weights, src, bg, s_lo, s_hi, margin):
     tol = 1e-6 * np.maximum(1.0, np.abs(p))
     fixed = (np.abs(p - lo) < tol) | (np.abs(hi - p) < tol)
     fixed[3:-1:4] = False  # flux >= 0 at zero is not a fit of interest; keep it free
-    _, J = model_and_jac(p, patch.shape)
-    wt = weights.ravel()
-    keep = wt > 0
-    Jw = J[np.ix_(keep, ~fixed)] * wt[keep, None]
+    _, A, _ = normal_equations(np.ascontiguousarray(patch, dtype=np.float64),
+                               np.ascontiguousarray(weights, dtype=np.float64), p)
     cov = np.full((p.size, p.size), np.nan)
-    cov[np.ix_(~fixed, ~fixed)] = np.linalg.pinv(Jw.T @ Jw)
+    cov[np.ix_(~fixed, ~fixed)] = np.linalg.pinv(A[np.ix_(~fixed, ~fixed)])
     var = np.diag(cov)[:-1].reshape(k, 4)
     at_bound = fixed[:-1].reshape(k, 4)[:, :3].any(axis=1)
     with np.errstate(invalid="ignore"):
