@@ -39,6 +39,19 @@ def test_png_and_bad_files(tmp_path):
     skimage.io.imsave(tmp_path / "a.png", rgb, check_contrast=False)
     img = read_image(tmp_path / "a.png")
     assert img.shape == (10, 12) and img.max() == pytest.approx(1.0) and img.min() == 0.0
+    colour = rgb.copy()
+    colour[2, 3] = (200, 100, 50)
+    skimage.io.imsave(tmp_path / "c.png", colour, check_contrast=False)
+    with pytest.raises(ValueError, match="a colour image; pick the plane.*--channel"):
+        read_image(tmp_path / "c.png")
+    assert read_image(tmp_path / "c.png", channel="g")[2, 3] == pytest.approx(100 / 255)
+    assert read_image(tmp_path / "c.png", channel="luminance")[2, 3] == pytest.approx(
+        (0.2125 * 200 + 0.7154 * 100 + 0.0721 * 50) / 255)
+    with pytest.raises(ValueError, match="channel must be one of"):
+        read_image(tmp_path / "c.png", channel="red")
+    out = tmp_path / "out_c"
+    assert main(["astro", "denoise", str(tmp_path / "c.png"), "--out", str(out)]) == 2
+    assert not out.exists()
     g16 = (np.arange(80, dtype=np.uint16).reshape(8, 10) * 500)
     skimage.io.imsave(tmp_path / "b.tif", g16, check_contrast=False)
     assert read_image(tmp_path / "b.tif").max() == pytest.approx(79 * 500 / 65535)
@@ -184,7 +197,8 @@ def test_cli_hubble_deep_field_256(tmp_path):
     png = tmp_path / "hdf.png"
     skimage.io.imsave(png, data.hubble_deep_field()[:256, :256], check_contrast=False)
     out = tmp_path / "out"
-    assert main(["astro", "localise", str(png), "--out", str(out), "--quiet"]) == 0
+    assert main(["astro", "localise", str(png), "--channel", "luminance", "--out", str(out),
+                 "--quiet"]) == 0
     cat = read_catalogue(out / "catalogue.csv")
     assert 150 <= len(cat) <= 900
     assert np.all((cat["x"] >= -0.5) & (cat["x"] < 255.5))

@@ -13,8 +13,8 @@ import numpy as np
 
 from cvfs._jit import njit
 
-#: a source's pixels: within REACH sigma of its centre (the profile is < 1e-10 of its peak beyond)
-REACH = 7.0
+#: a source's pixels: within REACH sigma of its centre (the profile is < 3e-7 of its peak beyond)
+REACH = 5.5
 
 #: largest move of a source's position in one step (px); starts are within about a pixel
 MAX_SHIFT = 1.0

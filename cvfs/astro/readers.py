@@ -33,7 +33,11 @@ def _is_fits(path):
     return any(name.endswith(s) for s in FITS_SUFFIXES)
 
 
-def read_image(path, hdu=None):
+#: channels a colour PNG/JPEG/TIFF can be reduced to (``luminance``: ITU-R BT.709 weights)
+CHANNELS = ("r", "g", "b", "luminance")
+
+
+def read_image(path, hdu=None, channel=None):
     """Read a 2-D image from a FITS, PNG, JPEG or TIFF file.
 
     Parameters
@@ -41,6 +45,9 @@ def read_image(path, hdu=None):
     path : str or Path
     hdu : int, optional
         FITS extension to read; by default the first one holding data.
+    channel : {"r", "g", "b", "luminance"}, optional
+        The plane of a colour PNG/JPEG/TIFF to measure. Required for colour files (a colour
+        picture is not a calibrated intensity; say which plane to use); ignored for grey ones.
 
     Returns
     -------
@@ -52,7 +59,8 @@ def read_image(path, hdu=None):
         If the file does not exist.
     ValueError
         If the suffix is unknown, the file cannot be decoded, holds no image data, or holds a
-        cube (3-D data) rather than one 2-D plane.
+        cube (3-D data) rather than one 2-D plane, or is a colour image and ``channel`` is not
+        given.
     ImportError
         For FITS files when astropy is not installed.
     """
@@ -91,7 +99,22 @@ def read_image(path, hdu=None):
                          f"{FITS_SUFFIXES + IMAGE_SUFFIXES}")
     from cvfs.io.images import read_image as read_raster
 
-    return read_raster(path, mode="grey")
+    if channel is not None and channel not in CHANNELS:
+        raise ValueError(f"channel must be one of {CHANNELS}; got {channel!r}")
+    data = read_raster(path, mode="float")
+    if data.ndim == 3 and (np.array_equal(data[..., 0], data[..., 1])
+                           and np.array_equal(data[..., 1], data[..., 2])):
+        data = data[..., 0]  # a grey picture stored as RGB
+    if data.ndim == 2:
+        return data
+    if channel is None:
+        raise ValueError(f"{path}: a colour image; pick the plane to measure with "
+                         f"channel= one of {CHANNELS} (CLI: --channel r|g|b|luminance)")
+    if channel == "luminance":
+        from skimage.color import rgb2gray
+
+        return rgb2gray(data)
+    return np.ascontiguousarray(data[..., "rgb".index(channel)])
 
 
 def write_fits(path, data, header=None):

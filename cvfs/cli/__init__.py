@@ -128,14 +128,14 @@ def _cmd_motion_segment(args):
 
 def _astro_options(args):
     return dict(psf_sigma=tuple(args.psf_sigma), n_atoms=args.n_atoms,
-                noise_sigma=args.noise_sigma, seed=args.seed, tile=args.tile,
-                verbose=not args.quiet)
+                noise_sigma=args.noise_sigma, seed=args.seed, tile=args.tile, hdu=args.hdu,
+                channel=args.channel, verbose=not args.quiet)
 
 
 def _cmd_astro_localise(args):
     from cvfs.cli.commands import astro_localise
 
-    astro_localise(args.image, args.out, hdu=args.hdu, mask=args.mask, n_jobs=args.jobs,
+    astro_localise(args.image, args.out, mask=args.mask, n_jobs=args.jobs,
                    **_astro_options(args))
     return 0
 
@@ -425,9 +425,12 @@ def _add_astro_parser(sub):
         p.add_argument("--tile", type=int, default=28, help="tile size in pixels")
         p.add_argument("--seed", type=int, default=0, help="dictionary sampling seed")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--hdu", type=int, default=None,
+                       help="FITS extension to read (default: the first with data)")
+        p.add_argument("--channel", choices=("r", "g", "b", "luminance"), default=None,
+                       help="plane of a colour PNG/JPEG/TIFF to measure (required for colour "
+                            "files)")
         if name == "localise":
-            p.add_argument("--hdu", type=int, default=None,
-                           help="FITS extension to read (default: the first with data)")
             p.add_argument("--mask", default=None, metavar="M.fits",
                            help="mask image of the same shape: nonzero pixels are ignored")
             p.add_argument("--jobs", type=int, default=1,

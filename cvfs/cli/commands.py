@@ -254,13 +254,13 @@ def _unjpeg(data):
     return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
 
 
-def _astro_input(path, hdu=None):
+def _astro_input(path, hdu=None, channel=None):
     """Path, image, colour-bar unit, FITS header (None for other formats) and celestial WCS (or
     None) of an input image."""
     from cvfs.astro.readers import _is_fits, read_fits_header, read_image
 
     path = Path(path)
-    image = read_image(path, hdu=hdu)
+    image = read_image(path, hdu=hdu, channel=channel)
     if not _is_fits(path):
         return path, image, "intensity (0-1)", None, None
     header = read_fits_header(path, hdu)
@@ -294,7 +294,7 @@ def _astro_mask(mask_path, shape):
 
 
 def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
-                   seed=0, tile=28, hdu=None, mask=None, n_jobs=1, verbose=True,
+                   seed=0, tile=28, hdu=None, channel=None, mask=None, n_jobs=1, verbose=True,
                    command="cvfs astro localise"):
     """Catalogue, denoised image and figure of one image, written as one set into ``out``.
 
@@ -303,8 +303,9 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
     ``denoised.npy``, ``denoised.fits`` (FITS input: the input header, WCS included) and
     ``figure.png`` (pixel axes, colour bars; point sources and extended objects marked apart).
     Parameters as :func:`cvfs.astro.localise_and_denoise` (``seed`` is its ``random_state``);
-    ``hdu`` picks the FITS extension, ``mask`` is a FITS or image file whose nonzero pixels are
-    ignored, ``n_jobs`` the processes. The catalogue has ``ra`` and ``dec`` when the FITS header
+    ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
+    (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
+    pixels are ignored, ``n_jobs`` the processes. The catalogue has ``ra`` and ``dec`` when the FITS header
     holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
     from cvfs import astro
@@ -312,7 +313,7 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
     from cvfs.viz import save_figure
     from cvfs.viz.astro import source_figure
 
-    path, image, unit, header, wcs = _astro_input(image_path, hdu)
+    path, image, unit, header, wcs = _astro_input(image_path, hdu, channel)
     bad = _astro_mask(mask, image.shape)
     check_output_dir(out)
     res = astro.localise_and_denoise(
@@ -345,7 +346,8 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
 
 
 def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
-                  seed=0, tile=28, verbose=True, command="cvfs astro denoise"):
+                  seed=0, tile=28, hdu=None, channel=None, verbose=True,
+                  command="cvfs astro denoise"):
     """Denoised image and figure of one image (:func:`cvfs.astro.denoise`) into ``out``.
 
     Writes ``denoised.npy``, ``denoised.fits`` (FITS input) and ``figure.png`` (image,
@@ -356,7 +358,7 @@ def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, nois
     from cvfs.viz import save_figure
     from cvfs.viz.astro import denoise_figure
 
-    path, image, unit, header, _ = _astro_input(image_path)
+    path, image, unit, header, _ = _astro_input(image_path, hdu, channel)
     check_output_dir(out)
     clean = astro.denoise(image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms,
                           noise_sigma=noise_sigma, random_state=seed, tile=tile, verbose=verbose)

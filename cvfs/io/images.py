@@ -16,7 +16,7 @@ __all__ = ["IMAGE_SUFFIXES", "read_image", "write_image"]
 #: Suffixes of the image files that folder sources and readers pick up (OpenCV decodes them).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 
-_MODES = ("rgb", "grey")
+_MODES = ("rgb", "grey", "float")
 
 
 def read_image(path, mode="rgb"):
@@ -25,15 +25,18 @@ def read_image(path, mode="rgb"):
     Parameters
     ----------
     path : str or Path
-    mode : {"rgb", "grey"}, default "rgb"
+    mode : {"rgb", "grey", "float"}, default "rgb"
         ``"rgb"``: colour image as RGB uint8 (grey files are replicated to three channels; 16-bit
         files are reduced to 8 bits). ``"grey"``: luminance as float64 in [0, 1] (ITU-R BT.709
         weights, as :func:`skimage.color.rgb2gray`; 16-bit files keep their precision; an alpha
-        channel is ignored).
+        channel is ignored). ``"float"``: the file's own channels as float64 in [0, 1], shape
+        (height, width) for a grey file and (height, width, 3) RGB for a colour one (alpha
+        ignored, 16-bit precision kept).
 
     Returns
     -------
-    image : ndarray of shape (height, width, 3), uint8, or of shape (height, width), float64
+    image : ndarray of shape (height, width, 3) uint8, or (height, width) / (height, width, 3)
+        float64
 
     Raises
     ------
@@ -60,6 +63,8 @@ def read_image(path, mode="rgb"):
         return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
     scale = np.iinfo(image.dtype).max if np.issubdtype(image.dtype, np.integer) else 1.0
     image = image.astype(np.float64) / scale
+    if image.ndim == 3 and mode == "float":
+        return image[..., 2::-1] if image.shape[-1] >= 3 else image[..., 0]
     if image.ndim == 3:
         from skimage.color import rgb2gray
 
