@@ -198,3 +198,29 @@ def test_interrupt_removes_temporary_outputs(tmp_path, cli_env, sig):
     assert proc.returncode == 128 + sig, err
     assert "temporary outputs removed" in err
     assert _leftovers(out) == [] and _state(out)[1] == old_names
+
+
+@pytest.mark.parametrize("signum", [None, signal.SIGTERM])
+def test_signal_inside_a_compiled_kernel(tmp_path, monkeypatch, capsys, signum):
+    """A signal handled while a numba kernel runs surfaces as a SystemError chained to the
+    KeyboardInterrupt / Interrupted: the command still cleans up and exits 128 + signal."""
+    import cvfs.cli as cli
+    from cvfs.io import Interrupted
+
+    out = tmp_path / "out"
+
+    def command(args):
+        with atomic_dir(out, command="test") as tmp:
+            (tmp / "partial.txt").write_text("x")
+            try:
+                raise KeyboardInterrupt if signum is None else Interrupted(signum)
+            except BaseException as exc:
+                raise SystemError("CPUDispatcher returned a result with an exception set") \
+                    from exc
+
+    monkeypatch.setattr(cli, "_cmd_astro_denoise", command)
+    code = cli.main(["astro", "denoise", "x.fits", "--out", str(out)])
+    assert code == (130 if signum is None else 128 + signum)
+    assert "temporary outputs removed" in capsys.readouterr().err
+    assert not out.exists() and _leftovers(out) == []
+

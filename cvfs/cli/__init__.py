@@ -558,12 +558,17 @@ def main(argv=None):
     try:
         with signals_raise():
             return args.func(args)
-    except KeyboardInterrupt:
-        print(f"{name}: interrupted; temporary outputs removed", file=sys.stderr)
-        return 130
-    except Interrupted as exc:
-        print(f"{name}: {exc}; temporary outputs removed", file=sys.stderr)
-        return 128 + exc.signum
+    except (KeyboardInterrupt, Interrupted, SystemError) as exc:
+        # a signal that arrives inside a compiled kernel surfaces as a SystemError whose context
+        # is the KeyboardInterrupt / Interrupted the handler raised
+        cause = exc
+        while cause is not None and not isinstance(cause, (KeyboardInterrupt, Interrupted)):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        what = "interrupted" if isinstance(cause, KeyboardInterrupt) else str(cause)
+        print(f"{name}: {what}; temporary outputs removed", file=sys.stderr)
+        return 130 if isinstance(cause, KeyboardInterrupt) else 128 + cause.signum
     except _errors() as exc:
         print(f"{name}: error: {_message(exc, args)}", file=sys.stderr)
         return 2
