@@ -157,6 +157,41 @@ class PSFDictionary:
         out.shape = (self.shape[0], out.params.shape[0])
         return out
 
+    def crop(self, shape, margin=1.0):
+        """The atoms of a smaller patch at the top-left corner of this one: those centred within
+        ``margin`` pixels of it, their factors cut to ``shape`` and renormalised (no PSF
+        re-evaluation; a pixel's profile depends only on its offset from the centre).
+
+        Parameters
+        ----------
+        shape : tuple of int
+            (height, width), at most this dictionary's.
+        margin : float
+
+        Returns
+        -------
+        PSFDictionary
+        """
+        h, w = (int(v) for v in shape)
+        if h > self.image_shape[0] or w > self.image_shape[1]:
+            raise ValueError(f"crop shape {shape} exceeds the dictionary's {self.image_shape}")
+        x, y = self.params[:, 0], self.params[:, 1]
+        idx = np.flatnonzero((x <= w - 1 + margin) & (y <= h - 1 + margin))
+        s = 1.0 / np.sqrt(self.flux_per_unit[idx])  # undo the unit-norm scaling
+        Ey = self.Ey[idx, :h] * s[:, None]
+        Ex = self.Ex[idx, :w] * s[:, None]
+        raw = np.sqrt((Ey**2).sum(1) * (Ex**2).sum(1))
+        raw = np.where(raw > 0, raw, 1.0)
+        out = object.__new__(PSFDictionary)
+        out.image_shape = (h, w)
+        out.params = self.params[idx]
+        out.flux_per_unit = 1.0 / raw
+        scale = np.sqrt(out.flux_per_unit)
+        out.Ey = np.ascontiguousarray(Ey * scale[:, None])
+        out.Ex = np.ascontiguousarray(Ex * scale[:, None])
+        out.shape = (h * w, idx.size)
+        return out
+
     def matrix(self):
         """The dense matrix Phi of shape (n_pixels, n_atoms)."""
         return self.columns(np.arange(self.shape[1]))

@@ -250,13 +250,15 @@ class _Object:
 
 
 def _dictionary(cache, shape, st):
-    """Atoms for a patch shape at the density of ``n_atoms`` per ``tile`` x ``tile`` patch; seeded
-    by the shape, so every process draws the same atoms for the same shape."""
+    """Atoms for a patch shape: the ``tile`` x ``tile`` dictionary of ``n_atoms`` atoms (seeded by
+    ``seed``, so every process draws the same), cropped to the shape (same atom density)."""
     if shape not in cache:
-        n = max(100, int(round(st.n_atoms * shape[0] * shape[1] / st.tile**2)))
-        rng = np.random.default_rng([st.seed, *shape])
-        cache[shape] = PSFDictionary(shape, sample_atoms(shape, n, (st.s_lo, st.s_hi),
-                                                         margin=st.margin, random_state=rng))
+        if "base" not in cache:
+            base = (st.tile, st.tile)
+            rng = np.random.default_rng(st.seed)
+            cache["base"] = PSFDictionary(base, sample_atoms(base, st.n_atoms, (st.s_lo, st.s_hi),
+                                                             margin=st.margin, random_state=rng))
+        cache[shape] = cache["base"].crop(shape, st.margin)
     return cache[shape]
 
 
@@ -649,6 +651,9 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
     rows, screened = [], []
     model = bkg.background.copy() if error is None else np.where(bad, 0.0, bkg.background)
     smooth = ndimage.gaussian_filter(sub, s_lo)
+    # an extended object's model is the smoothed image on its footprint grown by 2 px (its halo
+    # below the detection isophote), on pixels no other object claims
+    claimed = labels > 0
     for ob, (kind, res, pmodel, scr) in zip(objs, results, strict=True):
         screened += scr
         sl = (slice(ob.r0, ob.r0 + ob.patch.shape[0]), slice(ob.c0, ob.c0 + ob.patch.shape[1]))
@@ -667,7 +672,10 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
                 flags = base | blended | catmod.FLAG_EDGE * touches \
                     | catmod.FLAG_CAPPED * (kind == "capped")
                 rows.append((x, y, s, f, xe, ye, fe, True, flags))
-                model[sl][own] += smooth[sl][own]
+                halo = ndimage.binary_dilation(own, iterations=2) & ~claimed[sl]
+                grow = own | halo
+                model[sl][grow] += smooth[sl][grow]
+                claimed[sl] |= halo
         elif kind == "points":
             model[sl] += pmodel
             blended = catmod.FLAG_BLENDED * (len(res) > 1)
