@@ -379,3 +379,56 @@ def test_sky_coordinates_match_astropy(tmp_path):
     np.testing.assert_allclose(cat["dec"], sky.dec.deg, atol=1e-6)
     with pytest.raises(ValueError, match="wcs must be an astropy.wcs.WCS; got dict"):
         astro.localise(data, wcs={})
+
+
+def test_bounded_lm_matches_scipy_least_squares():
+    """The compiled Levenberg-Marquardt reaches scipy's trust-region optimum (chi^2 and
+    parameters) on blended sources with masked pixels, and its normal equations are J^T W^2 J."""
+    from scipy.optimize import least_squares
+
+    from cvfs.astro._lm import normal_equations
+    from cvfs.astro.fit import _bounds, chi2, fit_sources
+
+    rng = np.random.default_rng(3)
+    h = w = 24
+    true = np.array([[8.0, 9.0, 1.3, 150.0], [10.5, 10.0, 1.7, 90.0], [17.0, 15.0, 1.1, 60.0]])
+    img = _model_and_jac(np.r_[true.ravel(), 0.4], (h, w), jac=False)[0] \
+        + rng.normal(0, 1, (h, w))
+    wt = np.ones((h, w))
+    wt[:4, :6] = 0.0
+    wt[12, 12] = 0.5
+    start = true + np.c_[rng.normal(0, 0.4, (3, 2)), np.zeros((3, 2))]
+    start[:, 2] = 1.5
+    src, bg = fit_sources(img, wt, start, 0.0, 1.0, 2.0, 1.0, tol=1e-10)
+    lo, hi = _bounds(3, (h, w), 1.0, 2.0, 1.0)
+    keep = wt.ravel() > 0
+
+    def fun(p):
+        return ((_model_and_jac(p, (h, w), jac=False)[0] - img).ravel() * wt.ravel())[keep]
+
+    def jac(p):
+        return (_model_and_jac(p, (h, w))[1] * wt.ravel()[:, None])[keep]
+
+    ref = least_squares(fun, np.r_[start.ravel(), 0.0], jac=jac, bounds=(lo, hi),
+                        x_scale="jac", ftol=1e-12, xtol=1e-12, gtol=1e-12)
+    assert chi2(img, wt, src, bg) == pytest.approx(2 * ref.cost, rel=1e-7)
+    np.testing.assert_allclose(np.r_[src.ravel(), bg], ref.x, rtol=1e-4, atol=1e-4)
+    p = np.r_[start.ravel(), 0.0]  # away from the optimum, where the gradient is not ~0
+    chi, A, g = normal_equations(img, wt, p)
+    J, r = jac(p), fun(p)
+    np.testing.assert_allclose(A, J.T @ J, rtol=1e-6, atol=1e-9 * np.abs(A).max())
+    np.testing.assert_allclose(g, J.T @ r, rtol=1e-6, atol=1e-9 * np.abs(J.T @ r).max())
+    assert chi == pytest.approx(r @ r, rel=1e-9)
+
+
+def test_dictionary_crop_equals_a_dictionary_of_the_cropped_atoms():
+    params = sample_atoms((20, 20), 2000, (1.0, 2.0), random_state=0)
+    base = PSFDictionary((20, 20), params)
+    sub = base.crop((9, 13), margin=1.0)
+    inside = (params[:, 0] <= 13) & (params[:, 1] <= 9)
+    np.testing.assert_array_equal(sub.params, params[inside])
+    fresh = PSFDictionary((9, 13), params[inside])
+    np.testing.assert_allclose(sub.matrix(), fresh.matrix(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(sub.flux_per_unit, fresh.flux_per_unit, rtol=1e-12)
+    with pytest.raises(ValueError, match="exceeds"):
+        base.crop((21, 5))

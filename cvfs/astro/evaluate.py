@@ -151,7 +151,7 @@ def position_crlb(truth, shape, noise_sigma):
     ValueError
         If ``noise_sigma`` is not positive.
     """
-    from cvfs.astro.localise import _model_and_jac
+    from cvfs.astro._lm import normal_equations
 
     if not noise_sigma > 0:
         raise ValueError(f"noise_sigma must be > 0, got {noise_sigma!r}")
@@ -160,8 +160,10 @@ def position_crlb(truth, shape, noise_sigma):
         return np.zeros(0)
     p = np.r_[np.column_stack([truth["x"], truth["y"], truth["sigma"], truth["flux"]]).ravel(),
               0.0]
-    _, J = _model_and_jac(p.astype(np.float64), tuple(shape))
-    cov = np.linalg.pinv(J.T @ J) * noise_sigma**2
+    # J^T J accumulated over each source's reach, never the dense (pixels x parameters) J
+    _, info, _ = normal_equations(np.zeros(tuple(shape)), np.ones(tuple(shape)),
+                                  p.astype(np.float64))
+    cov = np.linalg.pinv(info) * noise_sigma**2
     var = np.diag(cov)[:-1].reshape(-1, 4)
     return np.sqrt(var[:, 0] + var[:, 1])
 
