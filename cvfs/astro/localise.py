@@ -25,7 +25,7 @@ import math
 import numbers
 import os
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -419,9 +419,16 @@ def _extended_row(ob, rms_patch, st=None):
     return [(_moment_row(ob, own, rms_patch), own) for own in parts]
 
 
+#: dictionaries of the most recent fit settings in this process: {settings: {shape: dictionary}}
+_DICTIONARIES = {}
+
+
 def _process(obj_list, st):
     """Fit a list of objects (one process); returns per object (kind, rows, model, screening)."""
-    cache, results = {}, []
+    if st not in _DICTIONARIES:
+        _DICTIONARIES.clear()  # one set of settings at a time bounds the memory
+        _DICTIONARIES[st] = {}
+    cache, results = _DICTIONARIES[st], []
     with threadpool_limits(1):
         for ob in obj_list:
             noise = float(np.median(1.0 / ob.weights[ob.own & (ob.weights > 0)])) \
@@ -465,17 +472,26 @@ def _objects(sub, weights, labels, slices, det, pad):
     return out
 
 
-def _run(objs, st, n_jobs):
-    if n_jobs == 1 or len(objs) < 2:
-        return _process(objs, st)
-    # interleaved chunks balance large and small objects; results are put back in order
-    n_chunks = min(len(objs), 4 * n_jobs)
-    chunks = [objs[i::n_chunks] for i in range(n_chunks)]
-    with ProcessPoolExecutor(max_workers=n_jobs) as ex:
-        parts = list(ex.map(_process, chunks, [st] * n_chunks))
+def _run(objs, st, n_jobs, verbose=False):
+    """:func:`_process` over the objects, in ``n_jobs`` processes, with a progress bar when
+    ``verbose``; results in the objects' order."""
+    from tqdm.auto import tqdm
+
     out = [None] * len(objs)
-    for i, part in enumerate(parts):
-        out[i::n_chunks] = part
+    with tqdm(total=len(objs), desc="objects", unit="obj", disable=not verbose) as bar:
+        if n_jobs == 1 or len(objs) < 2:
+            for i, ob in enumerate(objs):
+                out[i] = _process([ob], st)[0]
+                bar.update(1)
+            return out
+        # interleaved chunks balance large and small objects; results are put back in order
+        n_chunks = min(len(objs), 16 * n_jobs)
+        with ProcessPoolExecutor(max_workers=n_jobs) as ex:
+            futures = {ex.submit(_process, objs[i::n_chunks], st): i for i in range(n_chunks)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                out[i::n_chunks] = fut.result()
+                bar.update(len(out[i::n_chunks]))
     return out
 
 
@@ -529,7 +545,7 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
         Continuous refinement. False reports the grouped SBL atoms on the footprints as they are
         (the sampled-dictionary estimate of the thesis; for ablations), without extent test.
     verbose : bool
-        Log progress.
+        A progress bar over the detected objects (tqdm, on stderr).
 
     Returns
     -------
@@ -605,7 +621,7 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
     res = _localise_normalised(
         np.ldexp(img, -e), bad, None if error is None else np.ldexp(error, -e),
         None if noise_sigma is None else math.ldexp(noise_sigma, -e), st, detect_thresh,
-        min_area, box, n_jobs)
+        min_area, box, n_jobs, verbose)
     cat = res.catalogue
     for f in ("flux", "flux_err"):
         cat[f] = np.ldexp(cat[f], e)
@@ -621,7 +637,8 @@ def localise_and_denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_s
     return res
 
 
-def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_area, box, n_jobs):
+def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_area, box, n_jobs,
+                         verbose=False):
     """:func:`localise_and_denoise` of checked parameters, on an image whose noise sigma is
     about 1 (between 0.7 and 1.4); NaN pixels are in ``bad``."""
     s_lo, s_hi, detect_snr = st.s_lo, st.s_hi, st.detect_snr
@@ -645,7 +662,7 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
     pad = int(np.ceil(3 * s_hi)) + 1
     objs = _objects(sub, weights, labels, slices, det, pad)
     log.info("%d objects detected", len(objs))
-    results = _run(objs, st, n_jobs)
+    results = _run(objs, st, n_jobs, verbose)
 
     h, w = img.shape
     rows, screened = [], []
