@@ -170,13 +170,23 @@ def test_segment_command_and_app(tmp_path, capsys):
     assert main(["motion", "segment", "synth:motions=2,frames=12,seed=0", "--motions", "auto",
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "12 frames, " in text and "K=2" in text
-    assert sorted(p.name for p in out.iterdir()) == [".cvfs-output", "synth_motion.avi",
-                                                     "synth_motion.json", "synth_motion.png"]
+    assert "12 frames, " in text and "K=2 (chosen; ranking score margin" in text
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".cvfs-output", "synth_motion.avi", "synth_motion.json", "synth_motion.png",
+        "synth_motion_labels.csv"]
     summary = json.loads((out / "synth_motion.json").read_text())
-    assert summary["independent_motion"] and summary["n_motions"] >= 2
+    assert summary["independent_motion"] and summary["n_motions"] >= 2 and summary["k_chosen"]
+    assert set(summary["k_scores"]) >= {"2"} and summary["k_margin"] > 0
     assert summary["video"] == str(out / "synth_motion.avi")
     assert len(read_frames(out / "synth_motion.avi")) == 12
+    # labels: one row per track and frame, each track with one label, as in the summary
+    table = np.genfromtxt(out / "synth_motion_labels.csv", delimiter=",", names=True)
+    assert table.dtype.names == ("track", "label", "frame", "x", "y", "visible")
+    assert len(table) == summary["tracks"] * 12 and np.all(table["visible"] == 1)
+    per_track = {int(t): set(table["label"][table["track"] == t]) for t in set(table["track"])}
+    assert all(len(v) == 1 for v in per_track.values())
+    counts = np.bincount([int(next(iter(v))) for v in per_track.values()])
+    assert counts.tolist() == summary["points_per_motion"]
     out2 = tmp_path / "app"
     assert _motion_app().main(["synth:motions=2,frames=12,seed=0", "--motions", "2",
                                "--out", str(out2)]) == 0

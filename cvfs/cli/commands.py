@@ -147,7 +147,8 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
         K; None lets the ranker choose K in 2..4 (:func:`cvfs.motion.segment_tracks`).
     out : str or Path, optional
         Output folder: ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png``
-        (all trajectories on the first frame) and ``<name>_motion.json`` (the summary).
+        (all trajectories on the first frame), ``<name>_motion.json`` (the summary) and
+        ``<name>_motion_labels.csv`` (track, label, frame, x, y, visible per track and frame).
     max_frames : int, optional
     max_points : int, default 500
         Corners detected on the first frame (:func:`cvfs.motion.tracking.track_points`).
@@ -165,8 +166,10 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     Returns
     -------
     summary : dict
-        source, frames, tracks, n_motions, points_per_motion, independent_motion (bool),
-        track_seconds, segment_seconds; video, figure, json (paths) when ``out`` is given.
+        source, frames, tracks, n_motions, independent_motion (bool), k_chosen (bool), k_scores
+        (best ranking score per K tried), k_margin (best minus second best, or None),
+        points_per_motion, track_seconds, segment_seconds; video, figure, json, labels (paths)
+        when ``out`` is given.
     """
     from cvfs.io.video import VideoWriter, open_source
     from cvfs.motion import explained_by_one_motion, segment_tracks
@@ -195,21 +198,28 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     points = track_points(_frames(), max_points=max_points)
     t1 = time.perf_counter()
     moving = not explained_by_one_motion(points, tol=tol)
+    k_scores = {}
     if moving:
-        labels, k = segment_tracks(points, n_motions, model=model)
+        labels, k, k_scores = segment_tracks(points, n_motions, model=model, return_scores=True)
     else:
         labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
     t2 = time.perf_counter()
+    ranked = sorted(k_scores.values(), reverse=True)
     summary = {"source": str(source), "frames": kept["n"], "tracks": int(points.shape[0]),
                "n_motions": int(k), "independent_motion": bool(moving),
+               "k_chosen": n_motions is None and moving,
+               "k_scores": {str(kk): v for kk, v in k_scores.items()},
+               "k_margin": ranked[0] - ranked[1] if len(ranked) > 1 else None,
                "points_per_motion": np.bincount(labels, minlength=k).tolist(),
                "track_seconds": t1 - t0, "segment_seconds": t2 - t1}
     if out is not None:
         stem = f"{src.name}_motion"
         final = Path(out)
         summary.update(video=str(final / f"{stem}.avi"), figure=str(final / f"{stem}.png"),
-                       json=str(final / f"{stem}.json"))
+                       json=str(final / f"{stem}.json"),
+                       labels=str(final / f"{stem}_labels.csv"))
         with atomic_dir(out, command=command) as tmp:
+            atomic_write_text(tmp / f"{stem}_labels.csv", _labels_csv(points, labels))
             replay = ((f for _, f in src) if src.replayable
                       else (_unjpeg(b) for b in kept["jpeg"]))
             with VideoWriter(tmp / f"{stem}.avi", fps=src.fps) as writer:
@@ -221,8 +231,10 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
             save_figure(ax.figure, tmp / f"{stem}.png")
             atomic_write_text(tmp / f"{stem}.json", json.dumps(summary, indent=1))
     if moving:
+        chosen = (f" (chosen; ranking score margin {summary['k_margin']:.3g} over the next K)"
+                  if summary["k_chosen"] and summary["k_margin"] is not None else "")
         print(f"{summary['source']}: {summary['frames']} frames, {summary['tracks']} tracks, "
-              f"K={k}, points per motion {summary['points_per_motion']}")
+              f"K={k}{chosen}, points per motion {summary['points_per_motion']}")
     else:
         print(f"{summary['source']}: {summary['frames']} frames, {summary['tracks']} tracks: "
               f"no independent motion (one image motion explains every track within {tol:g} px)"
@@ -252,6 +264,19 @@ def _unjpeg(data):
     import cv2
 
     return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
+
+
+def _labels_csv(points, labels):
+    """Long table of the tracks: one row per track and frame (track, label, frame, x, y,
+    visible), a header line first."""
+    p, f = points.shape[:2]
+    track, frame = np.repeat(np.arange(p), f), np.tile(np.arange(f), p)
+    xy = points.reshape(-1, 2)
+    visible = np.isfinite(xy).all(axis=1)
+    lines = ["track,label,frame,x,y,visible"]
+    lines += [f"{t},{labels[t]},{fr},{x:.3f},{y:.3f},{int(v)}"
+              for t, fr, (x, y), v in zip(track, frame, xy, visible, strict=True)]
+    return "\n".join(lines) + "\n"
 
 
 def _astro_input(path, hdu=None, channel=None):

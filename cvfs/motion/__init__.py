@@ -215,7 +215,8 @@ def segment(points, n_motions, *, model=None):
     return labels[int(np.argmax(scores))].astype(np.int64)
 
 
-def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4)):
+def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4),
+                   return_scores=False):
     """Segment trajectories with K given or chosen by the ranker.
 
     Parameters
@@ -227,12 +228,17 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4)
         candidates of the same K, so this choice is a heuristic; pass K when you know it.
     model : None, str, Path or fitted ranker
     candidates_k : sequence of int, default (2, 3, 4)
+    return_scores : bool, default False
+        Also return the best candidate's ranking score per K tried.
 
     Returns
     -------
     labels : ndarray of shape (P,), int64
     n_motions : int
         The K used.
+    scores : dict of int to float
+        Only with ``return_scores``: the best score of each K tried (K given: that K alone);
+        the margin of the choice is the best score minus the second best.
 
     Raises
     ------
@@ -241,17 +247,22 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4)
     """
     ranker = _resolve(model)
     if n_motions is not None:
-        return segment(points, n_motions, model=ranker), int(n_motions)
+        labels, scores = rank_candidates(points, n_motions, model=ranker)
+        i = int(np.argmax(scores))
+        out = (np.asarray(labels[i], dtype=np.int64), int(n_motions))
+        return out + ({int(n_motions): float(scores[i])},) if return_scores else out
     n_pts = np.asarray(points).shape[0]
     ks = [int(k) for k in candidates_k if 4 * int(k) <= n_pts]
     if not ks:
         raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
                          f"{tuple(candidates_k)} (4 per motion needed)")
-    best = None
+    best, per_k = None, {}
     for k in ks:
         labels, scores = rank_candidates(points, k, model=ranker)
         i = int(np.argmax(scores))
         log.info("K=%d: best score %.4f", k, scores[i])
+        per_k[k] = float(scores[i])
         if best is None or scores[i] > best[0]:
             best = (scores[i], labels[i], k)
-    return best[1].astype(np.int64), best[2]
+    out = (best[1].astype(np.int64), best[2])
+    return out + (per_k,) if return_scores else out
