@@ -330,8 +330,8 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
     Parameters as :func:`cvfs.astro.localise_and_denoise` (``seed`` is its ``random_state``);
     ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
     (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
-    pixels are ignored, ``n_jobs`` the processes. The catalogue has ``ra`` and ``dec`` when the FITS header
-    holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
+    pixels are ignored, ``n_jobs`` the processes. The catalogue has ``ra`` and ``dec`` when the
+    FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
     from cvfs import astro
     from cvfs.astro.readers import write_catalogue, write_catalogue_fits, write_fits
