@@ -6,7 +6,10 @@ first use, not on import).
 
 __version__ = "0.1.0"
 
-__all__ = ["FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor", "__version__"]
+__all__ = ["FSAClassifier", "FSAClassifierCV", "FSARegressor", "FSARegressorCV", "FSARanker",
+           "SBLRegressor", "__version__"]
+
+_CV_ESTIMATORS = {"FSAClassifierCV", "FSARegressorCV"}
 
 _ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor"}
 
@@ -16,4 +19,8 @@ def __getattr__(name):
         from cvfs import estimators
 
         return getattr(estimators, name)
+    if name in _CV_ESTIMATORS:
+        from cvfs import model_selection
+
+        return getattr(model_selection, name)
     raise AttributeError(f"module 'cvfs' has no attribute {name!r}")

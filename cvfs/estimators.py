@@ -155,9 +155,11 @@ class _FSABase(SelectorMixin, BaseEstimator):
 
     def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True):
         prior = self._check_params()
+        # a schedule set by cvfs.model_selection.staircase (a fit warm on a previous support)
+        schedule = getattr(self, "_schedule", None)
         res = fsa_fit(
             X, y, self.k, loss=loss, bins=self.bins, prior=prior, n_iter=self.n_iter,
-            mu=self.mu, learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
+            mu=self.mu, schedule=schedule, learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
             fit_intercept=fit_intercept,
             pairs=pairs, max_memory=self.max_memory, random_state=self.random_state,
             verbose=self.verbose,
