@@ -159,8 +159,8 @@ class _FSABase(SelectorMixin, BaseEstimator):
         schedule = getattr(self, "_schedule", None)
         res = fsa_fit(
             X, y, self.k, loss=loss, bins=self.bins, prior=prior, n_iter=self.n_iter,
-            mu=self.mu, schedule=schedule, learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
-            fit_intercept=fit_intercept,
+            mu=self.mu, schedule=schedule, learning_rate=self.learning_rate,
+            annealing_boost=self.annealing_boost, fit_intercept=fit_intercept,
             pairs=pairs, max_memory=self.max_memory, random_state=self.random_state,
             verbose=self.verbose,
         )

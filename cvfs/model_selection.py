@@ -4,9 +4,9 @@
 Per fold, one staircase runs down the grid of k (largest first): the largest k is annealed from
 all features; every smaller k starts from the support of the previous one and runs a quarter of
 the iterations: half of them fit all of its columns (so features are dropped by converged
-coefficients, not by the first gradient), half anneal down to k. The supports are nested and each later step
-works on at most the previous k columns. The fold's validation score
-of every k comes from that one pass; the chosen ``k_`` is refitted on all the data.
+coefficients, not by the first gradient), half anneal down to k. The supports are nested and each
+later step works on at most the previous k columns. The fold's validation score of every k comes
+from that one pass; the chosen ``k_`` is refitted on all the data.
 """
 
 import numbers
