@@ -265,3 +265,29 @@ def test_bad_input(tmp_path, toy_faces, face_model, capsys):
     assert main(["keypoints", "detect", str(grey), "--what", "faces",
                  "--face-model", str(tmp_path / "none.h5")]) == 2
     assert "no face model" in capsys.readouterr().err
+
+
+def test_evaluate_faces():
+    from cvfs.datasets.faces import KEYPOINTS, AnnotatedImage
+    from cvfs.keypoints.evaluate import evaluate_faces
+
+    pts = np.full((2, len(KEYPOINTS), 2), np.nan)
+    for f, pos in enumerate((_face_points(100, 100, 40), _face_points(300, 100, 20))):
+        for k, name in enumerate(FACE_KEYPOINTS):
+            pts[f, KEYPOINTS.index(name)] = pos[k]
+    im = AnnotatedImage("x.png", pts, "mtfl")
+
+    def face(score, pos, shift=0.0):
+        kps = {n: (pos[k, 0] + shift, pos[k, 1], 0.9) for k, n in enumerate(FACE_KEYPOINTS)}
+        return Face(score, (0, 0, 1, 1), kps, 1.0)
+
+    a = _face_points(100, 100, 40)
+    faces = [face(0.9, a), face(0.8, a), face(0.7, a, shift=5.0), face(0.6, a, shift=3.0)]
+    c = evaluate_faces([faces], [im])
+    # 0.9 matches face A; 0.8 duplicates it; 0.7 is 12.5% IED off; 0.6 (7.5%) finds nothing left
+    assert c.n_positives == 2 and c.n_detections == 4
+    np.testing.assert_allclose(c.precision, [1, 0.5, 1 / 3, 0.25])
+    np.testing.assert_allclose(c.recall, [0.5, 0.5, 0.5, 0.5])
+    assert c.average_precision == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="same images"):
+        evaluate_faces([], [im])
