@@ -52,8 +52,8 @@ from cvfs.keypoints import load_detector
 from cvfs.keypoints.evaluate import (
     evaluate_detections,
     evaluate_faces,
-    evaluate_merged,
     evaluate_keypoint,
+    evaluate_merged,
     recall_at_precision,
 )
 from cvfs.keypoints.faces import assemble_faces, load_face_model

@@ -381,8 +381,9 @@ def _add_keypoints_parser(sub):
                 "<name>_faces.json per video (faces tracked across frames), or one faces.csv "
                 "with --format csv.\nKeypoints (--what keypoints): one line per detection "
                 "(frame, keypoint, x, y, score); <name>_keypoints.png / .avi.\nstderr: timing. "
-                "An output folder's previous set is replaced as a whole.\nImages are scanned up to the detector's largest pyramid scale, "
-                f"video frames up to {VIDEO_MAX_SCALE:g} (faster; --max-scale overrides both).")
+                "An output folder's previous set is replaced as a whole.\nImages are scanned "
+                "up to the detector's largest pyramid scale, video frames"
+                f" up to {VIDEO_MAX_SCALE:g} (faster; --max-scale overrides both).")
     p.add_argument("sources", nargs="+", metavar="SOURCE", help=_SOURCE_HELP)
     p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
     p.add_argument("--threshold", type=float, default=None,

@@ -379,10 +379,11 @@ def _scale_ok(model, k, ied, scale):
     return ~((r < lo) | (r > hi))
 
 
-def _evidence(model, cands, c, t, ied):
-    """Consensus of hypotheses (c, t): per hypothesis and keypoint the evidence of the best
-    detection near the predicted position, and its row (-1: none). Shapes (H, n)."""
-    mean = model.shape.mean
+def _evidence(model, cands, c, t, ied, mean=None):
+    """Consensus of hypotheses (c, t) of ``mean`` (default the model's mean shape): per
+    hypothesis and keypoint the evidence of the best detection near the predicted position,
+    and its row (-1: none). Shapes (H, n)."""
+    mean = model.shape.mean if mean is None else mean
     n = len(mean)
     ev = np.zeros((len(c), n))
     row = np.full((len(c), n), -1, dtype=np.int64)
@@ -518,11 +519,8 @@ def assemble_faces(detections, model, *, scales=None, threshold=None, max_faces=
         shp = model.shape.mean + (b @ model.shape.modes).reshape(-1, 2) if len(b) else \
             model.shape.mean
         zs = shp[:, 0] + 1j * shp[:, 1]
-        mshape = ShapeModel(names, shp, model.shape.modes, model.shape.variances,
-                            model.shape.sigma, model.shape.roll_range)
-        sub = FaceModel(mshape, model.calibration, model.face_calibration, model.scale_range,
-                        p_min=model.p_min, radius=model.radius, loc_sigma=model.loc_sigma)
-        ev2, rows2 = _evidence(sub, cands, np.array([cf]), np.array([tf]), np.array([ied]))
+        ev2, rows2 = _evidence(model, cands, np.array([cf]), np.array([tf]), np.array([ied]),
+                               mean=shp)
         ev2, rows2 = ev2[0], rows2[0]
         if (rows2 < 0).sum() > len(names) - 2:
             continue

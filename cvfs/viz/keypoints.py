@@ -235,7 +235,8 @@ def draw_faces(image, faces, *, ids=None, labels=True, min_side=480):
     h, w = out.shape[:2]
     diag = float(np.hypot(h, w))
     t = max(1, int(round(diag / 500)))
-    font_scale = max(0.4, diag / 1600)
+    font_scale = max(0.6, diag / 1600)
+    name_scale = max(0.4, 0.7 * font_scale)
     font_t = max(1, int(round(diag / 1000)))
 
     def px(x, y):  # pixel centre x of the input is at s x + (s - 1) / 2 in the enlarged image
@@ -253,9 +254,9 @@ def draw_faces(image, faces, *, ids=None, labels=True, min_side=480):
             c = px(x, y)
             cv2.circle(out, c, r, color, t, cv2.LINE_AA)
             cv2.circle(out, c, max(1, t), color, -1, cv2.LINE_AA)
-            if labels and (p1[0] - p0[0]) > 160 * font_scale:  # names only where they fit
-                _text(out, _short(name), (c[0] + r + 2, c[1] + r // 2), 0.6 * font_scale,
-                      color, font_t)
+            if labels and (p1[0] - p0[0]) > 300 * name_scale:  # names only where they fit
+                _text(out, _short(name), (c[0] + r + 2, c[1] + r // 2), name_scale, color,
+                      font_t)
         if labels:
             org = (max(2, p0[0]), max(int(22 * font_scale) + 2, p0[1] - 4))
             _text(out, f"#{i} {face.score:.2f}", org, font_scale, color, font_t)
