@@ -291,3 +291,28 @@ def test_evaluate_faces():
     assert c.average_precision == pytest.approx(0.5)
     with pytest.raises(ValueError, match="same images"):
         evaluate_faces([], [im])
+
+
+@pytest.mark.slow
+def test_detect_faces_real(real_data):
+    """The shipped models: three men on a Caltech picture, none on a picture of coffee."""
+    from skimage import data
+
+    from cvfs.datasets.faces import keypoint_index, load_caltech_webfaces
+    from cvfs.io.images import read_image
+    from cvfs.keypoints import load_detector
+
+    det = load_detector()
+    im = next(i for i in load_caltech_webfaces() if i.path.name == "pic00102.jpg")
+    faces = det.detect_faces(read_image(im.path), max_scale=1.0)
+    assert len(faces) == 3 and all(f.score >= 0.5 for f in faces)
+    eyes = im.points[:, [keypoint_index("left_eye_center"), keypoint_index("right_eye_center")]]
+    for pair in eyes:  # each annotated face's eyes lie in exactly one face box
+        inside = [bool(np.all((pair[:, 0] > f.box[0]) & (pair[:, 0] < f.box[2])
+                              & (pair[:, 1] > f.box[1]) & (pair[:, 1] < f.box[3])))
+                  for f in faces]
+        assert sum(inside) == 1
+    for f in faces:  # a keypoint found is where the face model puts it
+        x, y, p = f.keypoints["right_eye_center"]
+        assert np.hypot(*(eyes[:, 1] - (x, y)).T).min() < 0.15 * f.ied and 0 < p <= 1
+    assert det.detect_faces(data.coffee(), max_scale=1.0) == []
