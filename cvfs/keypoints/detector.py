@@ -550,8 +550,9 @@ class KeypointDetector:
         if missing:
             raise ValueError(f"the face model needs detectors of {missing}; this detector "
                              f"finds {self.keypoints}")
-        if threshold is not None and not (isinstance(threshold, (int, float)) and
-                                          0.0 <= float(threshold) <= 1.0):
+        if threshold is not None and not (isinstance(threshold, (int, float, np.number))
+                                          and not isinstance(threshold, bool)
+                                          and 0.0 <= float(threshold) <= 1.0):
             raise ValueError(f"threshold must be a face probability in [0, 1]; got "
                              f"{threshold!r}")
         found, scale = self._detect(image, threshold=-math.inf, max_scale=max_scale,

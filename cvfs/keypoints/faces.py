@@ -501,8 +501,8 @@ def assemble_faces(detections, model, *, scales=None, threshold=None, max_faces=
     ev, rows = _evidence(model, cands, c, t, np.abs(c))
     raw = ev.sum(axis=1)
     order = np.argsort(-raw, kind="stable")
-    # the refit rarely raises a score by more than the missing keypoints could add: stop once
-    # even that cannot reach the threshold
+    # hypotheses are refitted best first; the refit can raise a score (a better transform
+    # finds more inliers), so only those below half the score the threshold needs are skipped
     x_cal, y_cal = model.face_calibration
     reach = np.flatnonzero(y_cal >= thr)
     raw_min = x_cal[reach[0]] if len(reach) else np.inf
