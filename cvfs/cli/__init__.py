@@ -241,7 +241,8 @@ def _cmd_keypoints_detect(args):
 
     keypoints_detect(args.sources, model=args.model, out=args.out, threshold=args.threshold,
                      max_scale=args.max_scale, top=args.top, n_jobs=args.jobs,
-                     max_frames=args.max_frames, strict=args.strict)
+                     max_frames=args.max_frames, strict=args.strict, what=args.what,
+                     face_model=args.face_model, fmt=args.format)
     return 0
 
 
@@ -373,21 +374,34 @@ def _add_keypoints_parser(sub):
 
     p = _parser(ksub, "detect", "detect keypoints on images, folders, videos, a camera or a "
                 "synthetic clip",
-                description="Detect face keypoints on images, folders, video files, a camera or "
-                "a synthetic clip.\n\nstdout: one tab-separated line per detection (frame, "
-                "keypoint, x, y, score); stderr: timing.\nWith --out, drawn images "
-                "(<name>_keypoints.png) and videos (<name>_keypoints.avi) replace the folder's "
-                "previous set.\nImages are scanned up to the detector's largest pyramid scale, "
-                f"video frames up to {VIDEO_MAX_SCALE:g} (faster; --max-scale overrides both).")
+                description="Detect faces and their keypoints on images, folders, video files, "
+                "a camera or a synthetic clip.\n\nFaces (the default with the shipped models): "
+                "stdout has one tab-separated line per face keypoint (frame, face or track id, "
+                "face score, keypoint, x, y, probability); with --out, <name>_faces.png (one "
+                "colour per face) and <name>_faces.json per image, <name>_faces.avi and "
+                "<name>_faces.json per video (faces tracked across frames), or one faces.csv "
+                "with --format csv.\nKeypoints (--what keypoints): one line per detection "
+                "(frame, keypoint, x, y, score); <name>_keypoints.png / .avi.\nstderr: timing. "
+                "An output folder's previous set is replaced as a whole.\nImages are scanned "
+                "up to the detector's largest pyramid scale, video frames"
+                f" up to {VIDEO_MAX_SCALE:g} (faster; --max-scale overrides both).")
     p.add_argument("sources", nargs="+", metavar="SOURCE", help=_SOURCE_HELP)
     p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
     p.add_argument("--threshold", type=float, default=None,
-                   help="detection score threshold (default: the detector's)")
+                   help="faces: minimum face probability (default: the face model's); "
+                   "keypoints: detection score threshold (default: the detector's)")
+    p.add_argument("--what", choices=("auto", "faces", "keypoints"), default="auto",
+                   help="faces (detect_faces), keypoints (detect), or auto: faces when the "
+                   "detector has every keypoint of the face model")
+    p.add_argument("--face-model", default=None,
+                   help="face model file (default: the shipped faces.h5)")
+    p.add_argument("--format", choices=("json", "csv"), default="json",
+                   help="faces: one JSON per image/video, or one faces.csv for the run")
     p.add_argument("--max-scale", type=float, default=None,
                    help="largest pyramid scale (default: the detector's for images, "
                    f"{VIDEO_MAX_SCALE:g} for video frames)")
     p.add_argument("--top", type=int, default=1,
-                   help="detections per keypoint printed and drawn (best first)")
+                   help="keypoints: detections per keypoint printed and drawn (best first)")
     p.add_argument("--jobs", type=int, default=-1,
                    help="threads scanning the pyramid levels of a frame (-1: every core)")
     p.add_argument("--max-frames", type=_positive_int, default=None,

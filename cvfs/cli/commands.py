@@ -47,8 +47,9 @@ def _report_written(out):
 
 
 def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale=None, top=1,
-                     n_jobs=-1, max_frames=None, strict=False, command="cvfs keypoints detect"):
-    """Detect keypoints on every frame of the sources; print them; draw them into ``out``.
+                     n_jobs=-1, max_frames=None, strict=False, what="auto", face_model=None,
+                     fmt="json", command="cvfs keypoints detect"):
+    """Detect faces (or keypoints) on every frame of the sources; print them; write them to ``out``.
 
     Parameters
     ----------
@@ -58,21 +59,34 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
     model : str or Path, optional
         Detector file; None loads the shipped detectors.
     out : str or Path, optional
-        Output folder: ``<name>_keypoints.png`` per image, ``<name>_keypoints.avi`` per video
-        (the ``top`` detections of each keypoint drawn, with a legend). None writes nothing.
+        Output folder. Faces: ``<name>_faces.png`` (one colour per face) and, with ``fmt="json"``,
+        ``<name>_faces.json`` per image; ``<name>_faces.avi`` and ``<name>_faces.json`` (every
+        frame's faces with their track ids) per video; with ``fmt="csv"`` one ``faces.csv``
+        for the whole run instead of the JSON files. Keypoints: ``<name>_keypoints.png`` per
+        image, ``<name>_keypoints.avi`` per video (the ``top`` detections of each keypoint).
+        None writes nothing.
     threshold : float, optional
-        Score threshold (default: the detector's).
+        Faces: minimum face probability (default: the face model's). Keypoints: score threshold
+        (default: the detector's).
     max_scale : float, optional
         Largest pyramid scale; default the detector's for images and :data:`VIDEO_MAX_SCALE`
         for video frames.
     top : int, default 1
-        Detections per keypoint printed and drawn (best first).
+        Keypoints only: detections per keypoint printed and drawn (best first).
     n_jobs : int, default -1
         Threads scanning the pyramid levels of a frame (-1: every core; same detections).
     max_frames : int, optional
         At most this many frames per source.
     strict : bool, default False
         A truncated video file is an error instead of a warning.
+    what : {"auto", "faces", "keypoints"}
+        ``"faces"``: :meth:`KeypointDetector.detect_faces`; ``"keypoints"``:
+        :meth:`KeypointDetector.detect`; ``"auto"``: faces when the detector finds every
+        keypoint of the face model and the face model exists, else keypoints.
+    face_model : str or Path, optional
+        Face model file (default: the shipped ``faces.h5``).
+    fmt : {"json", "csv"}
+        Faces only: the table format written to ``out``.
     command : str
         Recorded in the output set's marker file.
 
@@ -82,56 +96,181 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
 
     Notes
     -----
-    stdout holds one tab-separated line per detection: frame name, keypoint, x, y, score.
+    stdout holds one tab-separated line per detection. Faces: frame, track id (video) or face
+    number (image), face score, keypoint, x, y, keypoint probability (``nan`` where not found).
+    Keypoints: frame, keypoint, x, y, score.
     """
-    from cvfs.io.images import write_image
-    from cvfs.io.video import VideoWriter, open_source
+    from cvfs.io.video import open_source
     from cvfs.keypoints import load_detector
-    from cvfs.viz.keypoints import draw_keypoints
 
+    if what not in ("auto", "faces", "keypoints"):
+        raise ValueError(f"what must be 'auto', 'faces' or 'keypoints'; got {what!r}")
+    if fmt not in ("json", "csv"):
+        raise ValueError(f"format must be 'json' or 'csv'; got {fmt!r}")
     det = load_detector(model)
+    fm = None
+    if what != "keypoints":
+        fm = _face_model(det, face_model, required=what == "faces")
+        if fm is None:
+            _err("keypoints mode: the detector lacks keypoints of the face model, or there is "
+                 "no face model")
     opened = [open_source(s, max_frames, strict=strict) for s in sources]  # fail before work
     if out is not None:
         check_output_dir(out)
+    run = _faces_run if fm is not None else _keypoints_run
     times = []
     with _output_set(out, command) as tmp:
+        rows = []
         for src in opened:
             scale = max_scale
             if scale is None and src.kind == "video":
                 scale = VIDEO_MAX_SCALE
-            writer = None
-            if tmp is not None and src.kind == "video":
-                writer = VideoWriter(tmp / f"{src.name}_keypoints.avi", fps=src.fps)
-            with writer if writer is not None else contextlib.nullcontext():
-                for name, rgb in src:
-                    if src.kind == "images" and _is_grey(rgb):
-                        raise ValueError(
-                            f"{name}: a grey image; the detectors use colour features and "
-                            "refuse grey input (KeypointDetector.detect does too): pass a colour "
-                            "image")
-                    t0 = time.perf_counter()
-                    found = det.detect(rgb, threshold=threshold, max_scale=scale, n_jobs=n_jobs)
-                    times.append(time.perf_counter() - t0)
-                    kept = {k: v[:top] for k, v in found.items()}
-                    for k, v in kept.items():
-                        for x, y, s in v:
-                            print(f"{name}\t{k}\t{x:.1f}\t{y:.1f}\t{s:.3f}")
-                    best = ", ".join(f"{k} ({v[0, 0]:.0f}, {v[0, 1]:.0f})"
-                                     for k, v in found.items() if len(v))
-                    _err(f"{name}: {times[-1] * 1e3:.0f} ms  {best or 'no detections'}")
-                    if tmp is None:
-                        continue
-                    drawn = draw_keypoints(rgb, kept)
-                    if writer is not None:
-                        writer.write(drawn)
-                    else:
-                        write_image(tmp / f"{name}_keypoints.png", drawn)
+            run(det, fm, src, tmp, times, rows, threshold=threshold, max_scale=scale,
+                n_jobs=n_jobs, top=top, fmt=fmt)
+        if tmp is not None and fm is not None and fmt == "csv":
+            _write_csv(tmp / "faces.csv", rows)
     if times:
         _err(f"{len(times)} frame(s), mean {np.mean(times) * 1e3:.0f} ms "
              f"({1 / max(np.mean(times), 1e-9):.2f} frames/s)")
     if out is not None:
         _report_written(out)
     return len(times)
+
+
+def _face_model(det, path, required):
+    """The face model for ``det`` (None when ``required`` is False and it cannot be used)."""
+    from cvfs.keypoints.faces import load_face_model
+
+    try:
+        fm = load_face_model(path)
+    except FileNotFoundError:
+        if required or path is not None:
+            raise
+        return None
+    missing = [k for k in fm.shape.names if k not in det.keypoints]
+    if missing:
+        if required:
+            raise ValueError(f"faces need detectors of {missing}; the detector finds "
+                             f"{det.keypoints} (use --what keypoints)")
+        return None
+    return fm
+
+
+def _check_colour(src, name, rgb):
+    if src.kind == "images" and _is_grey(rgb):
+        raise ValueError(
+            f"{name}: a grey image; the detectors use colour features and refuse grey input "
+            "(KeypointDetector.detect does too): pass a colour image")
+
+
+def _keypoints_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, top, fmt):
+    """Per-keypoint detections of one source, drawn with :func:`draw_keypoints`."""
+    from cvfs.io.images import write_image
+    from cvfs.io.video import VideoWriter
+    from cvfs.viz.keypoints import draw_keypoints
+
+    writer = None
+    if tmp is not None and src.kind == "video":
+        writer = VideoWriter(tmp / f"{src.name}_keypoints.avi", fps=src.fps)
+    with writer if writer is not None else contextlib.nullcontext():
+        for name, rgb in src:
+            _check_colour(src, name, rgb)
+            t0 = time.perf_counter()
+            found = det.detect(rgb, threshold=threshold, max_scale=max_scale, n_jobs=n_jobs)
+            times.append(time.perf_counter() - t0)
+            kept = {k: v[:top] for k, v in found.items()}
+            for k, v in kept.items():
+                for x, y, s in v:
+                    print(f"{name}\t{k}\t{x:.1f}\t{y:.1f}\t{s:.3f}")
+            best = ", ".join(f"{k} ({v[0, 0]:.0f}, {v[0, 1]:.0f})"
+                             for k, v in found.items() if len(v))
+            _err(f"{name}: {times[-1] * 1e3:.0f} ms  {best or 'no detections'}")
+            if tmp is None:
+                continue
+            drawn = draw_keypoints(rgb, kept)
+            if writer is not None:
+                writer.write(drawn)
+            else:
+                write_image(tmp / f"{name}_keypoints.png", drawn)
+
+
+def _faces_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, top, fmt):
+    """Faces of one source: per image a drawing and a JSON; per video a drawn video, faces
+    tracked across frames, and one JSON of every frame."""
+    from cvfs.io.images import write_image
+    from cvfs.io.video import VideoWriter
+    from cvfs.keypoints.tracking import FaceTracker
+    from cvfs.viz.keypoints import draw_faces
+
+    video = src.kind == "video"
+    tracker = FaceTracker() if video else None
+    writer = None
+    if tmp is not None and video:
+        writer = VideoWriter(tmp / f"{src.name}_faces.avi", fps=src.fps)
+    frames = []
+    with writer if writer is not None else contextlib.nullcontext():
+        for fi, (name, rgb) in enumerate(src):
+            _check_colour(src, name, rgb)
+            t0 = time.perf_counter()
+            faces = det.detect_faces(rgb, threshold=threshold, max_scale=max_scale,
+                                     n_jobs=n_jobs, face_model=fm)
+            times.append(time.perf_counter() - t0)
+            if video:
+                tracked = tracker.update(faces)
+                faces = [t.face for t in tracked]
+                ids = [t.track_id for t in tracked]
+            else:
+                ids = list(range(1, len(faces) + 1))
+            for i, f in zip(ids, faces, strict=True):
+                for k, (x, y, s) in f.keypoints.items():
+                    print(f"{name}\t{i}\t{f.score:.3f}\t{k}\t{x:.1f}\t{y:.1f}\t{s:.3f}")
+            _err(f"{name}: {times[-1] * 1e3:.0f} ms  {len(faces)} face(s)"
+                 + "".join(f", #{i} {f.score:.2f}" for i, f in zip(ids, faces, strict=True)))
+            record = {"frame": name, "index": fi, "height": int(rgb.shape[0]),
+                      "width": int(rgb.shape[1]),
+                      "faces": [dict(f.as_dict(), id=i) for i, f in zip(ids, faces,
+                                                                         strict=True)]}
+            rows.extend(_csv_rows(src.name, record))
+            if tmp is None:
+                continue
+            drawn = draw_faces(rgb, faces, ids=ids)
+            if writer is not None:
+                writer.write(drawn)
+                frames.append(record)
+            else:
+                write_image(tmp / f"{name}_faces.png", drawn)
+                if fmt == "json":
+                    atomic_write_text(tmp / f"{name}_faces.json",
+                                      json.dumps(dict(record, source=src.name), indent=1))
+    if writer is not None and fmt == "json":
+        atomic_write_text(tmp / f"{src.name}_faces.json", json.dumps(
+            {"source": src.name, "kind": src.kind, "frames": frames}, indent=1))
+
+
+_CSV_COLUMNS = ("source", "frame", "face", "face_score", "x0", "y0", "x1", "y1", "keypoint", "x",
+                "y", "score")
+
+
+def _csv_rows(source, record):
+    """One row per face keypoint of a frame record (``_CSV_COLUMNS``)."""
+    out = []
+    for f in record["faces"]:
+        for k, p in f["keypoints"].items():
+            out.append((source, record["frame"], f["id"], f["score"], *f["box"], k, p["x"],
+                        p["y"], p["score"]))
+    return out
+
+
+def _write_csv(path, rows):
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(_CSV_COLUMNS)
+    for r in rows:
+        w.writerow(["" if v is None else v for v in r])
+    atomic_write_text(path, buf.getvalue())
 
 
 def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_points=500,

@@ -6,11 +6,15 @@ Public API::
     det = keypoints.load_detector()          # shipped models in cvfs.datasets.models_dir()
     det.keypoints                            # ['left_eye_center', ...]
     det.detect(rgb)                          # {name: ndarray (n, 3) of x, y, score}
+    det.detect_faces(rgb)                    # [Face(score, box, keypoints), ...]
 
+Faces (a shape model fitted to the detections, calibrated scores): :mod:`cvfs.keypoints.faces`;
+tracking faces across video frames: :mod:`cvfs.keypoints.tracking`.
 Training: :func:`cvfs.keypoints.train.train_detector`; evaluation with the paper's criteria:
 :mod:`cvfs.keypoints.evaluate`; the LogitBoost baseline: :mod:`cvfs.keypoints.boosting`.
 """
 
 from cvfs.keypoints.detector import KeypointDetector, load_detector
+from cvfs.keypoints.faces import Face, FaceModel, load_face_model
 
-__all__ = ["KeypointDetector", "load_detector"]
+__all__ = ["Face", "FaceModel", "KeypointDetector", "load_detector", "load_face_model"]

@@ -498,6 +498,74 @@ class KeypointDetector:
             number.
             If ``pairs`` names a keypoint this detector does not find.
         """
+        return self._detect(image, threshold=threshold, max_scale=max_scale,
+                            min_scale=min_scale, nms_radius=nms_radius, refine=refine,
+                            cascade=cascade, n_jobs=n_jobs, merge_radius=merge_radius,
+                            pairs=pairs, max_memory=max_memory)[0]
+
+    def detect_faces(self, image, *, threshold=None, max_scale=None, face_model=None,
+                     n_jobs=1, max_memory=None, max_faces=50):
+        """Detect faces: the face model fitted to the keypoint detections, best first.
+
+        Every keypoint is detected (:meth:`detect` with ``threshold=-inf``: every window the
+        soft cascades keep), its scores become calibrated probabilities and the face shape
+        model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`.
+
+        Parameters
+        ----------
+        image : ndarray of shape (H, W, 3)
+            RGB, uint8/uint16 or float in [0, 1].
+        threshold : float, optional
+            Minimum face probability in [0, 1] (default: the face model's, chosen so that
+            images without faces give none).
+        max_scale : float, optional
+            Largest pyramid scale (default: the detector's).
+        face_model : FaceModel or str or Path, optional
+            Default: the shipped ``faces.h5`` (:func:`cvfs.keypoints.faces.load_face_model`).
+        n_jobs, max_memory :
+            As :meth:`detect`.
+        max_faces : int, default=50
+
+        Returns
+        -------
+        faces : list of cvfs.keypoints.faces.Face
+            ``score``, ``box (x0, y0, x1, y1)``, ``keypoints {name: (x, y, probability)}``
+            (NaN where a keypoint is not found), sorted by decreasing score.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`detect`; ValueError if ``threshold`` is not in [0, 1] or the face model
+            uses a keypoint this detector does not find.
+        """
+        from cvfs.keypoints.faces import FaceModel, assemble_faces, load_face_model
+
+        if face_model is None:
+            if getattr(self, "_face_model", None) is None:
+                self._face_model = load_face_model()
+            face_model = self._face_model
+        elif not isinstance(face_model, FaceModel):
+            face_model = load_face_model(face_model)
+        missing = [k for k in face_model.shape.names if k not in self.classifiers]
+        if missing:
+            raise ValueError(f"the face model needs detectors of {missing}; this detector "
+                             f"finds {self.keypoints}")
+        if threshold is not None and not (isinstance(threshold, (int, float, np.number))
+                                          and not isinstance(threshold, bool)
+                                          and 0.0 <= float(threshold) <= 1.0):
+            raise ValueError(f"threshold must be a face probability in [0, 1]; got "
+                             f"{threshold!r}")
+        found, scale = self._detect(image, threshold=-math.inf, max_scale=max_scale,
+                                    min_scale=0.0, nms_radius=None, refine=True, cascade=True,
+                                    n_jobs=n_jobs, merge_radius=None, pairs=None,
+                                    max_memory=max_memory)
+        return assemble_faces(found, face_model, scales=scale, threshold=threshold,
+                              max_faces=max_faces)
+
+    def _detect(self, image, *, threshold, max_scale, min_scale, nms_radius, refine, cascade,
+                n_jobs, merge_radius, pairs, max_memory):
+        """:meth:`detect`, and per keypoint the pyramid scale of each detection (the
+        score-weighted geometric mean over the peaks merged into it), ndarray of shape (n,)."""
         rgb = as_float_rgb(image, min_size=self.pool.window)
         thr = self._thresholds(threshold)
         n_jobs = _check_n_jobs(n_jobs)
@@ -540,9 +608,11 @@ class KeypointDetector:
             new = pair_rescore(*(np.column_stack([out[n], scale[n]])
                                  for n in (pair.left, pair.right)), pair)
             for n, s in zip((pair.left, pair.right), new, strict=True):
-                d = np.column_stack([out[n][:, :2], s])[s >= out_thr[n]]
-                out[n] = d[np.argsort(-d[:, 2], kind="stable")]
-        return out
+                keep = s >= out_thr[n]
+                d, sc = np.column_stack([out[n][:, :2], s])[keep], scale[n][keep]
+                order = np.argsort(-d[:, 2], kind="stable")
+                out[n], scale[n] = d[order], sc[order]
+        return out, scale
 
     def _pair_model(self, pairs):
         if pairs is None or pairs is False:

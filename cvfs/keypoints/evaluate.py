@@ -28,6 +28,7 @@ __all__ = [
     "PRCurve",
     "evaluate_detections",
     "evaluate_detector",
+    "evaluate_faces",
     "evaluate_keypoint",
     "evaluate_merged",
     "match_image",
@@ -340,3 +341,61 @@ def recall_at_precision(curve, precision):
         raise ValueError(f"precision must be in [0, 1]; got {precision}")
     ok = curve.precision >= precision
     return float(curve.recall[ok].max()) if ok.any() else 0.0
+
+
+def evaluate_faces(faces, images, *, radius=0.10):
+    """Face-level precision-recall: a face is right when both its eyes match an annotated face.
+
+    Within each image, faces in decreasing score order are matched greedily: a face matches
+    the first annotated face not yet matched whose left and right eye centres both lie within
+    ``radius`` x IED of the face's (a face without both eyes matches none); unmatched faces are
+    false positives.
+
+    Parameters
+    ----------
+    faces : list of list of cvfs.keypoints.faces.Face
+        Per image.
+    images : list of cvfs.datasets.faces.AnnotatedImage
+        Annotated faces with both eyes and a positive IED count as positives.
+    radius : float
+        In units of IED.
+
+    Returns
+    -------
+    curve : PRCurve
+
+    Raises
+    ------
+    ValueError
+        If the lists differ in length or ``radius`` is not positive.
+    """
+    from cvfs.datasets.faces import keypoint_index
+
+    if len(faces) != len(images):
+        raise ValueError(f"faces and images must list the same images; got lengths "
+                         f"{len(faces)}, {len(images)}")
+    if not radius > 0:
+        raise ValueError(f"radius must be positive; got {radius!r}")
+    le, re = keypoint_index("left_eye_center"), keypoint_index("right_eye_center")
+    scores, fp, best = [], [], []
+    for fl, im in zip(faces, images, strict=True):
+        pts = np.asarray(im.points, np.float64)[:, [le, re]]
+        ied = im.ied()
+        ok = np.isfinite(pts).all(axis=(1, 2)) & np.isfinite(ied) & (ied > 0)
+        pts, ied = pts[ok], ied[ok]
+        got = np.full(len(pts), -np.inf)
+        for f in sorted(fl, key=lambda f: -f.score):
+            eyes = np.array([f.keypoints["left_eye_center"][:2],
+                             f.keypoints["right_eye_center"][:2]])
+            hit = -1
+            if np.isfinite(eyes).all() and len(pts):
+                d = np.hypot(*(pts - eyes[None]).transpose(2, 0, 1)) / ied[:, None]
+                cand = np.flatnonzero((d < radius).all(axis=1) & ~np.isfinite(got))
+                hit = int(cand[0]) if len(cand) else -1
+            if hit >= 0:
+                got[hit] = f.score
+            scores.append(f.score)
+            fp.append(hit < 0)
+        best.append(got)
+    return _curve(np.array(scores, np.float64), np.array(fp, bool),
+                  np.concatenate(best) if best else np.zeros(0))
