@@ -141,12 +141,31 @@ def test_tracker_errors():
         track_points([frame, np.zeros((30, 40, 3), np.uint8)])
     with pytest.raises(ValueError, match="no trackable corner"):
         track_points([frame, frame])
+    with pytest.raises(ValueError, match="grid must be an int >= 0"):
+        track_points([frame, frame], grid=-1)
 
 
 def test_tracker_on_a_real_video(real_data):
     frames = read_frames(real_data / "hopkins155_videos" / "three-cars.avi")
     pts = track_points(frames)
     assert len(frames) == 15 and pts.shape[1] == 15 and pts.shape[0] > 100
+
+
+def test_walking_person_is_tracked_and_segmented(real_data):
+    """people2 (Hopkins155): the grid detector puts tracks on the walking woman before textured
+    trees, and the two-motion segmentation separates her from the background."""
+    from cvfs.datasets.hopkins155 import load_sequence
+    from cvfs.motion import segment_tracks
+
+    seq = load_sequence(real_data / "hopkins155" / "people2")
+    person = seq.pixels[seq.labels == 0][:, 0]  # the 25 truth tracks on her, first frame
+    pts = track_points(read_frames(real_data / "hopkins155_videos" / "people2.avi"))
+    on = np.hypot(pts[:, None, 0, 0] - person[None, :, 0],
+                  pts[:, None, 0, 1] - person[None, :, 1]).min(axis=1) < 10
+    assert on.sum() >= 15
+    labels, k = segment_tracks(pts, 2)
+    hers = np.bincount(labels[on], minlength=2).argmax()
+    assert np.mean(labels[on] == hers) >= 0.9 and np.mean(labels[~on] == hers) <= 0.05
 
 
 def test_draw_tracks_draws_on_a_copy():

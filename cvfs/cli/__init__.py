@@ -122,7 +122,8 @@ def _cmd_motion_segment(args):
     from cvfs.cli.commands import motion_segment
 
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
-                   max_points=args.max_points, model=args.model, strict=args.strict)
+                   max_points=args.max_points, grid=args.grid, model=args.model,
+                   strict=args.strict)
     return 0
 
 
@@ -507,8 +508,11 @@ def _build_parser():
     q.add_argument("--model", default=None, help="ranker file (default: the shipped one)")
     q.add_argument("--max-frames", type=_positive_int, default=None,
                    help="at most this many frames (default: all)")
-    q.add_argument("--max-points", type=int, default=500,
+    q.add_argument("--max-points", type=int, default=2000,
                    help="corners detected on the first frame")
+    q.add_argument("--grid", type=int, default=16,
+                   help="corners are detected in GRID x GRID cells, an equal quota per cell (0: "
+                        "the strongest corners of the whole frame)")
     q.add_argument("--strict", action="store_true",
                    help="a video with fewer decodable frames than its container declares is an "
                    "error (not a warning)")

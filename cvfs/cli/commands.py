@@ -273,7 +273,7 @@ def _write_csv(path, rows):
     atomic_write_text(path, buf.getvalue())
 
 
-def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_points=500,
+def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_points=2000, grid=16,
                    model=None, strict=False, tol=1.0, command="cvfs motion segment"):
     """Track points through a video, segment the trajectories by motion, draw and summarise.
 
@@ -289,8 +289,10 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
         (all trajectories on the first frame), ``<name>_motion.json`` (the summary) and
         ``<name>_motion_labels.csv`` (track, label, frame, x, y, visible per track and frame).
     max_frames : int, optional
-    max_points : int, default 500
-        Corners detected on the first frame (:func:`cvfs.motion.tracking.track_points`).
+    max_points : int, default 2000
+    grid : int, default 16
+        Corners detected on the first frame and their grid of cells
+        (:func:`cvfs.motion.tracking.track_points`).
     model : str or Path, optional
         Ranker file; None loads the shipped ranker.
     strict : bool, default False
@@ -334,7 +336,7 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
             kept["n"] += 1
             yield frame
 
-    points = track_points(_frames(), max_points=max_points)
+    points = track_points(_frames(), max_points=max_points, grid=grid)
     t1 = time.perf_counter()
     moving = not explained_by_one_motion(points, tol=tol)
     k_scores = {}
