@@ -665,9 +665,9 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
         class sizes allow (the paper: 1,000 per digit); None keeps every sample.
     rule : {"abs", "residual"}, default="abs"
         Class score.
-    max_reweight : int, default=5
-        Reweighting steps of each SBL fit (a few suffice for the class scores; see
-        ``docs/methods.md``).
+    max_reweight : int, default=3
+        Reweighting steps of each SBL fit (a few suffice for the class scores; each step
+        makes the code sparser, see ``docs/methods.md``).
     tol : float, default=1e-4
         Relative change of gamma at which the reweighting stops early.
     lasso_tol : float, default=1e-6
@@ -705,7 +705,7 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, lam=0.1, screening="gap", n_atoms=10_000, rule="abs", max_reweight=5,
+    def __init__(self, lam=0.1, screening="gap", n_atoms=10_000, rule="abs", max_reweight=3,
                  tol=1e-4, lasso_tol=1e-6, n_jobs=None, random_state=None):
         self.lam = lam
         self.screening = screening

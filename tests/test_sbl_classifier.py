@@ -230,3 +230,19 @@ def test_sklearn_compatible_estimator(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
         check(estimator)
+
+
+def test_model_file_roundtrip(tmp_path):
+    from cvfs.io import load_estimator, save_estimator
+
+    Xtr, ytr, Xte, _ = _synthetic_classes(6, n_test=10)
+    clf = SBLClassifier(lam=0.2, n_atoms=60, random_state=0).fit(Xtr, ytr)
+    reg = SBLRegressor(lam="auto", fit_intercept=True).fit(Xtr, Xtr[:, 0] + 0.1 * ytr)
+    for est in (clf, reg):
+        save_estimator(tmp_path / "m.h5", est)
+        back, _ = load_estimator(tmp_path / "m.h5", kind=type(est).__name__)
+        if est is clf:
+            np.testing.assert_array_equal(back.predict_proba(Xte), clf.predict_proba(Xte))
+        else:
+            np.testing.assert_array_equal(back.predict(Xte, return_std=True)[1],
+                                          reg.predict(Xte, return_std=True)[1])
