@@ -15,7 +15,7 @@
     trained on the same 10,000 images; the speed-up of screening (gap-safe and W-THT vs none) is
     timed at the best ratio and at the largest ratio within one s.e. of its accuracy.
 
-    python benchmarks/sbl_mnist.py [--quick] [--repeats 3] [--n-test 100] [--n-final 1000]
+    python benchmarks/sbl_mnist.py [--quick] [--repeats 5] [--n-test 100] [--n-final 1000]
 
 Single-threaded (BLAS pinned to one thread). Writes benchmarks/results/sbl_mnist.json.
 """
@@ -154,7 +154,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="1 repeat x 5 ratios x 30 test digits, 200 final digits, 1 target")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--n-test", type=int, default=100)
     ap.add_argument("--n-final", type=int, default=1000)
     ap.add_argument("--n-targets", type=int, default=3)
