@@ -147,8 +147,8 @@ def test_sbl_convergence_warning():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"lam": 0.0}, "lam must be a positive float; got 0.0"),
-    ({"lam": "a"}, "lam must be a positive float; got 'a'"),
+    ({"lam": 0.0}, "lam must be a positive float or 'auto'; got 0.0"),
+    ({"lam": "a"}, "lam must be a positive float or 'auto'; got 'a'"),
     ({"screening": "ball"}, r"screening must be one of .*; got 'ball'"),
     ({"max_iter": 0}, "max_iter must be a positive int; got 0"),
     ({"tol": -1.0}, "tol must be a positive float; got -1.0"),

@@ -73,6 +73,12 @@ class SBLResult:
         Reweighting steps.
     times : dict
         Seconds spent in ``screen``, ``lasso`` and ``reweight``.
+    lam : float
+        Noise variance at the end (the input ``lam`` unless ``update_noise``).
+    active : ndarray of shape (n_active,), int64
+        Atoms with gamma_i > 0.
+    sigma : ndarray of shape (n_active, n_active)
+        Posterior covariance of theta on ``active`` (eq. 9; zero elsewhere).
     """
 
     coef: np.ndarray
@@ -81,6 +87,9 @@ class SBLResult:
     gaps: list = field(default_factory=list)
     n_iter: int = 0
     times: dict = field(default_factory=dict)
+    lam: float = 0.0
+    active: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sigma: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
 
 def _primal_dual(y, yy, r, corr, th, pen, positive):
@@ -226,34 +235,61 @@ def _gamma_h(op, norms, gamma, lam):
         return gh
     B = gram_columns(op, S)  # Phi^T Phi_S, (n_atoms, |S|)
     M = lam * np.diag(1.0 / gamma[S]) + B[S]
-    fac = cho_factor(M)
-    quad = np.einsum("ij,ij->i", B, cho_solve(fac, B.T).T)
+    fac = cho_factor(M, check_finite=False)
+    quad = np.einsum("ij,ij->i", B, cho_solve(fac, B.T, check_finite=False).T)
     return np.maximum(gh - quad / lam, 1e-12 * gh)
 
 
-def _posterior_mean(op, y, gamma, lam, positive):
-    """theta = Gamma Phi^T (lam I + Phi Gamma Phi^T)^-1 y on the support of gamma (Alg. 1).
+def _posterior(op, y, gamma, lam, positive):
+    """Posterior mean and covariance of theta given gamma and lam (eq. 9, Alg. 1 last line).
 
-    Equivalently the ridge solution (Phi_S^T Phi_S + lam Gamma_S^-1)^-1 Phi_S^T y. With
-    ``positive`` the same ridge problem is solved under theta >= 0 (NNLS on the augmented system),
-    i.e. the posterior mode of the Gaussian prior truncated to the nonnegative orthant.
+    On the support S of gamma, with M = Phi_S^T Phi_S + lam Gamma_S^-1, the mean is
+    M^-1 Phi_S^T y (the ridge solution) and the covariance lam M^-1, which equals
+    Gamma - Gamma Phi^T Sigma_Y^-1 Phi Gamma restricted to S; atoms outside S have theta = 0 with
+    zero variance. With ``positive`` the mean is the same ridge problem solved under theta >= 0
+    (NNLS on the augmented system), the posterior mode of the Gaussian prior truncated to the
+    nonnegative orthant; the covariance stays the Gaussian one.
+
+    Returns
+    -------
+    coef : ndarray of shape (n_atoms,)
+    S : ndarray of shape (n_active,), int64
+    sigma : ndarray of shape (n_active, n_active)
     """
     coef = np.zeros(gamma.shape)
     S = np.flatnonzero(gamma > 0)
     if S.size == 0:
-        return coef
+        return coef, S, np.zeros((0, 0))
     A = op.columns(S)
+    M = A.T @ A + lam * np.diag(1.0 / gamma[S])
+    fac = cho_factor(M, check_finite=False)
+    sigma = lam * cho_solve(fac, np.eye(S.size), check_finite=False)
     if positive:
         aug = np.vstack([A, np.diag(np.sqrt(lam / gamma[S]))])
         coef[S] = nnls(aug, np.concatenate([y, np.zeros(S.size)]), maxiter=50 * S.size)[0]
     else:
-        M = A.T @ A + lam * np.diag(1.0 / gamma[S])
-        coef[S] = cho_solve(cho_factor(M), A.T @ y)
-    return coef
+        coef[S] = cho_solve(fac, A.T @ y, check_finite=False)
+    return coef, S, sigma
+
+
+def _posterior_mean(op, y, gamma, lam, positive):
+    """The posterior mean alone (see :func:`_posterior`)."""
+    return _posterior(op, y, gamma, lam, positive)[0]
+
+
+def _noise_update(op, y, coef, S, sigma, gamma):
+    """MacKay's fixed point for the noise variance: ||y - Phi mu||^2 / (N - sum_i g_i).
+
+    g_i = 1 - Sigma_ii / gamma_i in [0, 1] counts how well theta_i is determined by the data
+    (Tipping 2001, eq. 18; scikit-learn's ARDRegression uses the same update).
+    """
+    r = y - op.columns(S) @ coef[S] if S.size else y
+    dof = float(np.sum(1.0 - np.diag(sigma) / gamma[S])) if S.size else 0.0
+    return float(r @ r) / max(y.size - dof, 1.0)
 
 
 def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e-4,
-            lasso_tol=1e-8, lasso_max_iter=200, callback=None):
+            lasso_tol=1e-8, lasso_max_iter=200, update_noise=False, callback=None):
     """Sparse Bayesian learning by reweighted weighted lasso (Alg. 1, Lemma 2.1).
 
     Starting from gamma = 0 (Sigma_Y = lam I, so gamma_h,i = ||phi_i||^2 / lam), each step solves
@@ -283,6 +319,10 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         Relative duality gap of each weighted lasso.
     lasso_max_iter : int
         Outer iterations of each weighted lasso.
+    update_noise : bool
+        Learn the noise variance: after each reweighting step ``lam`` is replaced by MacKay's
+        fixed point ||y - Phi mu||^2 / (N - sum_i (1 - Sigma_ii / gamma_i)) (``lam`` is then the
+        starting value), and the loop also waits for ``lam`` to settle.
     callback : callable, optional
         Called as ``callback(step, theta_tmp)`` after each weighted lasso.
 
@@ -299,7 +339,8 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
     References
     ----------
     Jiang & Chen, "Accelerated sparse Bayesian learning via screening test", Alg. 1, eq. (16),
-    (18), (20); Wipf & Nagarajan, "A new view of automatic relevance determination", NIPS 2008.
+    (18), (20); Wipf & Nagarajan, "A new view of automatic relevance determination", NIPS 2008;
+    Tipping, "Sparse Bayesian learning and the relevance vector machine", JMLR 2001 (noise update).
     """
     op = as_operator(Phi)
     y = np.asarray(y, dtype=np.float64)
@@ -335,6 +376,12 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         gamma_new = np.abs(theta) / u
         delta = float(np.max(np.abs(gamma_new - gamma)))
         gamma = gamma_new
+        lam_moved = False
+        if update_noise:
+            mu, S, sig = _posterior(op, y, gamma, lam, False)
+            lam_new = max(_noise_update(op, y, mu, S, sig, gamma), 1e-12 * yy / y.size, 1e-300)
+            lam_moved = abs(lam_new - lam) > tol * lam
+            lam = lam_new
         gamma_h = _gamma_h(op, norms, gamma, lam)
         t3 = time.perf_counter()
         res.times["screen"] += t1 - t0
@@ -342,7 +389,7 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         res.times["reweight"] += t3 - t2
         log.debug("SBL step %d: %d atoms, screened %.3f, gap %.2e", step,
                   np.count_nonzero(gamma), res.screening[-1], res.gaps[-1])
-        if delta <= tol * max(float(np.max(gamma)), np.finfo(float).tiny):
+        if not lam_moved and delta <= tol * max(float(np.max(gamma)), np.finfo(float).tiny):
             converged = True
             break
     if not converged:
@@ -350,5 +397,6 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
                       ConvergenceWarning, stacklevel=2)
     res.n_iter = step
     res.gamma = gamma
-    res.coef = _posterior_mean(op, y, gamma, lam, positive)
+    res.coef, res.active, res.sigma = _posterior(op, y, gamma, lam, positive)
+    res.lam = float(lam)
     return res

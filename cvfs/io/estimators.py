@@ -58,8 +58,8 @@ def save_estimator(path, estimator, *, settings=None, training=None):
     if not arrays:
         raise ValueError(f"{name} is not fitted: nothing to save")
     params = estimator.get_params()
-    params["random_state"] = params.get("random_state") if isinstance(
-        params.get("random_state"), (int, type(None))) else None
+    if "random_state" in params and not isinstance(params["random_state"], (int, type(None))):
+        params["random_state"] = None  # a Generator is not stored
     return save_model(path, name, arrays, params=params, settings=settings, training=training,
                       random_state=params.get("random_state"))
 
@@ -121,7 +121,10 @@ _FITTED = {  # class -> (required, optional) array names
     "FSAClassifier": ({"support_", "coef_", "response_table_", "classes_", _S + "intercept_",
                        _S + "n_features_in_"}, set()),
     "SBLRegressor": ({"coef_", "gamma_", _S + "intercept_", _S + "n_features_in_",
-                      _S + "n_iter_"}, {"screening_", "dual_gaps_"}),
+                      _S + "n_iter_"}, {"screening_", "dual_gaps_", _S + "noise_variance_",
+                                        "active_", "sigma_", "X_offset_"}),
+    "SBLClassifier": ({"classes_", "dictionary_", "atom_labels_", "atom_index_",
+                       _S + "n_features_in_"}, set()),
 }
 
 
@@ -138,6 +141,19 @@ def _check_fitted(path, est, kind):
     n = est.n_features_in_
     if not _is_int(n) or not 1 <= n <= 2**40:
         fail(f"n_features_in_ must be a positive int; got {n!r}")
+    if kind == "SBLClassifier":
+        D, lab, idx = est.dictionary_, est.atom_labels_, est.atom_index_
+        if D.ndim != 2 or D.shape[0] != n or D.dtype.kind != "f" or not np.isfinite(D).all():
+            fail(f"dictionary_ must be finite float of shape ({n}, n_atoms); got {D.dtype} "
+                 f"{D.shape}")
+        m, k = D.shape[1], est.classes_.shape[0]
+        for name, a, hi in (("atom_labels_", lab, k), ("atom_index_", idx, 2**62)):
+            if a.shape != (m,) or a.dtype.kind not in "iu" or (m and (a.min() < 0
+                                                                     or a.max() >= hi)):
+                fail(f"{name} must hold {m} integers in [0, {hi}); got {a.dtype} {a.shape}")
+        est.atom_labels_ = lab.astype(np.int64)
+        est.atom_index_ = idx.astype(np.int64)
+        return
     intercept = est.intercept_
     if isinstance(intercept, bool) or not isinstance(intercept, numbers.Real) \
             or not np.isfinite(intercept):
@@ -151,6 +167,14 @@ def _check_fitted(path, est, kind):
             fail("gamma_ holds negative prior variances")
         if not _is_int(est.n_iter_) or est.n_iter_ < 0:
             fail(f"n_iter_ must be an int >= 0; got {est.n_iter_!r}")
+        if hasattr(est, "active_"):
+            a, sig = est.active_, getattr(est, "sigma_", None)
+            if a.ndim != 1 or a.dtype.kind not in "iu" or (a.size and (a.min() < 0
+                                                                      or a.max() >= n)):
+                fail(f"active_ must hold indices in [0, {n}); got {a.dtype} {a.shape}")
+            if sig is None or sig.shape != (a.size, a.size):
+                fail(f"sigma_ must be of shape ({a.size}, {a.size})")
+            est.active_ = a.astype(np.int64)
         return
     support = est.support_
     if support.ndim != 1 or support.dtype.kind not in "iu" or support.size > n:
