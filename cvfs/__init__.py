@@ -6,15 +6,10 @@ first use, not on import).
 
 __version__ = "0.1.0"
 
-<<<<<<< HEAD
 __all__ = ["FSAClassifier", "FSAClassifierCV", "FSARegressor", "FSARegressorCV", "FSARanker",
-           "SBLRegressor", "__version__"]
+           "SBLClassifier", "SBLRegressor", "__version__"]
 
 _CV_ESTIMATORS = {"FSAClassifierCV", "FSARegressorCV"}
-=======
-__all__ = ["FSAClassifier", "FSARegressor", "FSARanker", "SBLClassifier", "SBLRegressor",
-           "__version__"]
->>>>>>> sblclf
 
 _ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "SBLClassifier", "SBLRegressor"}
 
