@@ -6,9 +6,10 @@ first use, not on import).
 
 __version__ = "0.1.0"
 
-__all__ = ["FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor", "__version__"]
+__all__ = ["FSAClassifier", "FSARegressor", "FSARanker", "InfinitePushRanker", "SBLRegressor",
+           "__version__"]
 
-_ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor"}
+_ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "InfinitePushRanker", "SBLRegressor"}
 
 
 def __getattr__(name):
