@@ -10,6 +10,7 @@ from cvfs.base import ConvergenceWarning
 from cvfs.core._ipush_kernels import fista_wstep
 from cvfs.core.infinite_push import (
     infinite_push_admm,
+    infinite_push_lam_max,
     infinite_push_loss,
     project_l1inf_nonneg,
     prox_infinite_push,
@@ -139,6 +140,21 @@ def test_admm_l1_matches_linear_program(lam):
     assert obj[-1] == pytest.approx(_objective(P, N, res.coef, lam))
     assert obj[-1] <= f_lp * (1 + 1e-3)
     np.testing.assert_allclose(res.coef, w_lp, atol=0.02)
+
+
+def test_lam_max_is_the_zero_solution_threshold():
+    P, N = _problem(seed=8)
+    lam_max = infinite_push_lam_max(P, N)
+    assert np.all(infinite_push_admm(P, N, 2.0 * lam_max, max_iter=1000).coef == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert np.any(infinite_push_admm(P, N, 0.8 * lam_max, max_iter=300).coef != 0)
+    groups = [np.array([0, 1]), np.array([2, 3, 4, 5])]
+    lam_g = infinite_push_lam_max(P, N, groups)
+    assert np.all(infinite_push_admm(P, N, 2.0 * lam_g, groups=groups, max_iter=1000).coef == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert np.any(infinite_push_admm(P, N, 0.8 * lam_g, groups=groups, max_iter=300).coef)
 
 
 def test_group_penalty_singletons_equal_l1_and_match_generic_solver():

@@ -21,6 +21,7 @@ from cvfs.core._ipush_kernels import fista_wstep
 __all__ = [
     "InfinitePushResult",
     "infinite_push_admm",
+    "infinite_push_lam_max",
     "infinite_push_loss",
     "project_l1inf_nonneg",
     "prox_infinite_push",
@@ -133,6 +134,46 @@ def _penalty_value(w, groups):
     if groups is None:
         return float(np.abs(w).sum())
     return float(sum(np.linalg.norm(w[g]) for g in groups))
+
+
+def infinite_push_lam_max(P, N, groups=None):
+    """Smallest ``lam`` for which ``w = 0`` solves the sparse Infinite Push problem.
+
+    At w = 0 every hinge is active, so the loss subdifferential is
+    ``{-(mean(P) - N^T mu) : mu in the simplex}``; ``lam_max`` is the smallest dual norm of its
+    elements (l-inf for l1, max_g ||.||_2 for l1-l2). The l1 case is a linear program (scipy's
+    HiGHS); the group case minimises the same convex function by SLSQP.
+
+    Parameters
+    ----------
+    P : ndarray of shape (m, d)
+    N : ndarray of shape (n, d)
+    groups : list of int ndarrays or None
+
+    Returns
+    -------
+    float
+    """
+    from scipy.optimize import linprog, minimize
+
+    n, d = N.shape
+    pbar = P.mean(axis=0)
+    # variables (mu, t): min t s.t. -t <= pbar - N^T mu <= t, sum mu = 1, mu >= 0
+    c = np.r_[np.zeros(n), 1.0]
+    A_ub = np.block([[-N.T, -np.ones((d, 1))], [N.T, -np.ones((d, 1))]])
+    b_ub = np.r_[-pbar, pbar]
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=np.r_[np.ones(n), 0.0][None, :], b_eq=[1.0],
+                  bounds=[(0, None)] * n + [(None, None)], method="highs")
+    if groups is None:
+        return float(res.fun)
+
+    def dual_norm(mu):
+        g = pbar - N.T @ mu
+        return max(np.linalg.norm(g[idx]) for idx in groups)
+
+    out = minimize(dual_norm, res.x[:n], method="SLSQP", bounds=[(0, None)] * n,
+                   constraints=[{"type": "eq", "fun": lambda mu: mu.sum() - 1.0}])
+    return float(min(out.fun, dual_norm(res.x[:n])))
 
 
 def _group_layout(d, groups):
