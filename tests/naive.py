@@ -240,7 +240,7 @@ def pair_rescore(left, right, spacing, sigma, weight, tau, cap, gate):
 
 
 def ipush_wstep(P, N, b, w, rho, lam, groups, n_iter):
-    """FISTA on lam * sum_g ||w_g|| + rho/2 ||A w||^2 - rho b.w with A formed explicitly."""
+    """Twin of ``cvfs.core._ipush_kernels.fista_wstep`` (A formed explicitly, fixed iterations)."""
     A = (P[:, None, :] - N[None, :, :]).reshape(-1, P.shape[1])
     step = 1.0 / (rho * np.linalg.norm(A, 2) ** 2)
     w_old, y, t = w.copy(), w.copy(), 1.0
