@@ -7,11 +7,12 @@ first use, not on import).
 __version__ = "0.1.0"
 
 __all__ = ["FSAClassifier", "FSAClassifierCV", "FSARegressor", "FSARegressorCV", "FSARanker",
-           "SBLClassifier", "SBLRegressor", "__version__"]
+           "InfinitePushRanker", "SBLClassifier", "SBLRegressor", "__version__"]
 
 _CV_ESTIMATORS = {"FSAClassifierCV", "FSARegressorCV"}
 
-_ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "SBLClassifier", "SBLRegressor"}
+_ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "InfinitePushRanker",
+               "SBLClassifier", "SBLRegressor"}
 
 
 def __getattr__(name):

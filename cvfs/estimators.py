@@ -20,8 +20,8 @@ from cvfs.core.fsa import decision_function, fsa_fit, is_out_of_core
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import get_prior
 
-__all__ = ["FSAClassifier", "FSARanker", "FSARegressor", "SBLClassifier", "SBLRegressor",
-           "ranking_pairs"]
+__all__ = ["FSAClassifier", "FSARanker", "FSARegressor", "InfinitePushRanker", "SBLClassifier",
+           "SBLRegressor", "ranking_pairs"]
 
 _CLASSIFICATION_LOSSES = ("logistic", "lorenz", "svm")
 
@@ -847,3 +847,131 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
         """
         score = self._scores(X)[0]
         return self.classes_[np.argmax(score, axis=1)]
+
+
+class InfinitePushRanker(SelectorMixin, BaseEstimator):
+    """Sparse support vector Infinite Push: a linear scorer that pushes positives to the top.
+
+    Minimises ``lam * Omega(w) + max_j (1/m) sum_i [1 - w.(x+_i - x-_j)]_+`` (the mean hinge of
+    all m positives against the highest-scoring negative) by ADMM, with the proximal operator of
+    the loss (:mod:`cvfs.core.infinite_push`). There is no intercept: scores only order samples.
+
+    Parameters
+    ----------
+    lam : float, default=0.01
+        Weight of the penalty Omega (larger: fewer features).
+    penalty : {"l1", "l1_l2"}, default="l1"
+        The l1 norm, or the group norm sum_g ||w_g||_2 over ``groups``.
+    groups : array-like of shape (n_features,) or None, default=None
+        Group label of each feature (``penalty="l1_l2"`` only); None there makes every feature
+        its own group (the l1 norm).
+    rho : float, default=1.0
+        Initial ADMM penalty (adapted by residual balancing over the first iterations).
+    max_iter : int, default=1000
+        Maximum ADMM iterations.
+    tol : float, default=1e-3
+        Relative tolerance on the ADMM primal and dual residuals.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Weights of the scoring function ``X @ coef_`` (zero outside the support).
+    support_ : ndarray of shape (n_selected,)
+        Sorted indices of the features with a non-zero weight.
+    objective_ : ndarray of shape (n_iter_,)
+        Objective after every ADMM iteration.
+    n_iter_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Unlike :class:`FSARanker`, whose ``coef_`` holds only the selected features, ``coef_`` here
+    has one entry per feature, as in scikit-learn's linear models; ``support_`` is the same in
+    both (sorted selected column indices).
+
+    References
+    ----------
+    Rakotomamonjy, Sparse support vector infinite push, ICML 2012, eqs. (2), (4)-(7);
+    Agarwal, The infinite push, SDM 2011.
+    """
+
+    def __init__(self, lam=0.01, penalty="l1", groups=None, rho=1.0, max_iter=1000, tol=1e-3):
+        self.lam = lam
+        self.penalty = penalty
+        self.groups = groups
+        self.rho = rho
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _check_params(self, n_features):
+        _check_real("lam", self.lam, 0.0)
+        _check_real("rho", self.rho, 0.0, strict=True)
+        _check_real("tol", self.tol, 0.0, strict=True)
+        _check_int("max_iter", self.max_iter, 1)
+        if self.penalty not in ("l1", "l1_l2"):
+            raise ValueError(f"penalty must be 'l1' or 'l1_l2', got {self.penalty!r}")
+        if self.groups is None or self.penalty == "l1":
+            if self.groups is not None:
+                raise ValueError("groups is only used with penalty='l1_l2'")
+            return None
+        labels = np.asarray(self.groups)
+        if labels.ndim != 1 or labels.shape[0] != n_features:
+            raise ValueError(f"groups must be 1-D with one label per feature "
+                             f"({n_features}), got shape {labels.shape}")
+        _, inv = np.unique(labels, return_inverse=True)
+        return [np.flatnonzero(inv == g) for g in range(inv.max() + 1)]
+
+    def fit(self, X, y):
+        """Fit the scorer.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Relevance: the samples with the largest value are the positives to put on top, all
+            others are negatives (binary relevance is the usual case).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            On bad parameters, NaN or infinite input, mismatched shapes, or a constant ``y``.
+        """
+        from cvfs.core.infinite_push import infinite_push_admm
+
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        groups = self._check_params(X.shape[1])
+        values = np.unique(y)
+        if values.size < 2:
+            raise ValueError("InfinitePushRanker needs y with at least two distinct values "
+                             "(relevant and not), got 1 class")
+        pos = y == values[-1]
+        res = infinite_push_admm(X[pos], X[~pos], float(self.lam), groups=groups,
+                                 rho=float(self.rho), max_iter=self.max_iter, tol=float(self.tol))
+        self.coef_ = res.coef
+        self.support_ = np.flatnonzero(res.coef)
+        self.objective_ = np.asarray(res.objective)
+        self.n_iter_ = res.n_iter
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "coef_")
+        return self.coef_ != 0
+
+    def decision_function(self, X):
+        """Scores ``X @ coef_`` (higher = nearer the top), ndarray of shape (n_samples,)."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_
+
+    def predict(self, X):
+        """Scores ``X @ coef_`` (higher = nearer the top), ndarray of shape (n_samples,)."""
+        return self.decision_function(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags

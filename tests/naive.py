@@ -237,3 +237,21 @@ def pair_rescore(left, right, spacing, sigma, weight, tau, cap, gate):
             s[i] = a[i, 2] - weight * min(cap, max(0.0, tau - best))
         out.append(s)
     return out
+
+
+def ipush_wstep(P, N, b, w, rho, lam, groups, n_iter):
+    """Twin of ``cvfs.core._ipush_kernels.fista_wstep`` (A formed explicitly, fixed iterations)."""
+    A = (P[:, None, :] - N[None, :, :]).reshape(-1, P.shape[1])
+    step = 1.0 / (rho * np.linalg.norm(A, 2) ** 2)
+    w_old, y, t = w.copy(), w.copy(), 1.0
+    for _ in range(n_iter):
+        z = y - step * rho * (A.T @ (A @ y) - b)
+        w_new = np.zeros_like(z)
+        for g in groups:
+            nrm = np.linalg.norm(z[g])
+            if nrm > step * lam:
+                w_new[g] = (1.0 - step * lam / nrm) * z[g]
+        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        y = w_new + (t - 1.0) / t_next * (w_new - w_old)
+        w_old, t = w_new, t_next
+    return w_old
