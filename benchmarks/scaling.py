@@ -451,7 +451,7 @@ def print_acceptance(checks):
         return
     rows = [[c["check"], str(c["value"]), c["target"], "PASS" if c["pass"] else "FAIL"]
             for c in checks]
-    print(format_table(["acceptance (issue 2)", "value", "target", ""], rows))
+    print(format_table(["targets", "value", "target", ""], rows))
     print()
 
 

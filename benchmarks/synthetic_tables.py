@@ -458,7 +458,7 @@ SPEEDUP_TARGETS = (("abess", 4), ("RFE", 10), ("L1-bisect", 10))
 
 
 def acceptance(results, speed):
-    """Issue 2's acceptance points that these tables measure: list of dicts."""
+    """The targets these tables are checked against (paper and peers): list of dicts."""
     checks = []
 
     def add(name, value, target, ok):
@@ -524,11 +524,11 @@ def acceptance(results, speed):
 
 def print_acceptance(checks):
     if not checks:
-        print("acceptance (issue 2): nothing measured (FSA unavailable or cells not run)\n")
+        print("targets: nothing measured (FSA unavailable or cells not run)\n")
         return
     rows = [[c["check"], str(c["value"]), c["target"],
              {True: "PASS", False: "FAIL", None: "?"}[c["pass"]]] for c in checks]
-    print(format_table(["acceptance (issue 2)", "value", "target", ""], rows))
+    print(format_table(["targets", "value", "target", ""], rows))
     print()
 
 
