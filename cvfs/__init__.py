@@ -6,9 +6,9 @@ first use, not on import).
 
 __version__ = "0.1.0"
 
-__all__ = ["FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor", "__version__"]
+__all__ = ["FGMClassifier", "FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor", "__version__"]
 
-_ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor"}
+_ESTIMATORS = {"FGMClassifier", "FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor"}
 
 
 def __getattr__(name):
