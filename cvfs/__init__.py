@@ -6,7 +6,8 @@ first use, not on import).
 
 __version__ = "0.1.0"
 
-__all__ = ["FGMClassifier", "FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor", "__version__"]
+__all__ = ["FGMClassifier", "FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor",
+           "__version__"]
 
 _ESTIMATORS = {"FGMClassifier", "FSAClassifier", "FSARegressor", "FSARanker", "SBLRegressor"}
 
