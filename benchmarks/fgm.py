@@ -62,7 +62,9 @@ def _l1_logistic(X, y, k):
 
     lo, hi = np.log(1e-4), np.log(1.0)
     best = None
-    for step in range(BISECT_STEPS):
+    fits = 0
+    while fits < BISECT_STEPS:
+        fits += 1
         C = float(np.exp(0.5 * (lo + hi)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -75,7 +77,7 @@ def _l1_logistic(X, y, k):
             break
         lo, hi = (np.log(C), hi) if nnz < k else (lo, np.log(C))
     clf, _, t, C = best
-    return clf, clf.coef_.ravel() != 0, t, {"C": C, "fits": step + 1}
+    return clf, clf.coef_.ravel() != 0, t, {"C": C, "fits": fits}
 
 
 def run_methods(Xtr, ytr, Xte, yte, true, k, seed):
