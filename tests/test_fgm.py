@@ -75,6 +75,7 @@ def test_apg_matches_scipy_reference(loss):
 def test_sparse_equals_dense(loss, fmt):
     X, y = _problem(seed=4)
     X[np.abs(X) < 1.0] = 0.0
+    X[:3] = 0.0  # samples without any non-zero feature are valid input
     dense = FGMClassifier(B=4, C=1.0, loss=loss, max_iter=6).fit(X, y)
     sparse = FGMClassifier(B=4, C=1.0, loss=loss, max_iter=6).fit(sp.csr_matrix(X).asformat(fmt), y)
     np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-10)
@@ -129,6 +130,8 @@ def test_bad_input_errors():
         FGMClassifier(B=2).fit(Xs, y)
     with pytest.raises(ValueError, match="0 sample"):
         FGMClassifier(B=2).fit(sp.csr_matrix((0, 10)), np.zeros(0))
+    with pytest.raises(ValueError, match="0 feature"):
+        FGMClassifier(B=1).fit(np.zeros((20, 0)), y)
     with pytest.raises(ValueError, match=r"B must be <= the number of features \(10\)"):
         FGMClassifier(B=11).fit(X, y)
     with pytest.raises(ValueError, match=r"B must be <= the number of groups \(2\)"):
