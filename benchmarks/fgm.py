@@ -1,6 +1,6 @@
 """FGM's synthetic experiment (Tan, Tsang, Wang, section 6.2): support recovery as m grows.
 
-Run ``python benchmarks/fgm.py`` (default m = 2048, 8192, 32768; about five minutes) or
+Run ``python benchmarks/fgm.py`` (default m = 2048, 8192, 32768; about three minutes) or
 ``--m 2048 --runs 1`` for a quick look. Writes ``benchmarks/results/fgm.json``.
 
 Data

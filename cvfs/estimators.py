@@ -644,7 +644,8 @@ class FGMClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     References
     ----------
-    Tan, Tsang, Wang, "Towards Ultrahigh Dimensional Feature Selection for Big Data", JMLR 2014.
+    Tan, Tsang, Wang, "Towards Large-scale and Ultrahigh Dimensional Feature Selection via
+    Feature Generation".
     """
 
     def __init__(self, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, groups=None):

@@ -17,8 +17,8 @@ full matrix is touched only by ``X.T @ r`` products in the worst-case analysis.
 
 References
 ----------
-Tan, Tsang, Wang, "Towards Ultrahigh Dimensional Feature Selection for Big Data", JMLR 2014
-(Algorithms 1-4, eqs. 31, 37-41).
+Tan, Tsang, Wang, "Towards Large-scale and Ultrahigh Dimensional Feature Selection via Feature
+Generation" (Algorithms 1-4, eqs. 31, 37-41).
 """
 
 import logging
