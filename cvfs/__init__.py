@@ -6,12 +6,12 @@ first use, not on import).
 
 __version__ = "0.1.0"
 
-__all__ = ["FSAClassifier", "FSAClassifierCV", "FSARegressor", "FSARegressorCV", "FSARanker",
-           "InfinitePushRanker", "SBLClassifier", "SBLRegressor", "__version__"]
+__all__ = ["FGMClassifier", "FSAClassifier", "FSAClassifierCV", "FSARegressor", "FSARegressorCV",
+           "FSARanker", "InfinitePushRanker", "SBLClassifier", "SBLRegressor", "__version__"]
 
 _CV_ESTIMATORS = {"FSAClassifierCV", "FSARegressorCV"}
 
-_ESTIMATORS = {"FSAClassifier", "FSARegressor", "FSARanker", "InfinitePushRanker",
+_ESTIMATORS = {"FGMClassifier", "FSAClassifier", "FSARegressor", "FSARanker", "InfinitePushRanker",
                "SBLClassifier", "SBLRegressor"}
 
 

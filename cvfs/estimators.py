@@ -20,8 +20,8 @@ from cvfs.core.fsa import decision_function, fsa_fit, is_out_of_core
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import get_prior
 
-__all__ = ["FSAClassifier", "FSARanker", "FSARegressor", "InfinitePushRanker", "SBLClassifier",
-           "SBLRegressor", "ranking_pairs"]
+__all__ = ["FGMClassifier", "FSAClassifier", "FSARanker", "FSARegressor", "InfinitePushRanker",
+           "SBLClassifier", "SBLRegressor", "ranking_pairs"]
 
 _CLASSIFICATION_LOSSES = ("logistic", "lorenz", "svm")
 
@@ -974,4 +974,132 @@ class InfinitePushRanker(SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        return tags
+
+
+class FGMClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
+    """Binary linear classifier with the Feature Generating Machine (cutting-plane selection).
+
+    Each outer iteration adds the B most violated features (or groups) found by the worst-case
+    analysis, then re-solves the squared-l1 regularised subproblem by accelerated proximal
+    gradient (see :mod:`cvfs.core.fgm`). Dense and scipy.sparse X are accepted; sparse X is never
+    densified (only the selected columns are cached).
+
+    Parameters
+    ----------
+    B : int, default=10
+        Features (or groups) added per iteration; the model keeps between B and
+        ``max_iter * B`` features.
+    C : float, default=10.0
+        Loss weight (larger: less regularisation).
+    loss : {"squared_hinge", "logistic"}, default="squared_hinge"
+    max_iter : int, default=20
+        Maximum number of generated constraints (outer cutting-plane iterations).
+    tol : float, default=1e-3
+        Relative tolerance on the violation of a new constraint and on the objective decrease.
+    groups : array-like of shape (n_features,), optional
+        Group label of each feature (non-overlapping groups); B then counts groups.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    support_ : ndarray of bool of shape (n_features,)
+    blocks_ : list of ndarray of int
+        Features of each generated constraint.
+    feature_scaling_ : ndarray of shape (n_features,)
+        Learned scaling ``d = sum_t mu_t d_t`` in [0, 1].
+    history_ : dict
+        Per iteration ``objective``, ``violation``, ``n_selected``, ``apg_iter``.
+    n_iter_ : int
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+
+    Raises
+    ------
+    ValueError
+        From ``fit``: invalid parameters, non-finite values, no samples, B larger than the number
+        of features (or groups), labels that are not binary.
+
+    References
+    ----------
+    Tan, Tsang, Wang, "Towards Large-scale and Ultrahigh Dimensional Feature Selection via
+    Feature Generation".
+    """
+
+    def __init__(self, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, groups=None):
+        self.B = B
+        self.C = C
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.groups = groups
+
+    def fit(self, X, y):
+        """Fit on X (dense or CSR/CSC) of shape (n_samples, n_features) and binary y."""
+        from cvfs.core.fgm import LOSSES, fgm_fit
+
+        _check_int("B", self.B, 1)
+        _check_real("C", self.C, 0.0, strict=True)
+        _check_int("max_iter", self.max_iter, 1)
+        _check_real("tol", self.tol, 0.0)
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {list(LOSSES)}, got {self.loss!r}")
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64,
+                             ensure_all_finite=True)
+        self.classes_ = _binary_classes(y)
+        groups = None
+        n_units = X.shape[1]
+        if self.groups is not None:
+            g = np.asarray(self.groups)
+            if g.shape != (X.shape[1],):
+                raise ValueError(f"groups must have shape ({X.shape[1]},) (one label per "
+                                 f"feature), got {g.shape}")
+            _, groups = np.unique(g, return_inverse=True)
+            n_units = int(groups.max()) + 1
+        if self.B > n_units:
+            unit = "groups" if groups is not None else "features"
+            raise ValueError(f"B must be <= the number of {unit} ({n_units}), got {self.B}")
+        res = fgm_fit(X, np.where(y == self.classes_[1], 1.0, -1.0), B=self.B, C=float(self.C),
+                      loss=self.loss, max_iter=self.max_iter, tol=float(self.tol),
+                      groups=groups)
+        self.coef_ = res.coef
+        self.intercept_ = res.intercept
+        self.support_ = res.coef != 0
+        self.blocks_ = res.blocks
+        total = res.block_norms.sum()
+        scaling = np.zeros(X.shape[1])
+        if total > 0:
+            for blk, nrm in zip(res.blocks, res.block_norms):
+                scaling[blk] += nrm / total
+        self.feature_scaling_ = scaling
+        self.history_ = res.history
+        self.n_iter_ = len(res.blocks)
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+    def decision_function(self, X):
+        """Scores (positive: ``classes_[1]``), ndarray of shape (n_samples,)."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=False)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def predict(self, X):
+        """Class labels, ndarray of shape (n_samples,)."""
+        check_is_fitted(self, "coef_")
+        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only), ndarray of shape (n_samples, 2)."""
+        p = expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
         return tags
