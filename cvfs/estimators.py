@@ -9,6 +9,7 @@ The FSA estimators are also feature selectors (``get_support`` / ``transform``).
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.feature_selection import SelectorMixin
@@ -563,8 +564,10 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            The dictionary Phi (atoms in columns).
+        X : array-like or scipy.sparse matrix (CSR/CSC) of shape (n_samples, n_features)
+            The dictionary Phi (atoms in columns). Sparse input is never densified: the solver
+            works through a sparse operator, and with ``fit_intercept`` the centring is implicit
+            (a rank-one correction of every product).
         y : array-like of shape (n_samples,)
 
         Returns
@@ -580,14 +583,17 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
         from cvfs.core.sbl import sbl_fit
 
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        x_off = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
+                             accept_sparse=["csr", "csc"])
+        x_off = np.asarray(X.mean(axis=0)).ravel() if self.fit_intercept else np.zeros(X.shape[1])
         y_off = float(y.mean()) if self.fit_intercept else 0.0
         if self.fit_intercept:
-            X, y = X - x_off, y - y_off
+            y = y - y_off
+            if not sp.issparse(X):
+                X = X - x_off  # sparse X is centred implicitly by its operator
         auto = isinstance(self.lam, str)
         lam = float(self.lam) if not auto else max(1e-2 * float(np.var(y)), 1e-12)
-        Phi = self._nonzero_columns(X)
+        Phi = self._nonzero_columns(X, x_off)
         if Phi.shape[1] == 0:  # nothing to fit (all-zero X, e.g. one sample after centring)
             from cvfs.core.sbl import SBLResult
 
@@ -613,10 +619,22 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
         del self._cols
         return self
 
-    def _nonzero_columns(self, X):
+    def _nonzero_columns(self, X, offset=None):
         # all-zero atoms can never enter the solution; drop them so the weights stay finite
+        if sp.issparse(X):
+            from cvfs.core.screening import SparseOperator
+
+            op = SparseOperator(X, offset if self.fit_intercept else None)
+            raw = np.asarray(op.Phi.multiply(op.Phi).sum(axis=0)).ravel()
+            self._cols = np.flatnonzero(op.column_norms() ** 2 > 1e-12 * raw)
+            return op.subset(self._cols)
         self._cols = np.flatnonzero(np.any(X != 0, axis=0))
         return np.ascontiguousarray(X[:, self._cols])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     def predict(self, X, return_std=False):
         """Posterior predictive mean Phi theta + intercept, and optionally its standard deviation.
@@ -635,11 +653,12 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
             Only with ``return_std``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        mean = X @ self.coef_ + self.intercept_
+        X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc"])
+        mean = np.asarray(X @ self.coef_).ravel() + self.intercept_
         if not return_std:
             return mean
-        Xa = X[:, self.active_] - self.X_offset_[self.active_]
+        Xa = X[:, self.active_]
+        Xa = (Xa.toarray() if sp.issparse(Xa) else Xa) - self.X_offset_[self.active_]
         var = np.einsum("ij,ij->i", Xa @ self.sigma_, Xa) + self.noise_variance_
         return mean, np.sqrt(np.maximum(var, 0.0))
 

@@ -1,5 +1,7 @@
 """Weighted lasso kernels and solver, the SBL loop and SBLRegressor."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.linear_model import Lasso
@@ -184,3 +186,57 @@ def test_zero_atoms_are_ignored():
 @parametrize_with_checks([SBLRegressor()])
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_input_equals_dense(fmt, fit_intercept):
+    """CSR/CSC dictionaries go through a sparse operator (centring implicit), never densified:
+    the same support and coefficients as the dense fit."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = sp.random(200, 500, density=0.05, random_state=1, format=fmt)
+    w = np.zeros(500)
+    w[rng.choice(500, 8, replace=False)] = rng.normal(0, 3, 8)
+    y = X @ w + 0.05 * rng.normal(size=200)
+    kw = dict(lam=1e-3, screening="gap", fit_intercept=fit_intercept, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        dense = SBLRegressor(**kw).fit(X.toarray(), y)
+        sparse = SBLRegressor(**kw).fit(X, y)
+    np.testing.assert_array_equal(np.flatnonzero(sparse.coef_), np.flatnonzero(dense.coef_))
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=0,
+                               atol=1e-6 * np.abs(dense.coef_).max())
+    assert sparse.intercept_ == pytest.approx(dense.intercept_, abs=1e-6)
+    np.testing.assert_allclose(sparse.predict(X, return_std=True)[1],
+                               dense.predict(X.toarray(), return_std=True)[1], rtol=1e-6)
+
+
+def test_sparse_operator_matches_the_centred_matrix():
+    import scipy.sparse as sp
+
+    from cvfs.core.screening import SparseOperator
+
+    X = sp.random(30, 12, density=0.3, random_state=2, format="csr")
+    m = np.asarray(X.mean(axis=0)).ravel()
+    D = X.toarray() - m
+    op = SparseOperator(X, m)
+    R = np.random.default_rng(1).normal(size=(30, 3))
+    np.testing.assert_allclose(op.rmatvec(R), D.T @ R, atol=1e-12)
+    np.testing.assert_allclose(op.rmatvec(R[:, 0]), D.T @ R[:, 0], atol=1e-12)
+    np.testing.assert_allclose(op.columns([1, 4]), D[:, [1, 4]], atol=1e-12)
+    np.testing.assert_allclose(op.gram_columns([0, 5]), D.T @ D[:, [0, 5]], atol=1e-12)
+    np.testing.assert_allclose(op.column_norms(), np.linalg.norm(D, axis=0), atol=1e-12)
+    np.testing.assert_allclose(op.subset([2, 3]).columns([1]), D[:, [3]], atol=1e-12)
+
+
+def test_sparse_input_errors():
+    import scipy.sparse as sp
+
+    X = sp.random(20, 10, density=0.3, random_state=0, format="csr")
+    X.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SBLRegressor().fit(X, np.ones(20))
+    with pytest.raises(ValueError, match="0 sample"):
+        SBLRegressor().fit(sp.csr_matrix((0, 10)), np.ones(0))

@@ -89,6 +89,63 @@ class DenseOperator:
         return self._norms
 
 
+class SparseOperator:
+    """A scipy.sparse dictionary, optionally centred implicitly, through the operator protocol.
+
+    The operator stands for Phi - 1 offset^T (``offset`` = column means for a centred fit) without
+    forming it: products use the sparse matrix and a rank-one correction, and only the columns a
+    solver asks for (its working set) are made dense.
+
+    Parameters
+    ----------
+    Phi : scipy.sparse matrix of shape (n_samples, n_atoms)
+        Converted to CSC (column slices are cheap); never densified.
+    offset : ndarray of shape (n_atoms,), optional
+        Subtracted from every row.
+    """
+
+    def __init__(self, Phi, offset=None):
+        import scipy.sparse as sp
+
+        self.Phi = sp.csc_matrix(Phi, dtype=np.float64)
+        self.shape = self.Phi.shape
+        self.offset = None if offset is None else np.asarray(offset, dtype=np.float64)
+        self._norms = None
+
+    def rmatvec(self, R):
+        out = np.asarray(self.Phi.T @ R)
+        if self.offset is not None:
+            sums = R.sum(axis=0)
+            out = out - (np.outer(self.offset, sums) if R.ndim == 2 else self.offset * sums)
+        return out
+
+    def columns(self, idx):
+        cols = self.Phi[:, idx].toarray()
+        return cols - self.offset[idx] if self.offset is not None else cols
+
+    def gram_columns(self, idx):
+        idx = np.atleast_1d(idx)
+        g = np.asarray((self.Phi.T @ self.Phi[:, idx]).toarray())
+        if self.offset is not None:  # (Phi - 1 m^T)^T (Phi_idx - 1 m_idx^T), column sums n m
+            g -= self.shape[0] * np.outer(self.offset, self.offset[idx])
+        return g
+
+    def subset(self, idx):
+        """The operator of the columns ``idx``."""
+        out = SparseOperator(self.Phi[:, idx], None if self.offset is None else self.offset[idx])
+        if self._norms is not None:
+            out._norms = self._norms[idx]
+        return out
+
+    def column_norms(self):
+        if self._norms is None:
+            sq = np.asarray(self.Phi.multiply(self.Phi).sum(axis=0)).ravel()
+            if self.offset is not None:
+                sq = sq - self.shape[0] * self.offset**2
+            self._norms = np.sqrt(np.maximum(sq, 0.0))
+        return self._norms
+
+
 def gram_columns(op, idx):
     """Phi^T Phi[:, idx] of shape (n_atoms, len(idx)), through ``op.gram_columns`` if present."""
     idx = np.atleast_1d(idx)
@@ -98,7 +155,8 @@ def gram_columns(op, idx):
 
 
 def as_operator(Phi):
-    """Wrap an ndarray in :class:`DenseOperator`; pass objects of the protocol through.
+    """Wrap an ndarray in :class:`DenseOperator` and a scipy.sparse matrix in
+    :class:`SparseOperator`; pass objects of the protocol through.
 
     Raises
     ------
@@ -106,6 +164,10 @@ def as_operator(Phi):
         If ``Phi`` is neither a 2-D array nor an object with ``shape``, ``rmatvec``, ``columns``
         and ``column_norms``.
     """
+    import scipy.sparse as sp
+
+    if sp.issparse(Phi):
+        return SparseOperator(Phi)
     needed = ("shape", "rmatvec", "columns", "column_norms")
     if all(hasattr(Phi, a) for a in needed) and not isinstance(Phi, np.ndarray):
         return Phi
