@@ -250,7 +250,23 @@ _DOC_ATTRS = """
 """
 
 
-class FSAClassifier(ClassifierMixin, _FSABase):
+class _BinaryScores:
+    """``predict`` and (logistic loss) ``predict_proba`` of a binary classifier from its
+    ``decision_function`` (positive: ``classes_[1]``)."""
+
+    def predict(self, X):
+        """Class labels, ndarray of shape (n_samples,)."""
+        scores = self.decision_function(X)  # checks that the model is fitted
+        return self.classes_[(scores > 0).astype(np.int64)]
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only), ndarray of shape (n_samples, 2)."""
+        p = expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+
+class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
     __doc__ = (
         """Binary classifier with Feature Selection with Annealing.
 
@@ -306,17 +322,6 @@ class FSAClassifier(ClassifierMixin, _FSABase):
     def decision_function(self, X):
         """Scores (positive: ``classes_[1]``), ndarray of shape (n_samples,)."""
         return self._decision(X)
-
-    def predict(self, X):
-        """Class labels, ndarray of shape (n_samples,)."""
-        check_is_fitted(self, "support_")
-        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
-
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_proba(self, X):
-        """Class probabilities (logistic loss only), ndarray of shape (n_samples, 2)."""
-        p = expit(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -625,8 +630,9 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
             from cvfs.core.screening import SparseOperator
 
             op = SparseOperator(X, offset if self.fit_intercept else None)
-            raw = np.asarray(op.Phi.multiply(op.Phi).sum(axis=0)).ravel()
-            self._cols = np.flatnonzero(op.column_norms() ** 2 > 1e-12 * raw)
+            centred = op.column_norms() ** 2
+            raw = centred + (X.shape[0] * offset**2 if self.fit_intercept else 0.0)
+            self._cols = np.flatnonzero(centred > 1e-12 * raw)
             return op.subset(self._cols)
         self._cols = np.flatnonzero(np.any(X != 0, axis=0))
         return np.ascontiguousarray(X[:, self._cols])
@@ -996,7 +1002,7 @@ class InfinitePushRanker(SelectorMixin, BaseEstimator):
         return tags
 
 
-class FGMClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
+class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator):
     """Binary linear classifier with the Feature Generating Machine (cutting-plane selection).
 
     Each outer iteration adds the B most violated features (or groups) found by the worst-case
@@ -1105,17 +1111,6 @@ class FGMClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=False)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
-
-    def predict(self, X):
-        """Class labels, ndarray of shape (n_samples,)."""
-        check_is_fitted(self, "coef_")
-        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
-
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_proba(self, X):
-        """Class probabilities (logistic loss only), ndarray of shape (n_samples, 2)."""
-        p = expit(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

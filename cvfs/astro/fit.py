@@ -10,7 +10,7 @@ and adds significant residual peaks.
 import numpy as np
 from scipy.special import erf
 
-from cvfs.astro._lm import lm_fit, normal_equations
+from cvfs.astro._lm import chi2_of, lm_fit, normal_equations
 from cvfs.astro.psf import psf_factors
 
 __all__ = ["fit_sources", "model_and_jac", "refine", "uncertainties"]
@@ -153,10 +153,10 @@ def significance(src, shape, noise):
 
 
 def chi2(patch, weights, src, bg):
-    """Weighted chi^2 of a fit (in noise units)."""
-    model = model_and_jac(np.concatenate([np.asarray(src).ravel(), [bg]]), patch.shape,
-                          jac=False)[0]
-    return float(np.sum(((patch - model) * weights) ** 2))
+    """Weighted chi^2 of a fit (in noise units): the objective :func:`fit_sources` minimises."""
+    return float(chi2_of(np.ascontiguousarray(patch, dtype=np.float64),
+                         np.ascontiguousarray(weights, dtype=np.float64),
+                         np.concatenate([np.asarray(src, dtype=np.float64).ravel(), [bg]])))
 
 
 def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs=4):

@@ -45,7 +45,8 @@ __all__ = ["LAMBDA_FACTOR", "Localisation", "estimate_background_noise", "locali
 
 log = logging.getLogger(__name__)
 
-# the fit's model and Jacobian, under the name the tests and cvfs.astro.evaluate use
+# the fit's model and Jacobian (the NumPy reference of the compiled fit), under the name the
+# tests use
 _model_and_jac = model_and_jac
 
 #: lambda = LAMBDA_FACTOR * sigma^2. The Bayesian choice lambda = sigma^2 fits noise peaks (F1 of
