@@ -4,8 +4,8 @@
   (1-based, i.e. columns 9, 19, ... 0-based) for j = 1..k_true.
 - classification: y = 1 if sum of the true features > 0 (optionally a fraction of rows get a
   random label); regression: y = sum of the true features + N(0, 1).
-- equally correlated (eq. 18): x_i = alpha z_i 1 + eps_i, written in row chunks (to HDF5 for
-  data larger than memory).
+- equally correlated (eq. 18): x_i = alpha z_i 1 + eps_i, written in row chunks (to HDF5 or
+  Zarr for data larger than memory).
 """
 
 import numpy as np
@@ -21,6 +21,7 @@ __all__ = [
     "make_equicorrelated_classification",
     "true_features",
     "write_equicorrelated_h5",
+    "write_equicorrelated_zarr",
 ]
 
 
@@ -139,4 +140,71 @@ def write_equicorrelated_h5(path, n_samples, n_features, k_true=500, alpha=0.5,
             Xb = equicorrelated_design(r1 - r0, n_features, alpha, dtype, rng)
             dX[r0:r1] = Xb
             dy[r0:r1] = Xb[:, true].sum(axis=1, dtype=np.float64) > 0
+    return true
+
+
+def write_equicorrelated_zarr(path, n_samples, n_features, k_true=500, alpha=0.5,
+                              chunk_rows=None, dtype=np.float32, random_state=None,
+                              progress=False):
+    """Section 3.1.3 out of core as a Zarr store: arrays ``"X"`` (N, M) chunked by rows and
+    ``"y"`` (N,) int8, written one row chunk at a time (never more than one chunk in memory).
+
+    Each chunk has its own random stream, spawned from ``random_state`` (the rows depend on
+    ``random_state`` and ``chunk_rows``). The store is written beside ``path`` and renamed onto
+    it at the end: an interrupted write leaves no partial store at ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Directory of the Zarr store (replaced if it exists).
+    n_samples, n_features : int
+    k_true : int, default=500
+        True features x_{10 j}, j = 1..k_true.
+    alpha : float, default=0.5
+    chunk_rows : int, optional
+        Rows per chunk; default: chunks of about 64 MiB.
+    dtype : float32 or float64
+    random_state : None, int or Generator
+    progress : bool, default=False
+        Show a progress bar over the chunks.
+
+    Returns
+    -------
+    true : ndarray of shape (k_true,)
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import zarr
+    from tqdm.auto import tqdm
+
+    path = Path(path)
+    true = true_features(k_true, n_features)
+    dtype = np.dtype(dtype)
+    if chunk_rows is None:
+        chunk_rows = max(1, (64 << 20) // (n_features * dtype.itemsize))
+    chunk_rows = int(min(chunk_rows, n_samples))
+    seed = check_random_state(random_state).integers(2**63)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        root = zarr.open_group(str(tmp), mode="w")
+        zX = root.create_array("X", shape=(n_samples, n_features), dtype=dtype,
+                               chunks=(chunk_rows, n_features), compressors=None)
+        zy = root.create_array("y", shape=(n_samples,), dtype=np.int8, chunks=(chunk_rows,),
+                               compressors=None)
+        starts = range(0, n_samples, chunk_rows)
+        streams = np.random.SeedSequence(seed).spawn(len(starts))
+        for r0, ss in zip(tqdm(starts, disable=not progress, desc="write zarr"), streams):
+            r1 = min(n_samples, r0 + chunk_rows)
+            Xb = equicorrelated_design(r1 - r0, n_features, alpha, dtype, np.random.default_rng(ss))
+            zX[r0:r1] = Xb
+            zy[r0:r1] = Xb[:, true].sum(axis=1, dtype=np.float64) > 0
+        if path.exists():
+            shutil.rmtree(path)
+        tmp.rename(path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return true

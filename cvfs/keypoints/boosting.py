@@ -51,24 +51,18 @@ _LANES = 4  # interleaved histograms: row i goes to lane i mod _LANES
 
 
 @njit(cache=True)
-def _best_learner(codes, cols, w, wz, bins):
-    """Among ``cols``, the feature whose bin-wise weighted mean of z reduces the weighted
-    squared error most. Returns (column, per-bin values).
+def _histograms(codes, cols, w, wz, bins, out):
+    """out[c, b] += sum of w and out[c, bins + b] += sum of w z over the rows whose feature
+    ``cols[c]`` falls in bin b. Sums of row blocks add up, so blocks may be processed apart.
 
-    The per-bin sums of w and w z are accumulated in four interleaved histograms (consecutive
-    rows that fall in one bin would otherwise wait on each other's stores): 1.3-2.3x faster
-    than a single histogram here (15,000 rows, 8-16 bins)."""
+    Four interleaved histograms per feature (consecutive rows that fall in one bin would
+    otherwise wait on each other's stores): 1.3-2.3x faster than a single one here (15,000
+    rows, 8-16 bins)."""
     n = codes.shape[1]
     H = np.empty((_LANES, 2 * bins))
-    sw = np.empty(bins)
-    swz = np.empty(bins)
-    best_gain = -1.0
-    best_col = cols[0]
-    best_vals = np.zeros(bins)
     for c in range(cols.size):
-        j = cols[c]
         H[:, :] = 0.0
-        row = codes[j]
+        row = codes[cols[c]]
         i = 0
         while i + _LANES <= n:
             for lane in range(_LANES):
@@ -81,18 +75,27 @@ def _best_learner(codes, cols, w, wz, bins):
             H[0, b] += w[i]
             H[0, bins + b] += wz[i]
             i += 1
-        gain = 0.0
-        for b in range(bins):
-            sw[b] = H[0, b] + H[1, b] + H[2, b] + H[3, b]
-            swz[b] = H[0, bins + b] + H[1, bins + b] + H[2, bins + b] + H[3, bins + b]
-            if sw[b] > 0.0:
-                gain += swz[b] * swz[b] / sw[b]
-        if gain > best_gain:
-            best_gain = gain
-            best_col = j
-            for b in range(bins):
-                best_vals[b] = swz[b] / sw[b] if sw[b] > 0.0 else 0.0
-    return best_col, best_vals
+        for b in range(2 * bins):
+            out[c, b] += H[0, b] + H[1, b] + H[2, b] + H[3, b]
+
+
+def _best_of(H, bins):
+    """From histograms (n_cols, 2 bins): the index of the column whose bin-wise weighted mean of
+    z reduces the weighted squared error most, and its per-bin values."""
+    sw, swz = H[:, :bins], H[:, bins:]
+    filled = sw > 0.0
+    vals = np.where(filled, swz / np.where(filled, sw, 1.0), 0.0)
+    c = int(np.argmax((vals * swz).sum(axis=1)))
+    return c, vals[c]
+
+
+def _best_learner(codes, cols, w, wz, bins):
+    """Among ``cols``, the feature whose bin-wise weighted mean of z reduces the weighted
+    squared error most. Returns (column, per-bin values)."""
+    H = np.zeros((cols.size, 2 * bins))
+    _histograms(codes, cols, w, wz, bins, H)
+    c, vals = _best_of(H, bins)
+    return cols[c], vals
 
 
 class LogitBoostClassifier(ClassifierMixin, BaseEstimator):
