@@ -288,6 +288,8 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
     logistic loss becomes the softmax cross-entropy, Lorenz and hinge become one-vs-rest sums
     with a shared support. ``coef_`` then has shape (C, k), ``intercept_`` shape (C,),
     ``decision_function`` shape (n_samples, C) and ``response_table_`` is None.
+    ``class_weight`` weights the loss terms (and the column statistics and curvature) of each
+    class; a weighted binary fit also runs that solver with one score column.
 
     Parameters
     ----------
@@ -295,6 +297,11 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         Logistic (eq. 6; softmax for more than two classes), Lorenz (eq. 8, robust to label
         noise) or Huberised hinge (eq. 7, h = 0.5)."""
         + _DOC_PARAMS.format(k=10, n_iter=500, bins=None, shrinkage="1e-3")
+        + """    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes' loss terms, as scikit-learn's ``compute_sample_weight``
+        ("balanced": inversely proportional to the class frequencies); linear responses and
+        in-memory X only.
+"""
         + _DOC_ATTRS
         + """    classes_ : ndarray of shape (n_classes,)
 
@@ -309,7 +316,8 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
 
     def __init__(self, k=10, loss="logistic", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
-                 smoothness=0.0, max_memory=None, random_state=None, verbose=False):
+                 smoothness=0.0, max_memory=None, random_state=None, verbose=False,
+                 class_weight=None):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -323,45 +331,57 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.class_weight = class_weight
 
     def fit(self, X, y):
         """Fit on X of shape (n_samples, n_features) and labels y of shape (n_samples,).
 
-        Two classes: the binary FSA solver (X an array, memmap or HDF5 dataset). More classes:
-        multiclass FSA (:mod:`cvfs.core.fsa_multiclass`) on an in-memory X, linear responses.
+        Two classes: the binary FSA solver (X an array, memmap or HDF5 dataset). More classes,
+        or ``class_weight`` set: the solver of :mod:`cvfs.core.fsa_multiclass` (weighted
+        mean loss) on an in-memory X, linear responses.
 
         Raises
         ------
         ValueError
             If y has fewer than two classes, a parameter is invalid, or y has more than two
-            classes with ``bins`` set or X an HDF5 dataset.
+            classes (or ``class_weight`` is set) with ``bins`` set or X an HDF5 dataset.
         """
         X, y = self._validate_X_y(X, y, y_numeric=False)
         classes = _multiclass_classes(y)
         if classes is None:
             self.classes_ = _binary_classes(y)
-            return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
-                                  get_loss(self.loss))
-        return self._fit_multiclass(X, y, classes)
+            if self.class_weight is None:
+                return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
+                                      get_loss(self.loss))
+        return self._fit_multiclass(X, y, self.classes_ if classes is None else classes)
 
     def _fit_multiclass(self, X, y, classes):
+        from sklearn.utils.class_weight import compute_sample_weight
+
+        from cvfs.core.fsa_multiclass import BinaryMargin
+
         prior = self._check_params()
+        what = (f"y has {classes.size} classes" if classes.size > 2
+                else f"class_weight={self.class_weight!r}")
         if self.bins is not None:
             raise ValueError(f"Only binary classification is supported with piecewise-linear "
-                             f"responses (bins={self.bins!r}); y has {classes.size} classes "
-                             "(use bins=None for multiclass)")
+                             f"responses (bins={self.bins!r}); {what} (use bins=None)")
         if not isinstance(X, np.ndarray) and is_out_of_core(X):
-            raise ValueError(f"y has {classes.size} classes: multiclass FSA needs X in memory "
-                             "(an ndarray or np.memmap), got an HDF5 dataset")
+            raise ValueError(f"{what}: multiclass and weighted FSA need X in memory (an "
+                             "ndarray or np.memmap), got an HDF5 dataset")
+        weight = (None if self.class_weight is None
+                  else compute_sample_weight(self.class_weight, y))
+        binary = classes.size == 2
         res = fsa_multiclass_fit(
-            X, np.searchsorted(classes, y), classes.size, self.k, loss=self.loss, prior=prior,
+            X, np.searchsorted(classes, y), classes.size, self.k,
+            loss=BinaryMargin(self.loss) if binary else self.loss, prior=prior,
             n_iter=self.n_iter, mu=self.mu, schedule=getattr(self, "_schedule", None),
             learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
-            random_state=self.random_state, verbose=self.verbose)
+            sample_weight=weight, random_state=self.random_state, verbose=self.verbose)
         self.classes_ = classes
         self.support_ = res.support
-        self.coef_ = np.ascontiguousarray(res.coef.T)
-        self.intercept_ = res.intercept
+        self.coef_ = res.coef[:, 0] if binary else np.ascontiguousarray(res.coef.T)
+        self.intercept_ = float(res.intercept[0]) if binary else res.intercept
         self.response_table_ = None
         self.history_ = res.history
         return self
@@ -419,7 +439,8 @@ class FSARegressor(RegressorMixin, _FSABase):
 
     def __init__(self, k=10, loss="squared", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
-                 smoothness=0.0, max_memory=None, random_state=None, verbose=False):
+                 smoothness=0.0, max_memory=None, random_state=None, verbose=False,
+                 class_weight=None):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -433,6 +454,7 @@ class FSARegressor(RegressorMixin, _FSABase):
         self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.class_weight = class_weight
 
     def fit(self, X, y):
         """Fit on X of shape (n_samples, n_features) and real targets y of shape (n_samples,)."""

@@ -148,7 +148,7 @@ def test_multiclass_errors(tmp_path):
     with h5py.File(tmp_path / "m.h5", "w") as f:
         f["X"] = X
     with h5py.File(tmp_path / "m.h5", "r") as f:
-        with pytest.raises(ValueError, match="multiclass FSA needs X in memory"):
+        with pytest.raises(ValueError, match="multiclass and weighted FSA need X in memory"):
             FSAClassifier().fit(f["X"], y)
     with pytest.raises(ValueError, match="Unknown label type"):
         FSAClassifier().fit(X, np.linspace(0, 1, 60))
@@ -174,3 +174,35 @@ def test_multiclass_errors(tmp_path):
         OneVsRest("squared")
     with pytest.raises(ValueError, match="schedule must end at k=2"):
         fsa_multiclass_fit(X, y, 3, 2, schedule=[5, 3])
+
+
+def test_class_weight_equals_repeated_rows_and_balanced():
+    X, y, _ = make_classes(n=300, m=40, n_classes=3, k_true=5, random_state=9)
+    cw = {0: 2, 1: 1, 2: 3}
+    a = FSAClassifier(k=5, n_iter=200, class_weight=cw).fit(X, y)
+    rep = np.repeat(np.arange(300), [cw[c] for c in y])
+    b = FSAClassifier(k=5, n_iter=200).fit(X[rep], y[rep])
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-9)
+    keep = np.r_[np.flatnonzero(y == 0)[:20], np.flatnonzero(y > 0)]  # class 0 rare
+    counts = np.bincount(y[keep])
+    bal = FSAClassifier(k=5, n_iter=200, class_weight="balanced").fit(X[keep], y[keep])
+    manual = {c: keep.size / (3 * counts[c]) for c in range(3)}
+    ref = FSAClassifier(k=5, n_iter=200, class_weight=manual).fit(X[keep], y[keep])
+    np.testing.assert_allclose(bal.coef_, ref.coef_)
+    plain = FSAClassifier(k=5, n_iter=200).fit(X[keep], y[keep])
+    assert np.mean(bal.predict(X) == 0) > np.mean(plain.predict(X) == 0)
+
+
+def test_binary_class_weight_uses_one_score_column():
+    X, y, true = make_classes(n=400, m=50, n_classes=2, k_true=3, sep=1.5, random_state=10)
+    plain = FSAClassifier(k=3, n_iter=200).fit(X, y)
+    even = FSAClassifier(k=3, n_iter=200, class_weight={0: 1, 1: 1}).fit(X, y)
+    assert even.coef_.shape == (3,) and isinstance(even.intercept_, float)
+    np.testing.assert_array_equal(even.support_, plain.support_)
+    assert np.mean(even.predict(X) == plain.predict(X)) > 0.97
+    heavy = FSAClassifier(k=3, n_iter=200, class_weight={0: 100, 1: 1}).fit(X, y)
+    assert np.mean(heavy.predict(X) == 0) > 0.8 > np.mean(plain.predict(X) == 0)
+    assert heavy.predict_proba(X).shape == (400, 2)
+    with pytest.raises(ValueError, match="Only binary classification is supported with piece"):
+        FSAClassifier(bins=3, class_weight="balanced").fit(X, y)

@@ -9,7 +9,9 @@ once. Losses on the score matrix Z = X B + b (N, C):
 - :class:`Multinomial`: softmax cross-entropy, curvature bound 1/2 (the largest eigenvalue of
   diag(p) - p p^T);
 - :class:`OneVsRest`: the sum over classes of a binary margin loss (Lorenz, Huberised hinge,
-  logistic) of the one-vs-rest labels; its curvature is the binary loss's.
+  logistic) of the one-vs-rest labels; its curvature is the binary loss's;
+- :class:`BinaryMargin`: one score column and a binary margin loss (C = 2), for weighted
+  binary fits (the unweighted binary solver is :mod:`cvfs.core.fsa`).
 
 Step size (``learning_rate=None``): 1 / (c_loss lam_e / kappa + 2 s), lam_e the largest
 eigenvalue of the kept columns' (weighted) centred Gram matrix, by a power iteration fused into
@@ -32,8 +34,8 @@ from cvfs.core.priors import Shrinkage
 from cvfs.core.responses import Linear, _ColumnStats
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
-__all__ = ["FSAMulticlassResult", "Multinomial", "OneVsRest", "fsa_multiclass_fit",
-           "get_multiclass_loss"]
+__all__ = ["BinaryMargin", "FSAMulticlassResult", "Multinomial", "OneVsRest",
+           "fsa_multiclass_fit", "get_multiclass_loss"]
 
 _POWER_ROWS = 256
 _POWER_ITERS = 6
@@ -53,6 +55,10 @@ class Multinomial:
     name = "multinomial"
     curvature = 0.5
     annealing_boost = 4.0
+
+    def n_scores(self, n_classes):
+        """Score columns: one per class."""
+        return n_classes
 
     def value_gradient(self, Z, codes, w):
         """Weighted sum of the row losses and its gradient with respect to Z.
@@ -107,6 +113,10 @@ class OneVsRest:
         self.curvature = float(self.binary.curvature)
         self.annealing_boost = float(self.binary.annealing_boost)
 
+    def n_scores(self, n_classes):
+        """Score columns: one per class."""
+        return n_classes
+
     @staticmethod
     def _signs(codes, n_classes):
         Y = -np.ones((codes.size, n_classes))
@@ -126,6 +136,37 @@ class OneVsRest:
             p = np.clip((w @ (Y > 0)) / w.sum(), 1e-6, 1 - 1e-6)
             return np.log(p / (1 - p))
         return np.array([self.binary.init_intercept(Y[:, c]) for c in range(n_classes)])
+
+
+class BinaryMargin(OneVsRest):
+    """A binary margin loss phi(y_i z_i) on one score column, y_i = +1 for class 1, -1 for
+    class 0 (two classes).
+
+    Parameters
+    ----------
+    loss : str or binary loss object
+        "logistic", "lorenz" or "svm".
+    """
+
+    def __init__(self, loss):
+        super().__init__(loss)
+        self.name = self.binary.name
+
+    def n_scores(self, n_classes):
+        """One score column (positive: class 1)."""
+        if n_classes != 2:
+            raise ValueError(f"a binary loss needs n_classes=2, got {n_classes}")
+        return 1
+
+    def value_gradient(self, Z, codes, w):
+        """As :meth:`Multinomial.value_gradient`, Z of shape (N, 1)."""
+        y = np.where(codes == 1, 1.0, -1.0)[:, None]
+        value = float(w @ self.binary.value(Z, y)[:, 0])
+        return value, self.binary.gradient(Z, y) * w[:, None]
+
+    def init_intercept(self, codes, w, n_classes):
+        """The binary loss's starting intercept (weighted class frequency for logistic)."""
+        return super().init_intercept(codes, w, 2)[1:]
 
 
 def get_multiclass_loss(loss):
@@ -155,9 +196,9 @@ class FSAMulticlassResult:
 
     Attributes
     ----------
-    coef : ndarray of shape (k, C)
+    coef : ndarray of shape (k, C) (k, 1 for :class:`BinaryMargin`)
         Coefficients of the selected features on the raw feature values.
-    intercept : ndarray of shape (C,)
+    intercept : ndarray of shape (C,) (or (1,))
     support : ndarray of shape (k,), int64
         Sorted column indices of X that were selected.
     history : dict
@@ -231,7 +272,8 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
         Number of features (rows of B) to keep, capped at M.
     loss : {"logistic", "lorenz", "svm"} or loss object, default="logistic"
         "logistic": softmax cross-entropy (:class:`Multinomial`); "lorenz", "svm": one-vs-rest
-        sums of the binary losses (:class:`OneVsRest`).
+        sums of the binary losses (:class:`OneVsRest`); a :class:`BinaryMargin` for one score
+        column (n_classes = 2).
     prior : :class:`~cvfs.core.priors.Shrinkage`, optional
         Default s = 1e-3.
     n_iter : int, default=500
@@ -318,8 +360,9 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
     rng = check_random_state(0 if random_state is None else random_state)
     v = rng.standard_normal(M)
     v /= np.linalg.norm(v)
-    B = np.zeros((M, C))
-    b = mloss.init_intercept(codes, w, C) if fit_intercept else np.zeros(C)
+    S = int(mloss.n_scores(C))  # score columns: C, or 1 for a binary loss
+    B = np.zeros((M, S))
+    b = mloss.init_intercept(codes, w, C) if fit_intercept else np.zeros(S)
     support = np.arange(M, dtype=np.int64)  # kept features (original indices)
     cols = np.arange(M, dtype=np.int64)  # their columns in the working matrix Xw
     Xw = X
@@ -340,29 +383,29 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
         lam = lam0
         lam_prev = lam
         track = True
-        Wfull = np.zeros((Xw.shape[1], C + 1), dtype=dtype)
+        Wfull = np.zeros((Xw.shape[1], S + 1), dtype=dtype)
         for e in range(n_iter):
             m, width = cols.size, Xw.shape[1]
             # scores and the power-iteration column in one product
             Wfull[:] = 0.0
-            Wfull[cols, :C] = scale[support, None] * B
-            Wfull[cols, C] = scale[support] * v if track else 0.0
+            Wfull[cols, :S] = scale[support, None] * B
+            Wfull[cols, S] = scale[support] * v if track else 0.0
             A = (Xw @ Wfull).astype(np.float64, copy=False)
-            Z = A[:, :C] - mscale[support] @ B + b
+            Z = A[:, :S] - mscale[support] @ B + b
             value, R = mloss.value_gradient(Z, codes, w)
-            Rfull = np.empty((N, C + 1), dtype=dtype)
-            Rfull[:, :C] = R
+            Rfull = np.empty((N, S + 1), dtype=dtype)
+            Rfull[:, :S] = R
             if track:
-                t = A[:, C] - mscale[support] @ v
-                Rfull[:, C] = w * t
+                t = A[:, S] - mscale[support] @ v
+                Rfull[:, S] = w * t
             else:
-                Rfull[:, C] = 0.0
+                Rfull[:, S] = 0.0
             raw = (Xw.T @ Rfull).astype(np.float64, copy=False)[cols]
             tot = Rfull.sum(axis=0, dtype=np.float64)
             Gall = scale[support, None] * raw - mscale[support, None] * tot
-            g = Gall[:, :C]
+            g = Gall[:, :S]
             if track:
-                h = Gall[:, C]
+                h = Gall[:, S]
                 nh = np.linalg.norm(h)
                 if nh > 0.0:
                     lam = max(nh, lam0) if e == 0 else nh
@@ -385,7 +428,7 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
                 if 2 * cols.size <= width or n_keep == schedule[-1]:
                     Xw = np.ascontiguousarray(Xw[:, cols])
                     cols = np.arange(cols.size, dtype=np.int64)
-                    Wfull = np.zeros((Xw.shape[1], C + 1), dtype=dtype)
+                    Wfull = np.zeros((Xw.shape[1], S + 1), dtype=dtype)
                 track = True
             elif track and abs(lam - lam_prev) <= 1e-4 * lam:
                 track = False
