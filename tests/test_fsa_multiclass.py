@@ -4,8 +4,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax
 
 from cvfs import FSAClassifier
-from cvfs.core.fsa_multiclass import (Multinomial, OneVsRest, fsa_multiclass_fit,
-                                      get_multiclass_loss)
+from cvfs.core.fsa_multiclass import Multinomial, OneVsRest, fsa_multiclass_fit, get_multiclass_loss
 from cvfs.core.priors import SecondOrder, Shrinkage
 from cvfs.model_selection import FSAClassifierCV
 
