@@ -4,7 +4,13 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax
 
 from cvfs import FSAClassifier
-from cvfs.core.fsa_multiclass import Multinomial, OneVsRest, fsa_multiclass_fit, get_multiclass_loss
+from cvfs.core.fsa_multiclass import (
+    BinaryMargin,
+    Multinomial,
+    OneVsRest,
+    fsa_multiclass_fit,
+    get_multiclass_loss,
+)
 from cvfs.core.priors import SecondOrder, Shrinkage
 from cvfs.model_selection import FSAClassifierCV
 
@@ -77,18 +83,20 @@ def test_full_support_reaches_the_optimum_of_the_penalised_loss():
     assert res.history["loss"][-1] == pytest.approx(opt.fun, abs=1e-9)
 
 
-@pytest.mark.parametrize("loss", [Multinomial(), OneVsRest("lorenz"), OneVsRest("svm"),
-                                  OneVsRest("logistic")])
-def test_loss_gradients_match_finite_differences(loss):
+@pytest.mark.parametrize("loss, n_classes", [
+    (Multinomial(), 3), (OneVsRest("lorenz"), 3), (OneVsRest("svm"), 3),
+    (OneVsRest("logistic"), 3), (BinaryMargin("lorenz"), 2), (BinaryMargin("logistic"), 2)])
+def test_loss_gradients_match_finite_differences(loss, n_classes):
     rng = np.random.default_rng(4)
-    Z = 2.0 * rng.standard_normal((7, 3))
-    codes = rng.integers(0, 3, 7)
+    S = loss.n_scores(n_classes)
+    Z = 2.0 * rng.standard_normal((7, S))
+    codes = rng.integers(0, n_classes, 7)
     w = rng.random(7)
     _, grad = loss.value_gradient(Z, codes, w)
     eps = 1e-6
     num = np.zeros_like(Z)
     for i in range(7):
-        for c in range(3):
+        for c in range(S):
             dz = np.zeros_like(Z)
             dz[i, c] = eps
             num[i, c] = (loss.value_gradient(Z + dz, codes, w)[0]
@@ -171,6 +179,8 @@ def test_multiclass_errors(tmp_path):
         get_multiclass_loss("squared")
     with pytest.raises(ValueError, match="one-vs-rest needs a margin loss"):
         OneVsRest("squared")
+    with pytest.raises(ValueError, match="a binary loss needs n_classes=2, got 3"):
+        fsa_multiclass_fit(X, y, 3, 2, loss=BinaryMargin("svm"))
     with pytest.raises(ValueError, match="schedule must end at k=2"):
         fsa_multiclass_fit(X, y, 3, 2, schedule=[5, 3])
 

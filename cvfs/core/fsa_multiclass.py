@@ -29,7 +29,7 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 
 from cvfs.base import check_random_state
-from cvfs.core.losses import get_loss
+from cvfs.core.losses import Logistic, get_loss
 from cvfs.core.priors import Shrinkage
 from cvfs.core.responses import Linear, _ColumnStats
 from cvfs.core.schedules import annealing_schedule, check_schedule
@@ -132,7 +132,7 @@ class OneVsRest:
     def init_intercept(self, codes, w, n_classes):
         """The binary loss's starting intercept of each one-vs-rest problem."""
         Y = self._signs(codes, n_classes)
-        if type(self.binary).__name__ == "Logistic":
+        if isinstance(self.binary, Logistic):
             p = np.clip((w @ (Y > 0)) / w.sum(), 1e-6, 1 - 1e-6)
             return np.log(p / (1 - p))
         return np.array([self.binary.init_intercept(Y[:, c]) for c in range(n_classes)])
@@ -233,6 +233,8 @@ def _column_table(X, w):
         bad = np.argwhere(~np.isfinite(X))
         raise ValueError(f"X contains NaN or infinity (first in row {int(bad[0, 0])}, "
                          f"column {int(bad[0, 1])})")
+    # weighted moments handed to the same table as the unweighted statistics (n = 1, shift =
+    # the mean, s2 = the weighted variance)
     ws = w.sum()
     mean = (w @ X) / ws
     stats.n = 1
