@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.metaestimators import available_if
@@ -18,6 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from cvfs.core.fsa import decision_function, fsa_fit, is_out_of_core
+from cvfs.core.fsa_multiclass import fsa_multiclass_fit
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import get_prior
 
@@ -110,6 +111,17 @@ def _binary_classes(y):
             f"got {classes.size} class(es)"
         )
     return classes
+
+
+def _multiclass_classes(y):
+    """The sorted labels of y if it has more than two classes (checked by scikit-learn's
+    ``check_classification_targets``), else None (binary targets go through
+    :func:`_binary_classes` unchanged)."""
+    if y.dtype.kind in "biuf" and np.unique(y).size <= 2:
+        return None
+    check_classification_targets(y)
+    classes = np.unique(y)
+    return classes if classes.size > 2 else None
 
 
 class _FSABase(SelectorMixin, BaseEstimator):
@@ -268,16 +280,30 @@ class _BinaryScores:
 
 class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
     __doc__ = (
-        """Binary classifier with Feature Selection with Annealing.
+        """Classifier with Feature Selection with Annealing (binary or multiclass).
+
+    Two classes: the binary solver of :mod:`cvfs.core.fsa`. More classes
+    (:mod:`cvfs.core.fsa_multiclass`, linear responses, in-memory X): one coefficient row per
+    feature across the C classes, kept or dropped for all classes at once by its norm; the
+    logistic loss becomes the softmax cross-entropy, Lorenz and hinge become one-vs-rest sums
+    with a shared support. ``coef_`` then has shape (C, k), ``intercept_`` shape (C,),
+    ``decision_function`` shape (n_samples, C) and ``response_table_`` is None.
+    ``class_weight`` weights the loss terms (and the column statistics and curvature) of each
+    class; a weighted binary fit also runs that solver with one score column.
 
     Parameters
     ----------
     loss : {"logistic", "lorenz", "svm"}, default="logistic"
-        Logistic (eq. 6), Lorenz (eq. 8, robust to label noise) or Huberised hinge (eq. 7,
-        h = 0.5)."""
+        Logistic (eq. 6; softmax for more than two classes), Lorenz (eq. 8, robust to label
+        noise) or Huberised hinge (eq. 7, h = 0.5)."""
         + _DOC_PARAMS.format(k=10, n_iter=500, bins=None, shrinkage="1e-3")
+        + """    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes' loss terms, as scikit-learn's ``compute_sample_weight``
+        ("balanced": inversely proportional to the class frequencies); linear responses and
+        in-memory X only.
+"""
         + _DOC_ATTRS
-        + """    classes_ : ndarray of shape (2,)
+        + """    classes_ : ndarray of shape (n_classes,)
 
     References
     ----------
@@ -290,7 +316,8 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
 
     def __init__(self, k=10, loss="logistic", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
-                 smoothness=0.0, max_memory=None, random_state=None, verbose=False):
+                 smoothness=0.0, max_memory=None, random_state=None, verbose=False,
+                 class_weight=None):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -304,28 +331,90 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.class_weight = class_weight
 
     def fit(self, X, y):
-        """Fit on X of shape (n_samples, n_features) (array, memmap or HDF5 dataset) and binary
-        labels y of shape (n_samples,).
+        """Fit on X of shape (n_samples, n_features) and labels y of shape (n_samples,).
+
+        Two classes: the binary FSA solver (X an array, memmap or HDF5 dataset). More classes,
+        or ``class_weight`` set: the solver of :mod:`cvfs.core.fsa_multiclass` (weighted
+        mean loss) on an in-memory X, linear responses.
 
         Raises
         ------
         ValueError
-            If y does not have exactly two classes, or a parameter is invalid.
+            If y has fewer than two classes, a parameter is invalid, or y has more than two
+            classes (or ``class_weight`` is set) with ``bins`` set or X an HDF5 dataset.
         """
         X, y = self._validate_X_y(X, y, y_numeric=False)
-        self.classes_ = _binary_classes(y)
-        return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
-                              get_loss(self.loss))
+        classes = _multiclass_classes(y)
+        if classes is None:
+            self.classes_ = _binary_classes(y)
+            if self.class_weight is None:
+                return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
+                                      get_loss(self.loss))
+        return self._fit_multiclass(X, y, self.classes_ if classes is None else classes)
+
+    def _fit_multiclass(self, X, y, classes):
+        from sklearn.utils.class_weight import compute_sample_weight
+
+        from cvfs.core.fsa_multiclass import BinaryMargin
+
+        prior = self._check_params()
+        what = (f"y has {classes.size} classes" if classes.size > 2
+                else f"class_weight={self.class_weight!r}")
+        if self.bins is not None:
+            raise ValueError(f"Only binary classification is supported with piecewise-linear "
+                             f"responses (bins={self.bins!r}); {what} (use bins=None)")
+        if not isinstance(X, np.ndarray) and is_out_of_core(X):
+            raise ValueError(f"{what}: multiclass and weighted FSA need X in memory (an "
+                             "ndarray or np.memmap), got an HDF5 dataset")
+        weight = (None if self.class_weight is None
+                  else compute_sample_weight(self.class_weight, y))
+        binary = classes.size == 2
+        res = fsa_multiclass_fit(
+            X, np.searchsorted(classes, y), classes.size, self.k,
+            loss=BinaryMargin(self.loss) if binary else self.loss, prior=prior,
+            n_iter=self.n_iter, mu=self.mu, schedule=getattr(self, "_schedule", None),
+            learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
+            sample_weight=weight, random_state=self.random_state, verbose=self.verbose)
+        self.classes_ = classes
+        self.support_ = res.support
+        self.coef_ = res.coef[:, 0] if binary else np.ascontiguousarray(res.coef.T)
+        self.intercept_ = float(res.intercept[0]) if binary else res.intercept
+        self.response_table_ = None
+        self.history_ = res.history
+        return self
+
+    def _multiclass(self):
+        return getattr(self, "classes_", np.zeros(0)).size > 2
 
     def decision_function(self, X):
-        """Scores (positive: ``classes_[1]``), ndarray of shape (n_samples,)."""
-        return self._decision(X)
+        """Scores: ndarray of shape (n_samples,) for two classes (positive: ``classes_[1]``),
+        of shape (n_samples, n_classes) for more."""
+        if not self._multiclass():
+            return self._decision(X)
+        check_is_fitted(self, "support_")
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return np.asarray(X[:, self.support_], dtype=np.float64) @ self.coef_.T + self.intercept_
+
+    def predict(self, X):
+        """Class labels, ndarray of shape (n_samples,)."""
+        if not self._multiclass():
+            return super().predict(X)
+        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only; softmax for more than two classes),
+        ndarray of shape (n_samples, n_classes)."""
+        if not self._multiclass():
+            return super().predict_proba(X)
+        return softmax(self.decision_function(X), axis=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = self.bins is None
         return tags
 
 
@@ -350,7 +439,8 @@ class FSARegressor(RegressorMixin, _FSABase):
 
     def __init__(self, k=10, loss="squared", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
-                 smoothness=0.0, max_memory=None, random_state=None, verbose=False):
+                 smoothness=0.0, max_memory=None, random_state=None, verbose=False,
+                 class_weight=None):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -364,6 +454,7 @@ class FSARegressor(RegressorMixin, _FSABase):
         self.max_memory = max_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.class_weight = class_weight
 
     def fit(self, X, y):
         """Fit on X of shape (n_samples, n_features) and real targets y of shape (n_samples,)."""

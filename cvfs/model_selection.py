@@ -189,8 +189,9 @@ _DOC = """
 
 
 class FSAClassifierCV(ClassifierMixin, _FSACVBase):
-    __doc__ = ("""Binary :class:`cvfs.FSAClassifier` with k chosen by cross-validation (one
-    staircase of fits down the grid of k per fold; see :mod:`cvfs.model_selection`)."""
+    __doc__ = (""":class:`cvfs.FSAClassifier` (binary or multiclass) with k chosen by
+    cross-validation (one staircase of fits down the grid of k per fold; see
+    :mod:`cvfs.model_selection`)."""
                + _DOC.format(params="loss, n_iter, mu, bins, prior, shrinkage, random_state"))
 
     _is_classifier = True
@@ -215,7 +216,8 @@ class FSAClassifierCV(ClassifierMixin, _FSACVBase):
                              random_state=self.random_state)
 
     def decision_function(self, X):
-        """Scores of the refitted best estimator (positive: ``classes_[1]``)."""
+        """Scores of the refitted best estimator (binary: positive ``classes_[1]``; multiclass:
+        shape (n_samples, n_classes))."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X)
 
@@ -227,7 +229,7 @@ class FSAClassifierCV(ClassifierMixin, _FSACVBase):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = self.bins is None
         return tags
 
 

@@ -1,0 +1,458 @@
+"""Multiclass FSA: one group per feature across the C classes.
+
+The coefficients form a matrix B of shape (M, C) on the standardised columns (centred, unit
+variance, as in :mod:`cvfs.core.fsa`); row j is feature j's group. Every iteration takes one
+gradient step on the mean loss + shrinkage prior s ||B||_F^2, then keeps the M_e rows of
+largest Euclidean norm (paper eq. 3 schedule): a feature is kept or dropped for all classes at
+once. Losses on the score matrix Z = X B + b (N, C):
+
+- :class:`Multinomial`: softmax cross-entropy, curvature bound 1/2 (the largest eigenvalue of
+  diag(p) - p p^T);
+- :class:`OneVsRest`: the sum over classes of a binary margin loss (Lorenz, Huberised hinge,
+  logistic) of the one-vs-rest labels; its curvature is the binary loss's;
+- :class:`BinaryMargin`: one score column and a binary margin loss (C = 2), for weighted
+  binary fits (the unweighted binary solver is :mod:`cvfs.core.fsa`).
+
+Step size (``learning_rate=None``): 1 / (c_loss lam_e / kappa + 2 s), lam_e the largest
+eigenvalue of the kept columns' (weighted) centred Gram matrix, by a power iteration fused into
+the two matrix products of each iteration (X_kept @ [B, v] and X_kept^T @ [R, t]); kappa the
+loss's ``annealing_boost`` while features are being removed. Per-class intercepts take the
+step min(lr, 1 / c_loss). The kept columns are compacted (copied) when the kept count has
+halved and at the final size. Dense in-memory input only (float32 kept, the rest promoted to
+float64); the products run with BLAS pinned to one thread.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import log_softmax, softmax
+
+from cvfs.base import check_random_state
+from cvfs.core.losses import Logistic, get_loss
+from cvfs.core.priors import Shrinkage
+from cvfs.core.responses import Linear, _ColumnStats
+from cvfs.core.schedules import annealing_schedule, check_schedule
+
+__all__ = ["BinaryMargin", "FSAMulticlassResult", "Multinomial", "OneVsRest",
+           "fsa_multiclass_fit", "get_multiclass_loss"]
+
+_POWER_ROWS = 256
+_POWER_ITERS = 6
+
+
+class Multinomial:
+    """Softmax cross-entropy -log p_{i, y_i}, p_i = softmax(z_i), on scores Z of shape (N, C).
+
+    Attributes
+    ----------
+    curvature : float
+        1/2, an upper bound of the largest eigenvalue of the Hessian diag(p) - p p^T.
+    annealing_boost : float
+        Step multiplier while features are being removed (4, as the binary logistic loss).
+    """
+
+    name = "multinomial"
+    curvature = 0.5
+    annealing_boost = 4.0
+
+    def n_scores(self, n_classes):
+        """Score columns: one per class."""
+        return n_classes
+
+    def value_gradient(self, Z, codes, w):
+        """Weighted sum of the row losses and its gradient with respect to Z.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (N, C)
+        codes : ndarray of shape (N,), int64
+            Class index of each row.
+        w : ndarray of shape (N,)
+            Row weights (summing to 1 for a mean loss).
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (N, C)
+        """
+        rows = np.arange(Z.shape[0])
+        logp = log_softmax(Z, axis=1)
+        value = -float(w @ logp[rows, codes])
+        grad = np.exp(logp)
+        grad[rows, codes] -= 1.0
+        grad *= w[:, None]
+        return value, grad
+
+    def init_intercept(self, codes, w, n_classes):
+        """Log class frequencies (centred): the minimiser over constant scores."""
+        freq = np.bincount(codes, weights=w, minlength=n_classes) / w.sum()
+        b = np.log(np.clip(freq, 1e-12, None))
+        return b - b.mean()
+
+    def proba(self, Z):
+        """Class probabilities, ndarray of shape (N, C)."""
+        return softmax(Z, axis=1)
+
+
+class OneVsRest:
+    """Sum over classes c of a binary margin loss phi(y_ic z_ic), y_ic = +1 if row i is of
+    class c, else -1.
+
+    Parameters
+    ----------
+    loss : str or binary loss object
+        A margin loss of :mod:`cvfs.core.losses` ("lorenz", "svm", "logistic").
+    """
+
+    def __init__(self, loss):
+        self.binary = get_loss(loss)
+        if not getattr(self.binary, "margin", False):
+            raise ValueError(f"one-vs-rest needs a margin loss, got {self.binary.name!r}")
+        self.name = f"ovr_{self.binary.name}"
+        self.curvature = float(self.binary.curvature)
+        self.annealing_boost = float(self.binary.annealing_boost)
+
+    def n_scores(self, n_classes):
+        """Score columns: one per class."""
+        return n_classes
+
+    @staticmethod
+    def _signs(codes, n_classes):
+        Y = -np.ones((codes.size, n_classes))
+        Y[np.arange(codes.size), codes] = 1.0
+        return Y
+
+    def value_gradient(self, Z, codes, w):
+        """As :meth:`Multinomial.value_gradient`."""
+        Y = self._signs(codes, Z.shape[1])
+        value = float(w @ self.binary.value(Z, Y).sum(axis=1))
+        return value, self.binary.gradient(Z, Y) * w[:, None]
+
+    def init_intercept(self, codes, w, n_classes):
+        """The binary loss's starting intercept of each one-vs-rest problem."""
+        Y = self._signs(codes, n_classes)
+        if isinstance(self.binary, Logistic):
+            p = np.clip((w @ (Y > 0)) / w.sum(), 1e-6, 1 - 1e-6)
+            return np.log(p / (1 - p))
+        return np.array([self.binary.init_intercept(Y[:, c]) for c in range(n_classes)])
+
+
+class BinaryMargin(OneVsRest):
+    """A binary margin loss phi(y_i z_i) on one score column, y_i = +1 for class 1, -1 for
+    class 0 (two classes).
+
+    Parameters
+    ----------
+    loss : str or binary loss object
+        "logistic", "lorenz" or "svm".
+    """
+
+    def __init__(self, loss):
+        super().__init__(loss)
+        self.name = self.binary.name
+
+    def n_scores(self, n_classes):
+        """One score column (positive: class 1)."""
+        if n_classes != 2:
+            raise ValueError(f"a binary loss needs n_classes=2, got {n_classes}")
+        return 1
+
+    def value_gradient(self, Z, codes, w):
+        """As :meth:`Multinomial.value_gradient`, Z of shape (N, 1)."""
+        y = np.where(codes == 1, 1.0, -1.0)[:, None]
+        value = float(w @ self.binary.value(Z, y)[:, 0])
+        return value, self.binary.gradient(Z, y) * w[:, None]
+
+    def init_intercept(self, codes, w, n_classes):
+        """The binary loss's starting intercept (weighted class frequency for logistic)."""
+        return super().init_intercept(codes, w, 2)[1:]
+
+
+def get_multiclass_loss(loss):
+    """:class:`Multinomial` for ``"logistic"``/``"multinomial"``, :class:`OneVsRest` of the
+    binary loss for ``"lorenz"``/``"svm"``; loss objects with ``value_gradient`` pass through.
+
+    Raises
+    ------
+    ValueError
+        If the name is unknown or not a margin loss.
+    """
+    if isinstance(loss, str):
+        if loss in ("logistic", "multinomial"):
+            return Multinomial()
+        if loss in ("lorenz", "svm"):
+            return OneVsRest(loss)
+        raise ValueError(f"multiclass loss must be one of ['logistic', 'lorenz', 'svm'], "
+                         f"got {loss!r}")
+    if hasattr(loss, "value_gradient") and hasattr(loss, "curvature"):
+        return loss
+    return OneVsRest(loss)
+
+
+@dataclass
+class FSAMulticlassResult:
+    """What :func:`fsa_multiclass_fit` returns.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (k, C) (k, 1 for :class:`BinaryMargin`)
+        Coefficients of the selected features on the raw feature values.
+    intercept : ndarray of shape (C,) (or (1,))
+    support : ndarray of shape (k,), int64
+        Sorted column indices of X that were selected.
+    history : dict
+        ``loss`` (objective before each step), ``n_kept``, ``lr``, ``width`` (columns of the
+        working matrix read), ``lam`` -- arrays of shape (n_iter,) -- and ``data_passes``,
+        ``lipschitz``, ``time``.
+    """
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    support: np.ndarray
+    history: dict = field(default_factory=dict)
+
+    def decision_function(self, X):
+        """Scores, ndarray of shape (N, C)."""
+        return np.asarray(X[:, self.support], dtype=np.float64) @ self.coef + self.intercept
+
+
+def _column_table(X, w):
+    """The linear response table (M, 3) of :class:`cvfs.core.responses.Linear` (offset 0,
+    scale 1 / std, mean * scale), with weighted mean and variance if ``w`` is given."""
+    stats = _ColumnStats(X.shape[1], minmax=False)
+    if w is None:
+        if not stats.update(X):
+            bad = np.argwhere(~np.isfinite(X))
+            if bad.size:
+                raise ValueError(f"X contains NaN or infinity (first in row {int(bad[0, 0])}, "
+                                 f"column {int(bad[0, 1])})")
+            raise ValueError("X has values too large for float64 statistics: rescale X")
+        return Linear().table(stats)
+    if not np.isfinite(X).all():
+        bad = np.argwhere(~np.isfinite(X))
+        raise ValueError(f"X contains NaN or infinity (first in row {int(bad[0, 0])}, "
+                         f"column {int(bad[0, 1])})")
+    # weighted moments handed to the same table as the unweighted statistics (n = 1, shift =
+    # the mean, s2 = the weighted variance)
+    ws = w.sum()
+    mean = (w @ X) / ws
+    stats.n = 1
+    stats.shift = mean
+    stats.s1 = np.zeros(X.shape[1])
+    stats.s2 = (w @ np.square(X - mean)) / ws
+    return Linear().table(stats)
+
+
+def _power_rows(w, n_rows):
+    """Rows of the power-iteration start: evenly spaced in cumulative weight (rows repeated by
+    integer weights give the same rows), at most ``n_rows``; duplicates kept."""
+    if w is None:
+        return np.unique(np.linspace(0, n_rows - 1, min(n_rows, _POWER_ROWS)).astype(np.int64))
+    total = int(round(w.sum()))
+    pos = np.linspace(0, max(total, 1) - 1, min(max(total, 1), _POWER_ROWS)).astype(np.int64)
+    cum = np.cumsum(w)
+    return np.minimum(np.searchsorted(cum, pos + 0.5), w.size - 1)
+
+
+def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n_iter=500,
+                       mu=300.0, schedule=None, learning_rate=None, annealing_boost=None,
+                       fit_intercept=True, sample_weight=None, random_state=None,
+                       verbose=False):
+    """Fit multiclass FSA: minimise mean loss + s ||B||_F^2 over B of shape (M, C) with at most
+    ``k`` nonzero rows.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, M)
+        Features, float32 (kept) or anything else (promoted to float64). Must be finite.
+    codes : ndarray of shape (N,)
+        Class index of each row, integers in [0, n_classes).
+    n_classes : int
+        C >= 2.
+    k : int
+        Number of features (rows of B) to keep, capped at M.
+    loss : {"logistic", "lorenz", "svm"} or loss object, default="logistic"
+        "logistic": softmax cross-entropy (:class:`Multinomial`); "lorenz", "svm": one-vs-rest
+        sums of the binary losses (:class:`OneVsRest`); a :class:`BinaryMargin` for one score
+        column (n_classes = 2).
+    prior : :class:`~cvfs.core.priors.Shrinkage`, optional
+        Default s = 1e-3.
+    n_iter : int, default=500
+    mu : float, default=300
+        Annealing parameter of eq. (3).
+    schedule : array-like of int, optional
+        Custom non-increasing schedule ending at k (overrides ``mu``).
+    learning_rate : float or None, default=None
+        Fixed step; None for the automatic step (module docstring).
+    annealing_boost : float or None, default=None
+        kappa; None: the loss's ``annealing_boost``.
+    fit_intercept : bool, default=True
+    sample_weight : ndarray of shape (N,) or None, default=None
+        Non-negative row weights; the loss is the weighted mean and the column statistics and
+        curvature are weighted too (integer weights equal repeating rows).
+    random_state : None, int or Generator
+        Seeds the power-iteration start vector (None: a fixed seed).
+    verbose : bool, default=False
+        Progress bar.
+
+    Returns
+    -------
+    result : FSAMulticlassResult
+
+    Raises
+    ------
+    ValueError
+        On an empty X, NaN/inf in X, a bad schedule, label codes out of range, bad weights, or
+        a prior with a smoothness term.
+
+    References
+    ----------
+    Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big
+    Data Learning", TPAMI 2017: Algorithm 1 (with groups), eq. (3) schedule.
+    """
+    from threadpoolctl import threadpool_limits
+    from tqdm.auto import tqdm
+
+    t_start = time.perf_counter()
+    mloss = get_multiclass_loss(loss)
+    prior = prior if prior is not None else Shrinkage()
+    if getattr(prior, "smoothness", 0.0):
+        raise ValueError("multiclass FSA has linear responses only: the prior's smoothness "
+                         f"must be 0, got {prior.smoothness!r}")
+    shrink = float(prior.shrinkage)
+    boost = float(mloss.annealing_boost if annealing_boost is None else annealing_boost)
+    if not (np.isfinite(boost) and boost > 0):
+        raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X must be 2-D with at least one row and one column, got shape "
+                         f"{X.shape}")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    X = np.ascontiguousarray(X)
+    N, M = X.shape
+    C = int(n_classes)
+    if C < 2:
+        raise ValueError(f"n_classes must be >= 2, got {n_classes!r}")
+    codes = np.asarray(codes)
+    if codes.shape != (N,) or codes.size and (codes.min() < 0 or codes.max() >= C):
+        raise ValueError(f"codes must be of shape ({N},) with values in [0, {C}), got shape "
+                         f"{codes.shape}")
+    codes = codes.astype(np.int64)
+    w_raw = None
+    if sample_weight is not None:
+        w_raw = np.asarray(sample_weight, dtype=np.float64)
+        if w_raw.shape != (N,) or not np.all(np.isfinite(w_raw)) or np.any(w_raw < 0) \
+                or w_raw.sum() <= 0:
+            raise ValueError(f"sample_weight must be finite, >= 0, of shape ({N},) and not all "
+                             "zero")
+    k = min(int(k), M)
+    schedule = (annealing_schedule(M, k, n_iter, mu) if schedule is None
+                else check_schedule(schedule, M, k))
+    n_iter = schedule.size
+    w = np.full(N, 1.0 / N) if w_raw is None else w_raw / w_raw.sum()
+
+    fp = _column_table(X, w_raw)
+    scale, mscale = fp[:, 1].copy(), fp[:, 2].copy()
+    curv = float(mloss.curvature)
+    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
+    dtype = X.dtype
+
+    rng = check_random_state(0 if random_state is None else random_state)
+    v = rng.standard_normal(M)
+    v /= np.linalg.norm(v)
+    S = int(mloss.n_scores(C))  # score columns: C, or 1 for a binary loss
+    B = np.zeros((M, S))
+    b = mloss.init_intercept(codes, w, C) if fit_intercept else np.zeros(S)
+    support = np.arange(M, dtype=np.int64)  # kept features (original indices)
+    cols = np.arange(M, dtype=np.int64)  # their columns in the working matrix Xw
+    Xw = X
+    hist = np.zeros((n_iter, 5))
+    bar = tqdm(total=n_iter, desc="FSA multiclass", leave=False) if verbose else None
+
+    with threadpool_limits(limits=1):
+        # start vector and curvature floor: power iterations on a subsample of rows
+        sub = _power_rows(w_raw, N)
+        Xs = X[sub].astype(np.float64) * scale - mscale  # centred with the full-data means
+        lam0 = 0.0
+        for _ in range(_POWER_ITERS):
+            hv = Xs.T @ (Xs @ v) / sub.size
+            nh = np.linalg.norm(hv)
+            if nh == 0.0:
+                break
+            lam0, v = nh, hv / nh
+        lam = lam0
+        lam_prev = lam
+        track = True
+        Wfull = np.zeros((Xw.shape[1], S + 1), dtype=dtype)
+        for e in range(n_iter):
+            m, width = cols.size, Xw.shape[1]
+            # scores and the power-iteration column in one product
+            Wfull[:] = 0.0
+            Wfull[cols, :S] = scale[support, None] * B
+            Wfull[cols, S] = scale[support] * v if track else 0.0
+            A = (Xw @ Wfull).astype(np.float64, copy=False)
+            Z = A[:, :S] - mscale[support] @ B + b
+            value, R = mloss.value_gradient(Z, codes, w)
+            Rfull = np.empty((N, S + 1), dtype=dtype)
+            Rfull[:, :S] = R
+            if track:
+                t = A[:, S] - mscale[support] @ v
+                Rfull[:, S] = w * t
+            else:
+                Rfull[:, S] = 0.0
+            raw = (Xw.T @ Rfull).astype(np.float64, copy=False)[cols]
+            tot = Rfull.sum(axis=0, dtype=np.float64)
+            Gall = scale[support, None] * raw - mscale[support, None] * tot
+            g = Gall[:, :S]
+            if track:
+                h = Gall[:, S]
+                nh = np.linalg.norm(h)
+                if nh > 0.0:
+                    lam = max(nh, lam0) if e == 0 else nh
+                    v = h / nh
+            kappa = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
+            lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam / kappa + 2.0 * shrink)
+            pval = shrink * float(np.sum(B * B))
+            B -= lr * (g + 2.0 * shrink * B)
+            if fit_intercept:
+                b -= min(lr, 1.0 / curv) * R.sum(axis=0)
+            norms = np.einsum("ij,ij->i", B, B)
+            n_keep = int(schedule[e])
+            hist[e] = (value + pval, min(n_keep, m), lr, width, lam)
+            if n_keep < m:
+                keep = np.sort(np.argsort(-norms, kind="stable")[:n_keep])
+                B, v = B[keep], v[keep]
+                nv = np.linalg.norm(v)
+                v = v / nv if nv > 0 else np.full(v.size, 1.0 / np.sqrt(v.size))
+                support, cols = support[keep], cols[keep]
+                if 2 * cols.size <= width or n_keep == schedule[-1]:
+                    Xw = np.ascontiguousarray(Xw[:, cols])
+                    cols = np.arange(cols.size, dtype=np.int64)
+                    Wfull = np.zeros((Xw.shape[1], S + 1), dtype=dtype)
+                track = True
+            elif track and abs(lam - lam_prev) <= 1e-4 * lam:
+                track = False
+            lam_prev = lam
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    if not np.all(np.isfinite(B)) or not np.all(np.isfinite(b)):
+        raise ValueError("multiclass FSA diverged (non-finite coefficients): rescale X or "
+                         "pass a smaller learning_rate")
+    coef = scale[support, None] * B
+    intercept = b - mscale[support] @ B
+    history = {
+        "loss": hist[:, 0].copy(),
+        "n_kept": hist[:, 1].astype(np.int64),
+        "lr": hist[:, 2].copy(),
+        "width": hist[:, 3].astype(np.int64),
+        "lam": hist[:, 4].copy(),
+        "data_passes": float(hist[:, 3].sum() / M),
+        "lipschitz": float(curv * lam),
+        "time": time.perf_counter() - t_start,
+    }
+    return FSAMulticlassResult(coef=coef, intercept=intercept, support=support.copy(),
+                               history=history)
