@@ -174,6 +174,32 @@ def _worker_peak_rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def cgroup_memory():
+    """(limit, peak usage) in bytes of this process's memory cgroup (cgroup v1 or v2), or None
+    outside one: run the script in a cgroup limited to a few GiB to act as a smaller machine."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, ctrl, rel = line.split(":", 2)
+        for base, lim, peak in ((f"/sys/fs/cgroup/memory{rel}", "memory.limit_in_bytes",
+                                 "memory.max_usage_in_bytes") if ctrl == "memory" else
+                                (None, None, None),
+                                (f"/sys/fs/cgroup/unified{rel}", "memory.max", "memory.peak")
+                                if ctrl == "" else (None, None, None)):
+            if base is None:
+                continue
+            try:
+                limit = Path(base, lim).read_text().strip()
+                usage = int(Path(base, peak).read_text())
+            except (OSError, ValueError):
+                continue
+            if limit.isdigit() and int(limit) < (1 << 60):
+                return int(limit), usage
+    return None
+
+
 def _start_cluster(n_workers, memory_limit):
     from distributed import Client, LocalCluster
 
@@ -414,6 +440,11 @@ def main(argv=None):
         out["h5"]["same_support"] = out["runs"][-1]["fsa"]["support"] == out["h5"]["support"]
     if not args.keep_data:
         shutil.rmtree(_store(args.data_dir, max(args.n), args.m, args.seed), ignore_errors=True)
+    cg = cgroup_memory()
+    if cg is not None:
+        out["cgroup"] = {"limit": cg[0], "peak": cg[1]}
+        print(f"\nmemory cgroup: limit {cg[0] / 2**30:.1f} GiB, peak {cg[1] / 2**30:.1f} GiB "
+              f"(page cache included); largest store {max(args.n) * args.m * 4 / 2**30:.1f} GiB")
     write_json(args.out, out)
     print_table(out)
     make_figure(out, args.figure)
