@@ -17,6 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from cvfs.core._dask_layout import is_dask_array
 from cvfs.core.fsa import decision_function, fsa_fit, is_out_of_core
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import get_prior
@@ -136,9 +137,10 @@ class _FSABase(SelectorMixin, BaseEstimator):
         return get_prior(self.prior, self.shrinkage, self.smoothness)
 
     def _validate_X_y(self, X, y, y_numeric):
-        """Arrays are validated by scikit-learn; memmaps and HDF5 datasets are only checked for
-        shape (their values are checked block by block during the fit)."""
-        if is_out_of_core(X):
+        """Arrays are validated by scikit-learn; memmaps, HDF5 datasets and Dask arrays are only
+        checked for shape (their values are checked block by block during the fit; a Dask ``y``
+        is computed)."""
+        if is_out_of_core(X) or is_dask_array(X):
             if len(X.shape) != 2:
                 raise ValueError(f"X must be 2-D, got shape {X.shape}")
             y = np.asarray(y)
@@ -227,7 +229,7 @@ _DOC_PARAMS = """
         c of eq. (13) (``prior="second_order"`` only).
     max_memory : int or None, default=None
         Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
-        row blocks (default: a quarter of physical memory).
+        row blocks, or a ``dask.array.Array`` (default: a quarter of physical memory).
     random_state : None, int or Generator, default=None
         Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).
     verbose : bool, default=False
@@ -306,8 +308,8 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         self.verbose = verbose
 
     def fit(self, X, y):
-        """Fit on X of shape (n_samples, n_features) (array, memmap or HDF5 dataset) and binary
-        labels y of shape (n_samples,).
+        """Fit on X of shape (n_samples, n_features) (array, memmap, HDF5 dataset or Dask
+        array) and binary labels y of shape (n_samples,).
 
         Raises
         ------

@@ -36,15 +36,15 @@ def is_dask_array(X):
 
 
 def _active_client():
-    """The default ``distributed.Client``, or None (distributed is not imported for this)."""
+    """The ``distributed.Client`` that ``dask.compute`` would run on, or None (Dask's local
+    schedulers; distributed is not imported for this)."""
     if "distributed" not in sys.modules:
         return None
-    from distributed import default_client
+    from dask.base import get_scheduler
 
-    try:
-        return default_client()
-    except ValueError:
-        return None
+    sched = get_scheduler()
+    client = getattr(sched, "__self__", sched)
+    return client if type(client).__name__ == "Client" else None
 
 
 def default_worker_memory(physical):
