@@ -16,6 +16,7 @@ N m itemsize <= ``max_memory``, where the in-memory loop takes over. ``docs/meth
 import logging
 import pickle
 import sys
+import time
 
 import numpy as np
 
@@ -275,7 +276,8 @@ class DaskLayout:
         self._blocks = list(X.to_delayed().ravel())
         self._persisted = False
         self.width = X.shape[1]
-        self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": []}
+        self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
+                        "seconds": []}
         self.persisted_at = []
         if self._fits(self.width):
             self._persist(np.arange(self.width, dtype=np.int64), "start")
@@ -305,6 +307,7 @@ class DaskLayout:
     def map_reduce(self, func, args, reduce=_add, name="pass"):
         """Run ``func`` on every chunk and reduce the results in a tree of fan-in 8 on the
         workers. Records the bytes sent and received in ``traffic``."""
+        t0 = time.perf_counter()
         import dask
         from dask import delayed
 
@@ -319,11 +322,13 @@ class DaskLayout:
             n_tasks += len(nxt)
             parts = nxt
         (out,) = dask.compute(parts[0], optimize_graph=False)
-        self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks)
+        self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0)
         return out
 
-    def _record(self, name, sent, received, tasks):
+    def _record(self, name, sent, received, tasks, t0):
+        """Log one pass: its name, bytes sent and received, tasks, seconds since ``t0``."""
         tr = self.traffic
+        tr["seconds"].append(time.perf_counter() - t0)
         tr["pass"].append(name)
         tr["sent_bytes"].append(int(sent))
         tr["received_bytes"].append(int(received))
@@ -332,6 +337,7 @@ class DaskLayout:
     def _persist(self, cols, when):
         """Persist the columns ``cols`` of the current layout on the workers, each chunk beside
         its ``y`` and pairs (a take on the worker holding the chunk once persisted)."""
+        t0 = time.perf_counter()
         import dask
 
         tasks, sent = self._tasks(_bundle, cols)
@@ -339,7 +345,7 @@ class DaskLayout:
         self._persisted = True
         self.width = cols.size
         self.persisted_at.append(when)
-        self._record("persist", sent, 0, len(tasks))
+        self._record("persist", sent, 0, len(tasks), t0)
         log.debug("FSA on Dask: %d columns persisted on the workers (%s)", cols.size, when)
 
     # ---- passes ----
@@ -348,6 +354,7 @@ class DaskLayout:
         """:func:`cvfs.core.fsa._column_table` over the chunks: (fp, raw first-iteration sums
         or None, the rows ``rows`` of X). ``first`` = (loss code, parameter, intercept) for the
         fused first-iteration gradient, else None."""
+        t0 = time.perf_counter()
         M = self.shape[1]
         minmax = response.bins > 0
         parts, sent = [], 0
@@ -371,7 +378,7 @@ class DaskLayout:
         import dask
 
         (out,) = dask.compute(parts[0], optimize_graph=False)
-        self._record("stats", sent, len(pickle.dumps(out, protocol=5)), n_tasks)
+        self._record("stats", sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0)
         stats = _ColumnStats(M, minmax=minmax)
         stats.n, stats.shift = out["n"], out["mean"]
         stats.s1, stats.s2 = np.zeros(M), out["m2"]
@@ -455,6 +462,7 @@ class DaskLayout:
     def gather(self, cols, fp, bins):
         """The kept columns in the client's memory, (N, m) row-major or (bins) the (m, N)
         feature-major bin coordinates; a few chunks at a time into one buffer."""
+        t0 = time.perf_counter()
         import dask
 
         N = self.shape[0]
@@ -473,7 +481,7 @@ class DaskLayout:
                 else:
                     Xw[r0:r1] = out
                 received += out.nbytes
-        self._record("gather", sent, received, len(tasks))
+        self._record("gather", sent, received, len(tasks), t0)
         return Xw
 
     def report(self, n_iter):

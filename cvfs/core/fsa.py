@@ -19,6 +19,11 @@ orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels` and
   1 once the kept set has its final size. ``history["lr"]`` records the step used.
 - Out of core: ``X`` may be an ``h5py.Dataset`` or ``np.memmap``, read in row blocks until the
   kept columns fit in ``max_memory``; peak memory ``max_memory + 3 * block_bytes + O(M * G)``.
+- Dask: ``X`` may be a ``dask.array.Array`` (e.g. from Zarr); each pass is a map-reduce of the
+  same kernels over its row chunks (:mod:`cvfs.core._dask_layout`, on the active
+  ``distributed.Client`` or Dask's local scheduler), moving O(M G + chunks) per iteration; the
+  kept columns are persisted on the workers once they fit ``worker_memory`` and gathered into
+  the in-memory loop once they fit ``max_memory``.
 - In memory: an ndarray is used as it is (C-contiguous float32/float64); the first compaction
   copies the kept columns (peak ~1.5x the size of X), later ones move them within that buffer.
 
