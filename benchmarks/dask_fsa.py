@@ -17,10 +17,10 @@ Layouts
     cluster: ``distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``.
 
 Metrics
-    wall seconds of the fit (the cluster's CPU is in other processes, so no CPU column), whether
-    the support equals the in-memory one, max |coef - coef_memory|, the iterations before the
-    kept columns were gathered, and bytes moved between client and workers per iteration
-    (median over the iterations on persisted columns) and over the whole fit.
+    best wall seconds of ``--repeats`` fits (the cluster's CPU is in other processes, so no CPU
+    column), whether the support equals the in-memory one, max |coef - coef_memory|, the
+    iterations before the kept columns were gathered, and bytes moved between client and workers
+    per iteration (median over the iterations on persisted columns) and over the whole fit.
 """
 
 import argparse
@@ -45,12 +45,22 @@ def _fit(X, y, k, **kw):
     return res, t["wall"]
 
 
+def _best(run, repeats):
+    """The result of ``run()`` and its best wall seconds over ``repeats`` calls."""
+    best = None
+    for _ in range(max(1, repeats)):
+        res, wall = run()
+        best = wall if best is None else min(best, wall)
+    return res, best
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--m", type=int, default=2000)
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--chunk-rows", type=int, default=2500)
+    ap.add_argument("--repeats", type=int, default=2, help="fits per layout (best time kept)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "dask_fsa.json"))
     args = ap.parse_args(argv)
     limit_threads()
@@ -75,7 +85,7 @@ def main(argv=None):
         _fit(*small, 10)
         _fit(da.from_array(small[0], chunks=(500, 200)), small[1], 10, max_memory=1 << 16)
         ref, t_mem = _fit(X, y, args.k)
-        runs = [("memory", None, lambda: (ref, t_mem))]
+        runs = [("memory", None, lambda: _fit(X, y, args.k))]
         h5 = h5py.File(Path(tmp) / "x.h5", "r")
         runs.append(("hdf5", None, lambda: _fit(h5["X"], y, args.k, max_memory=max_memory)))
         for sched in ("threads", "cluster"):
@@ -94,10 +104,10 @@ def main(argv=None):
                         if "persist" in name:  # warm the workers' JIT caches
                             _fit(da.from_array(small[0], chunks=(500, 200)), small[1], 10,
                                  max_memory=1 << 16)
-                        res, wall = run()
+                        res, wall = _best(run, args.repeats)
                 else:
                     with dask.config.set(scheduler="threads"):
-                        res, wall = run()
+                        res, wall = _best(run, args.repeats)
                 h = res.history
                 tr = h.get("dask")
                 per_it = total = None

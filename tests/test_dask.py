@@ -119,6 +119,22 @@ def test_zarr_input_and_dask_targets(tmp_path, data, references):
     np.testing.assert_array_equal(reg.support_, FSARegressor(k=8).fit(X, y).support_)
 
 
+def test_hdf5_through_dask(tmp_path, data, references):
+    """An HDF5 dataset wrapped by ``da.from_array`` (Dask's local scheduler: h5py datasets do
+    not pickle, so a process cluster needs Zarr or a loader that opens the file per chunk)."""
+    import dask
+    import h5py
+
+    X, y, _ = data
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f.create_dataset("X", data=X, chunks=(200, 300))
+    with h5py.File(tmp_path / "x.h5", "r") as f, dask.config.set(scheduler="threads"):
+        res = fsa_fit(da.from_array(f["X"], chunks=(400, 300)), y, 8, loss="lorenz", bins=4,
+                      max_memory=X.nbytes // 8)
+    _same(res, references[("lorenz", 4)])
+    assert res.history["dask"]["persisted_at"][0] == "start"  # X fits the default memory
+
+
 def test_dask_errors(data):
     X, y, _ = data
     Xn = X.copy()
