@@ -186,16 +186,25 @@ class _FSABase(SelectorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
 
         Returns
         -------
         scores : ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "support_")
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         coef = self.coef_.reshape(self.support_.size, -1)
         bins = 0 if self.bins is None else self.bins
+        if is_dask_array(X):  # per row chunk, reading only the selected columns
+            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is "
+                                 f"expecting {self.n_features_in_} features as input")
+            cols = np.arange(self.support_.size)
+            Xs = X[:, self.support_].rechunk({1: -1})
+            scores = Xs.map_blocks(decision_function, cols, self.response_table_, bins, coef,
+                                   self.intercept_, drop_axis=1, dtype=np.float64)
+            return scores.compute()
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         return decision_function(X, self.support_, self.response_table_, bins, coef,
                                  self.intercept_)
 

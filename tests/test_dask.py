@@ -113,8 +113,12 @@ def test_zarr_input_and_dask_targets(tmp_path, data, references):
     np.testing.assert_array_equal(clf.support_, ref.support)
     np.testing.assert_allclose(clf.coef_, ref.coef[:, 0], rtol=1e-6, atol=1e-8)
     assert clf.n_features_in_ == 300
-    np.testing.assert_array_equal(clf.predict(X), FSAClassifier(k=8, loss="lorenz").fit(
-        X, y).predict(X))
+    mem = FSAClassifier(k=8, loss="lorenz").fit(X, y)
+    np.testing.assert_allclose(clf.decision_function(Xz), mem.decision_function(X), rtol=1e-6,
+                               atol=1e-8)
+    np.testing.assert_array_equal(clf.predict(Xz), clf.predict(X))
+    with pytest.raises(ValueError, match="expecting 300 features"):
+        clf.predict(Xz[:, :5])
     reg = FSARegressor(k=8, max_memory=X.nbytes // 8).fit(Xz, y)
     np.testing.assert_array_equal(reg.support_, FSARegressor(k=8).fit(X, y).support_)
 
