@@ -17,6 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from cvfs.core._dask_layout import is_dask_array
 from cvfs.core.fsa import decision_function, fsa_fit, is_out_of_core
 from cvfs.core.fsa_multiclass import fsa_multiclass_fit
 from cvfs.core.losses import get_loss
@@ -148,9 +149,10 @@ class _FSABase(SelectorMixin, BaseEstimator):
         return get_prior(self.prior, self.shrinkage, self.smoothness)
 
     def _validate_X_y(self, X, y, y_numeric):
-        """Arrays are validated by scikit-learn; memmaps and HDF5 datasets are only checked for
-        shape (their values are checked block by block during the fit)."""
-        if is_out_of_core(X):
+        """Arrays are validated by scikit-learn; memmaps, HDF5 datasets and Dask arrays are only
+        checked for shape (their values are checked block by block during the fit; a Dask ``y``
+        is computed)."""
+        if is_out_of_core(X) or is_dask_array(X):
             if len(X.shape) != 2:
                 raise ValueError(f"X must be 2-D, got shape {X.shape}")
             y = np.asarray(y)
@@ -196,16 +198,25 @@ class _FSABase(SelectorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
 
         Returns
         -------
         scores : ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "support_")
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         coef = self.coef_.reshape(self.support_.size, -1)
         bins = 0 if self.bins is None else self.bins
+        if is_dask_array(X):  # per row chunk, reading only the selected columns
+            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is "
+                                 f"expecting {self.n_features_in_} features as input")
+            cols = np.arange(self.support_.size)
+            Xs = X[:, self.support_].rechunk({1: -1})
+            scores = Xs.map_blocks(decision_function, cols, self.response_table_, bins, coef,
+                                   self.intercept_, drop_axis=1, dtype=np.float64)
+            return scores.compute()
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         return decision_function(X, self.support_, self.response_table_, bins, coef,
                                  self.intercept_)
 
@@ -239,7 +250,7 @@ _DOC_PARAMS = """
         c of eq. (13) (``prior="second_order"`` only).
     max_memory : int or None, default=None
         Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
-        row blocks (default: a quarter of physical memory).
+        row blocks, or a ``dask.array.Array`` (default: a quarter of physical memory).
     random_state : None, int or Generator, default=None
         Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).
     verbose : bool, default=False
@@ -336,9 +347,9 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
     def fit(self, X, y):
         """Fit on X of shape (n_samples, n_features) and labels y of shape (n_samples,).
 
-        Two classes: the binary FSA solver (X an array, memmap or HDF5 dataset). More classes,
-        or ``class_weight`` set: the solver of :mod:`cvfs.core.fsa_multiclass` (weighted
-        mean loss) on an in-memory X, linear responses.
+        Two classes: the binary FSA solver (X an array, memmap, HDF5 dataset or Dask array).
+        More classes, or ``class_weight`` set: the solver of :mod:`cvfs.core.fsa_multiclass`
+        (weighted mean loss) on an in-memory X, linear responses.
 
         Raises
         ------
@@ -366,9 +377,10 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         if self.bins is not None:
             raise ValueError(f"Only binary classification is supported with piecewise-linear "
                              f"responses (bins={self.bins!r}); {what} (use bins=None)")
-        if not isinstance(X, np.ndarray) and is_out_of_core(X):
+        if is_dask_array(X) or (not isinstance(X, np.ndarray) and is_out_of_core(X)):
+            kind = "a Dask array" if is_dask_array(X) else "an HDF5 dataset"
             raise ValueError(f"{what}: multiclass and weighted FSA need X in memory (an "
-                             "ndarray or np.memmap), got an HDF5 dataset")
+                             f"ndarray or np.memmap), got {kind}")
         weight = (None if self.class_weight is None
                   else compute_sample_weight(self.class_weight, y))
         binary = classes.size == 2

@@ -19,6 +19,11 @@ orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels` and
   1 once the kept set has its final size. ``history["lr"]`` records the step used.
 - Out of core: ``X`` may be an ``h5py.Dataset`` or ``np.memmap``, read in row blocks until the
   kept columns fit in ``max_memory``; peak memory ``max_memory + 3 * block_bytes + O(M * G)``.
+- Dask: ``X`` may be a ``dask.array.Array`` (e.g. from Zarr); each pass is a map-reduce of the
+  same kernels over its row chunks (:mod:`cvfs.core._dask_layout`, on the active
+  ``distributed.Client`` or Dask's local scheduler), moving O(M G + chunks) per iteration; the
+  kept columns are persisted on the workers once they fit ``worker_memory`` and gathered into
+  the in-memory loop once they fit ``max_memory``.
 - In memory: an ndarray is used as it is (C-contiguous float32/float64); the first compaction
   copies the kept columns (peak ~1.5x the size of X), later ones move them within that buffer.
 
@@ -38,6 +43,7 @@ import numpy as np
 from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
+from cvfs.core._dask_layout import is_dask_array
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import Shrinkage
 from cvfs.core.responses import _ColumnStats, get_response
@@ -199,15 +205,15 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
 
 def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
             schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
-            pairs=None, max_memory=None, block_bytes=_BLOCK_BYTES, random_state=None,
-            record_path=False, verbose=False):
+            pairs=None, max_memory=None, block_bytes=_BLOCK_BYTES, worker_memory=None,
+            random_state=None, record_path=False, verbose=False):
     """Fit FSA: minimise mean loss + prior subject to at most ``k`` selected feature groups.
 
     Parameters
     ----------
-    X : ndarray, np.memmap or h5py.Dataset of shape (N, M)
+    X : ndarray, np.memmap, h5py.Dataset or dask.array.Array of shape (N, M)
         Features, float32 (kept) or anything else (promoted to float64). Must be finite.
-    y : ndarray of shape (N,)
+    y : ndarray or dask.array.Array of shape (N,)
         Targets: real for the squared loss, +-1 for margin losses, ignored for ranking.
     k : int
         Number of feature groups to keep (capped at M).
@@ -238,6 +244,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         (default: a quarter of physical memory); see "Data that does not fit in memory".
     block_bytes : int, default=64 MiB
         Size of a row block read from an out-of-core X.
+    worker_memory : int, optional
+        Dask X only: bytes the kept columns persisted on the workers may occupy (default: a
+        quarter of the workers' memory limits, or of physical memory without a
+        ``distributed.Client``); see "FSA on Dask" in ``docs/methods.md``.
     random_state : None, int or Generator
         Seeds the start vector of the power iteration (the only randomness; None means a fixed
         seed, so fits are deterministic by default).
@@ -288,8 +298,16 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     else:
         pi = pj = np.zeros(0, np.int64)
         pr = pw = np.zeros(0)
+    layout = None
+    if is_dask_array(X):  # row chunks on a Dask scheduler: cvfs.core._dask_layout
+        from cvfs.core._dask_layout import DaskLayout, default_worker_memory
+
+        if worker_memory is None:
+            worker_memory = default_worker_memory(_physical_memory())
+        layout = DaskLayout(X, y, (pi, pj, pr, pw), worker_memory)
+        X = layout.X
     out_of_core = is_out_of_core(X)
-    if not out_of_core:
+    if not out_of_core and layout is None:
         X = np.asarray(X)
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
@@ -309,9 +327,13 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     # rows of the power-iteration start (below): evenly spaced, at most one block
     n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
     sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
-    in_place = response.bins == 0 and not out_of_core  # read where they are
-    fp, g_first, Xs = _column_table(X, response, block_bytes, d0 if fused else None,
-                                    None if in_place else sub)
+    in_place = response.bins == 0 and not out_of_core and layout is None  # read in place
+    if layout is not None:
+        fp, g_first, Xs = layout.column_table(
+            response, (loss.code, float(loss.param), intercept) if fused else None, sub)
+    else:
+        fp, g_first, Xs = _column_table(X, response, block_bytes, d0 if fused else None,
+                                        None if in_place else sub)
     if fused:  # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
         dsum = float(d0.sum())
         if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
@@ -352,12 +374,17 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
             X, y, (pi, pj, pr, pw), cols, fp, response.bins, beta, v, support, intercept, lam,
             g_first, first, schedule, loss, curv, shrink, smooth, lr_fixed, boost,
             fit_intercept, hist, path, max_memory, block_bytes, itemsize, bar)
+    elif layout is not None:
+        e, X, transposed, cols, fp, beta, v, support, intercept, lam = layout.iterations(
+            y, (pi, pj, pr, pw), cols, fp, response.bins, beta, v, support, intercept, lam,
+            g_first, first, schedule, loss, curv, shrink, smooth, lr_fixed, boost,
+            fit_intercept, hist, path, max_memory, bar)
     n_ooc = e
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
     # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
     # empty until the first compaction
-    Xw = X if out_of_core else np.empty((0, 0), dtype=X.dtype)
+    Xw = X if out_of_core or layout is not None else np.empty((0, 0), dtype=X.dtype)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
@@ -385,6 +412,8 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         "lipschitz": float(curv * lam),
         "time": time.perf_counter() - t_start,
     }
+    if layout is not None:
+        history["dask"] = layout.report(n_iter)
     table = fp.copy()
     if response.bins == 0:
         table[:, 2] = 0.0

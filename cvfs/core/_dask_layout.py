@@ -1,0 +1,506 @@
+"""FSA on a Dask array: the passes of :func:`cvfs.core.fsa.fsa_fit` as map-reduce over row chunks.
+
+Each pass runs one task per row chunk, on the active ``distributed.Client`` if there is one, else
+on Dask's default scheduler: the task runs the numba kernel of the out-of-core path on its chunk
+with the O(M) arguments (``cols``, ``fp``, ``beta``, ``v``: one graph key each, sent once per
+pass) and returns O(m G) partial sums, added in a tree on the workers; the client receives one
+O(m G) result per pass. ``y`` and the ranking pairs go to the workers once, split by chunk.
+
+Layouts of X, in order: the input chunks (read by every pass, e.g. from Zarr); the kept columns
+persisted on the workers beside their ``y`` chunk once N m itemsize <= ``worker_memory`` (again
+whenever the kept count halves); the kept columns gathered into the client's memory once
+N m itemsize <= ``max_memory``, where the in-memory loop takes over. ``docs/methods.md``,
+"FSA on Dask", has the details and what moves per iteration.
+"""
+
+import logging
+import pickle
+import sys
+import time
+
+import numpy as np
+
+from cvfs.core import _kernels as K
+from cvfs.core import _pl_kernels as PL
+from cvfs.core.responses import _ColumnStats
+
+__all__ = ["DaskLayout", "is_dask_array"]
+
+log = logging.getLogger(__name__)
+
+_FAN_IN = 8  # partial sums added per reduction task
+
+
+def is_dask_array(X):
+    """True for a ``dask.array.Array`` (checked without importing dask)."""
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "chunks")
+
+
+def _active_client():
+    """The ``distributed.Client`` that ``dask.compute`` would run on, or None (Dask's local
+    schedulers; distributed is not imported for this)."""
+    if "distributed" not in sys.modules:
+        return None
+    from dask.base import get_scheduler
+
+    sched = get_scheduler()
+    client = getattr(sched, "__self__", sched)
+    return client if type(client).__name__ == "Client" else None
+
+
+def default_worker_memory(physical):
+    """A quarter of the memory of the cluster's workers (threaded scheduler: of ``physical``)."""
+    client = _active_client()
+    if client is None:
+        return physical // 4
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:
+        workers = client.scheduler_info()["workers"]
+    total = sum(int(w.get("memory_limit") or 0) for w in workers.values())
+    return (total if total > 0 else physical) // 4
+
+
+def _writable(a):
+    """``a`` as a C-contiguous writable array (data received by a worker may be read-only; the
+    numba kernels are compiled for writable arrays)."""
+    return np.require(a, requirements=["C", "W"])
+
+
+def _group_chunks(chunks, pi, pj):
+    """Row chunk sizes such that no pair (pi, pj) straddles two chunks: every boundary of
+    ``chunks`` moves forward to the next row that no pair spans."""
+    n = int(sum(chunks))
+    span = np.zeros(n + 1, np.int64)
+    np.add.at(span, np.minimum(pi, pj), 1)
+    np.add.at(span, np.maximum(pi, pj), -1)
+    open_pairs = np.cumsum(span)[:-1]  # pairs spanning the cut after row r
+    allowed = np.flatnonzero(open_pairs == 0) + 1  # cuts b with no pair across (b - 1, b)
+    cuts = []
+    for b in np.cumsum(chunks)[:-1]:
+        pos = np.searchsorted(allowed, b)
+        c = int(allowed[pos]) if pos < allowed.size else n
+        if c < n and (not cuts or c > cuts[-1]):
+            cuts.append(c)
+    edges = np.array([0, *cuts, n])
+    return tuple(int(s) for s in np.diff(edges))
+
+
+# ---- tasks run on the workers ----
+
+
+def _chunk_stats(x, yp, args):
+    """Column statistics of one row chunk: count, mean, m2, min, max, and with the loss of the
+    first iteration the raw sums sum_i d_i x_ij; plus the chunk's power-iteration rows."""
+    r0, c, minmax, first, rows = args
+    from cvfs.core.fsa import _raise_not_finite
+
+    x = _writable(x)
+    n, M = x.shape
+    st = _ColumnStats(M, minmax=minmax)
+    d = gacc = None
+    if first is not None:
+        code, param, intercept = first
+        d = np.empty(n)
+        K.loss_rows(code, param, np.full(n, intercept), _writable(yp[0]), d)
+        gacc = np.zeros(M)
+    if not st.update(x, d, gacc):
+        try:
+            _raise_not_finite(x, r0, st)
+        except ValueError as err:
+            raise ValueError(f"{err} (row chunk {c})") from None
+    local = rows[(rows >= r0) & (rows < r0 + n)] - r0
+    graw = None if d is None else gacc + st.shift * d.sum()
+    return {"n": n, "mean": st.mean, "m2": st.m2, "lo": st.lo, "hi": st.hi, "graw": graw,
+            "rows": [x[local].copy()]}
+
+
+def _merge_stats(*parts):
+    """Combine chunk statistics in row order (pairwise mean/m2 update of Chan et al.)."""
+    out = dict(parts[0])
+    out["rows"] = list(out["rows"])
+    for p in parts[1:]:
+        na, nb = out["n"], p["n"]
+        n = na + nb
+        delta = p["mean"] - out["mean"]
+        out["mean"] = out["mean"] + delta * (nb / n)
+        out["m2"] = out["m2"] + p["m2"] + delta * delta * (na * nb / n)
+        out["n"] = n
+        out["lo"] = np.minimum(out["lo"], p["lo"])
+        out["hi"] = np.maximum(out["hi"], p["hi"])
+        if out["graw"] is not None:
+            out["graw"] = out["graw"] + p["graw"]
+        out["rows"] += p["rows"]
+    return out
+
+
+def _chunk_basis(x, yp, args):
+    """Basis column sums of one chunk (piecewise-linear basis means) and, with the loss of the
+    first iteration, the weighted sums sum_i d_i u_i."""
+    fp, bins, first = args
+    x = _writable(x)
+    n = x.shape[0]
+    fp = _writable(fp)
+    sums = np.zeros((fp.shape[0], bins + 1))
+    d, graw = np.zeros(0), np.zeros((0, bins + 1))
+    if first is not None:
+        code, param, intercept = first
+        d = np.empty(n)
+        K.loss_rows(code, param, np.full(n, intercept), _writable(yp[0]), d)
+        graw = np.zeros_like(sums)
+    PL.basis_sums(x, fp, bins, sums, d, graw)
+    return sums, graw if first is not None else None
+
+
+def _chunk_row_pass(x, yp, args):
+    """:func:`cvfs.core._kernels.row_pass` on one chunk: (g, h, [loss sum, sum d, sum t])."""
+    cols, fp, bins, beta, v, intercept, code, param, track = args
+    cols, fp, beta, v = (_writable(a) for a in (cols, fp, beta, v))
+    g = np.zeros(beta.shape)
+    h = np.zeros(beta.shape)
+    a, b, c = K.row_pass(_writable(x), _writable(yp[0]), cols, fp, bins, beta, v, intercept,
+                         code, param, g, h, track)
+    return g, h, np.array([a, b, c])
+
+
+def _chunk_rank(x, yp, args):
+    """Scores, pair losses and gradient sums of one chunk whose pairs all lie in it:
+    (g, h, [loss sum, sum r, sum w])."""
+    cols, fp, bins, beta, v, intercept, code, param, track = args
+    cols, fp, beta, v = (_writable(a) for a in (cols, fp, beta, v))
+    x = _writable(x)
+    pi, pj, pr, pw = (_writable(a) for a in yp[1])
+    n = x.shape[0]
+    z, t, r, w = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    K.score_pass(x, cols, fp, bins, beta, v, intercept, z, t, track)
+    lsum = K.rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
+    g = np.zeros(beta.shape)
+    h = np.zeros(beta.shape)
+    a, b = K.grad_pass(x, cols, fp, bins, r, w, g, h, track)
+    return g, h, np.array([lsum, a, b])
+
+
+def _add(*parts):
+    """Sum of tuples of arrays (or of arrays / None), element by element."""
+    first = parts[0]
+    if isinstance(first, tuple):
+        return tuple(_add(*items) for items in zip(*parts))
+    if first is None:
+        return None
+    out = first.copy()
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def _chunk_take(x, yp, args):
+    """The kept columns of one chunk: row-major, or (``bins``) the feature-major bin
+    coordinates the in-memory loop works on."""
+    cols, fp, bins = args
+    x = _writable(x)
+    cols = _writable(cols)
+    if bins > 0:
+        return PL.compact_bins(x, cols, _writable(fp), bins)
+    out = np.empty((x.shape[0], cols.size), dtype=x.dtype)
+    K.take_columns(x, cols, out)
+    return out
+
+
+def _bundle(x, yp, args):
+    """A persisted chunk: its kept columns beside its ``y`` and pairs (kept on one worker)."""
+    cols = _writable(args)
+    x = _writable(x)
+    out = np.empty((x.shape[0], cols.size), dtype=x.dtype)
+    K.take_columns(x, cols, out)
+    return out, yp
+
+
+def _on_bundle(func, bundle, args):
+    return func(bundle[0], bundle[1], args)
+
+
+class DaskLayout:
+    """The row chunks of a Dask array X and the passes of FSA over them.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (N, M)
+        Column chunks are merged (each task needs whole rows); other dtypes than float32 and
+        float64 become float64. With ranking pairs the row chunks are moved to cuts no pair
+        spans.
+    y : ndarray of shape (N,)
+    pairs : tuple (pi, pj, pr, pw) of arrays
+        Ranking pairs (empty for other losses), global row indices.
+    worker_memory : int
+        Bytes the persisted kept columns may use on the workers.
+    """
+
+    def __init__(self, X, y, pairs, worker_memory):
+        import dask
+        from dask import delayed
+
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {X.shape}")
+        if not all(np.isfinite(c) for c in X.chunks[0]):
+            raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes() "
+                             "before fitting")
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must be 1-D with X.shape[0]={X.shape[0]} entries, got shape "
+                             f"{y.shape}")
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: -1})
+        pi, pj, pr, pw = pairs
+        chunks = X.chunks[0]
+        if pi.size:
+            chunks = _group_chunks(chunks, pi, pj)
+            if chunks != X.chunks[0]:
+                X = X.rechunk({0: chunks})
+                log.info("FSA on Dask: rows rechunked into %d chunks so that no ranking pair "
+                         "spans two chunks", len(chunks))
+        self.X = X
+        self.shape = X.shape
+        self.itemsize = X.dtype.itemsize
+        self.worker_memory = int(worker_memory)
+        self.offsets = np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+        self.n_chunks = len(chunks)
+        # y and the pairs of each chunk (local row indices): sent to the workers once
+        parts = []
+        for c in range(self.n_chunks):
+            r0, r1 = self.offsets[c], self.offsets[c + 1]
+            sel = (pi >= r0) & (pi < r1)
+            local = (pi[sel] - r0, pj[sel] - r0, pr[sel], pw[sel]) if pi.size else ()
+            parts.append(delayed((np.ascontiguousarray(y[r0:r1]), local), traverse=False))
+        self._yp = dask.persist(*parts)
+        self._blocks = list(X.to_delayed().ravel())
+        self._persisted = False
+        self.width = X.shape[1]
+        self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
+                        "seconds": []}
+        self.persisted_at = []
+        if self._fits(self.width):
+            self._persist(np.arange(self.width, dtype=np.int64), "start")
+
+    # ---- map-reduce ----
+
+    def _fits(self, m):
+        return self.shape[0] * m * self.itemsize <= self.worker_memory
+
+    def _tasks(self, func, args):
+        """One delayed task per chunk applying ``func`` to (chunk, y and pairs, args), with
+        ``args`` one graph key; returns the tasks and the bytes of what goes to the cluster."""
+        from dask import delayed
+
+        arg = delayed(args, traverse=False)
+        sent = len(pickle.dumps(args, protocol=5))
+        tasks = []
+        for blk, yp in zip(self._blocks, self._yp):
+            if self._persisted:
+                t = delayed(_on_bundle, pure=False)(func, blk, arg)
+            else:
+                t = delayed(func, pure=False)(blk, yp, arg)
+            sent += _task_bytes(t)
+            tasks.append(t)
+        return tasks, sent
+
+    def map_reduce(self, func, args, reduce=_add, name="pass"):
+        """Run ``func`` on every chunk and reduce the results in a tree of fan-in 8 on the
+        workers. Records the bytes sent and received in ``traffic``."""
+        t0 = time.perf_counter()
+        import dask
+        from dask import delayed
+
+        parts, sent = self._tasks(func, args)
+        n_tasks = len(parts)
+        while len(parts) > 1:
+            nxt = []
+            for i in range(0, len(parts), _FAN_IN):
+                t = delayed(reduce, pure=False)(*parts[i:i + _FAN_IN])
+                sent += _task_bytes(t)
+                nxt.append(t)
+            n_tasks += len(nxt)
+            parts = nxt
+        (out,) = dask.compute(parts[0], optimize_graph=False)
+        self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0)
+        return out
+
+    def _record(self, name, sent, received, tasks, t0):
+        """Log one pass: its name, bytes sent and received, tasks, seconds since ``t0``."""
+        tr = self.traffic
+        tr["seconds"].append(time.perf_counter() - t0)
+        tr["pass"].append(name)
+        tr["sent_bytes"].append(int(sent))
+        tr["received_bytes"].append(int(received))
+        tr["tasks"].append(int(tasks))
+
+    def _persist(self, cols, when):
+        """Persist the columns ``cols`` of the current layout on the workers, each chunk beside
+        its ``y`` and pairs (a take on the worker holding the chunk once persisted)."""
+        t0 = time.perf_counter()
+        import dask
+
+        tasks, sent = self._tasks(_bundle, cols)
+        self._blocks = list(dask.persist(*tasks, optimize_graph=False))
+        self._persisted = True
+        self.width = cols.size
+        self.persisted_at.append(when)
+        self._record("persist", sent, 0, len(tasks), t0)
+        log.debug("FSA on Dask: %d columns persisted on the workers (%s)", cols.size, when)
+
+    # ---- passes ----
+
+    def column_table(self, response, first, rows):
+        """:func:`cvfs.core.fsa._column_table` over the chunks: (fp, raw first-iteration sums
+        or None, the rows ``rows`` of X). ``first`` = (loss code, parameter, intercept) for the
+        fused first-iteration gradient, else None."""
+        t0 = time.perf_counter()
+        M = self.shape[1]
+        minmax = response.bins > 0
+        parts, sent = [], 0
+        from dask import delayed
+
+        # the chunk offsets go with each task: one argument tuple per chunk here (once per fit)
+        for c, (blk, yp) in enumerate(zip(self._blocks, self._yp)):
+            args = (int(self.offsets[c]), c, minmax, first, rows)
+            sent += len(pickle.dumps(args, protocol=5))
+            if self._persisted:
+                t = delayed(_on_bundle, pure=False)(_chunk_stats, blk, args)
+            else:
+                t = delayed(_chunk_stats, pure=False)(blk, yp, args)
+            sent += _task_bytes(t)
+            parts.append(t)
+        n_tasks = len(parts)
+        while len(parts) > 1:
+            parts = [delayed(_merge_stats, pure=False)(*parts[i:i + _FAN_IN])
+                     for i in range(0, len(parts), _FAN_IN)]
+            n_tasks += len(parts)
+        import dask
+
+        (out,) = dask.compute(parts[0], optimize_graph=False)
+        self._record("stats", sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0)
+        stats = _ColumnStats(M, minmax=minmax)
+        stats.n, stats.shift = out["n"], out["mean"]
+        stats.s1, stats.s2 = np.zeros(M), out["m2"]
+        stats.lo, stats.hi = out["lo"], out["hi"]
+        rows_out = np.concatenate(out["rows"]) if rows is not None else None
+        if response.bins == 0:
+            graw = None if first is None else out["graw"][:, None]
+            return response.table(stats), graw, rows_out
+        fp = response.bin_table(stats)
+        sums, graw = self.map_reduce(_chunk_basis, (fp, response.bins, first), name="basis")
+        fp[:, 2:] = sums / self.shape[0]
+        return fp, graw, rows_out
+
+    def iterations(self, y, pairs, cols, fp, bins, beta, v, support, intercept, lam, g_first,
+                   first, schedule, loss, curv, shrink, smooth, lr_fixed, boost, fit_intercept,
+                   hist, path, max_memory, bar):
+        """:func:`cvfs.core.fsa._out_of_core_iterations` with each pass a map-reduce over the
+        chunks: iterations until the kept columns fit in ``max_memory``, which are then
+        gathered. Returns the iteration reached and the in-memory state."""
+        N, M = self.shape
+        G = beta.shape[1]
+        is_rank = loss.code == K.RANK
+        e = 0
+        track = True
+        lam0 = lam
+        self.iteration_traffic = np.zeros((schedule.size, 3), np.int64)
+        while e < schedule.size and N * cols.size * self.itemsize > max_memory:
+            m = cols.size
+            n_rec = len(self.traffic["pass"])
+            width = self.width
+            if e == 0 and g_first.shape[0] > 0:  # from the statistics pass
+                g = g_first.copy()
+                value, gi = first
+                width = 0
+            else:
+                args = (cols, fp, bins, beta, v, float(intercept), loss.code, float(loss.param),
+                        track)
+                g, h, s = self.map_reduce(_chunk_rank if is_rank else _chunk_row_pass, args,
+                                          name="rank" if is_rank else "row")
+                if is_rank:
+                    K.finalize(g, fp, bins, s[1], 1.0)
+                    K.finalize(h, fp, bins, s[2], 1.0)
+                    value, gi = s[0], 0.0
+                else:
+                    K.finalize(g, fp, bins, s[1], N)
+                    K.finalize(h, fp, bins, s[2], N)
+                    value, gi = s[0] / N, s[1] / N
+            if width == 0:
+                h = np.zeros((m, G))
+            b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
+            keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0,
+                                           track and width > 0, curv, shrink, smooth, lr_fixed,
+                                           b, schedule[e])
+            if fit_intercept:
+                intercept -= min(lr, 1.0 / curv) * gi
+            hist[e] = (value + pval, keep.size, lr, width, lam)
+            if keep.size < m:
+                beta, v, fp, support, cols = (beta[keep], v[keep], fp[keep], support[keep],
+                                              cols[keep])
+                nv = np.linalg.norm(v)
+                v = v / nv if nv > 0 else np.full_like(v, 1.0 / np.sqrt(v.size))
+                m = cols.size
+                if (N * m * self.itemsize > max_memory and self._fits(m)
+                        and (not self._persisted or 2 * m <= self.width)):
+                    self._persist(cols, e)
+                    cols = np.arange(m, dtype=np.int64)
+            if path.shape[0]:
+                path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
+            tr = self.traffic
+            self.iteration_traffic[e] = (sum(tr["sent_bytes"][n_rec:]),
+                                         sum(tr["received_bytes"][n_rec:]),
+                                         sum(tr["tasks"][n_rec:]))
+            e += 1
+            if bar is not None:
+                bar.update(1)
+        Xw = self.gather(cols, fp, bins)
+        log.debug("FSA on Dask: %d kept columns gathered after %d iterations", cols.size, e)
+        return (e, Xw, bins > 0, np.arange(cols.size, dtype=np.int64), fp, beta, v, support,
+                intercept, lam)
+
+    def gather(self, cols, fp, bins):
+        """The kept columns in the client's memory, (N, m) row-major or (bins) the (m, N)
+        feature-major bin coordinates; a few chunks at a time into one buffer."""
+        t0 = time.perf_counter()
+        import dask
+
+        N = self.shape[0]
+        m = cols.size
+        dtype = self.X.dtype
+        Xw = np.empty((m, N) if bins > 0 else (N, m), dtype=dtype)
+        tasks, sent = self._tasks(_chunk_take, (cols, fp, bins))
+        step = 8
+        received = 0
+        for c0 in range(0, len(tasks), step):
+            outs = dask.compute(*tasks[c0:c0 + step], optimize_graph=False)
+            for c, out in enumerate(outs, start=c0):
+                r0, r1 = self.offsets[c], self.offsets[c + 1]
+                if bins > 0:
+                    Xw[:, r0:r1] = out
+                else:
+                    Xw[r0:r1] = out
+                received += out.nbytes
+        self._record("gather", sent, received, len(tasks), t0)
+        return Xw
+
+    def report(self, n_iter):
+        """Traffic per iteration (arrays of shape (n_iter,)) and per pass, for ``history``."""
+        it = np.zeros((n_iter, 3), np.int64)
+        own = getattr(self, "iteration_traffic", None)
+        if own is not None:
+            it[:own.shape[0]] = own
+        return {
+            "n_chunks": self.n_chunks,
+            "sent_bytes": it[:, 0], "received_bytes": it[:, 1], "tasks": it[:, 2],
+            "passes": {k: list(v) for k, v in self.traffic.items()},
+            "persisted_at": list(self.persisted_at),
+        }
+
+
+def _task_bytes(t):
+    """Pickled size of the task of the Delayed ``t`` (function, literals, input keys)."""
+    layer = t.dask.layers.get(t.key)
+    if layer is None:
+        return 0
+    return len(pickle.dumps(dict(layer), protocol=5))

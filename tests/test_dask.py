@@ -1,0 +1,183 @@
+"""FSA on Dask arrays: equal to the in-memory fit on the threaded scheduler and on a local
+cluster of two worker processes; Zarr input; errors; the per-iteration traffic bound."""
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+
+from cvfs.core._dask_layout import _group_chunks  # noqa: E402
+from cvfs.core.fsa import fsa_fit  # noqa: E402
+from cvfs.datasets.synthetic import make_ar1_classification  # noqa: E402
+from cvfs.estimators import FSAClassifier, FSARanker, FSARegressor  # noqa: E402
+
+CASES = [("logistic", None), ("lorenz", None), ("lorenz", 4)]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, true = make_ar1_classification(2000, 300, k_true=8, random_state=14)
+    return X.astype(np.float32), np.where(y > 0, 1.0, -1.0), true
+
+
+@pytest.fixture(scope="module")
+def references(data):
+    X, y, _ = data
+    return {case: fsa_fit(X, y, 8, loss=case[0], bins=case[1]) for case in CASES}
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster, set_as_default=False) as c:
+            yield c
+
+
+@pytest.fixture(params=["threads", "cluster"])
+def scheduler(request):
+    """Runs the test on Dask's threaded scheduler, then on the local cluster."""
+    if request.param == "threads":
+        import dask
+
+        with dask.config.set(scheduler="threads"):
+            yield None
+    else:
+        c = request.getfixturevalue("client")
+        with c.as_current():
+            yield c
+
+
+def _same(res, ref):
+    np.testing.assert_array_equal(res.support, ref.support)
+    np.testing.assert_allclose(res.coef, ref.coef, rtol=1e-6, atol=1e-8)
+    assert res.intercept == pytest.approx(ref.intercept, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_dask_fit_equals_in_memory(data, references, scheduler, case):
+    """Streamed chunks, then persisted kept columns, then the in-memory loop: same model."""
+    X, y, true = data
+    Xd = da.from_array(X, chunks=(250, 100))  # column chunks are merged into whole rows
+    res = fsa_fit(Xd, y, 8, loss=case[0], bins=case[1], max_memory=X.nbytes // 8,
+                  worker_memory=X.nbytes // 3)
+    ref = references[case]
+    _same(res, ref)
+    np.testing.assert_array_equal(res.support, true)
+    h = res.history
+    n_dask = h["out_of_core_iterations"]
+    assert n_dask >= 3 and h["dask"]["n_chunks"] == 8
+    # persisted once the kept columns fit a third of X, gathered once they fit an eighth
+    first = h["dask"]["persisted_at"][0]
+    assert 2000 * h["n_kept"][first] * 4 <= X.nbytes // 3 < 2000 * 300 * 4
+    assert 2000 * h["n_kept"][n_dask - 1] * 4 <= X.nbytes // 8
+    assert h["width"][0] == 0 and h["width"][1] == 300  # iteration 0 from the statistics
+    assert h["width"][first + 1] == h["n_kept"][first]  # pass; then the persisted columns
+    np.testing.assert_allclose(h["loss"], ref.history["loss"], rtol=1e-6)
+
+
+def test_ranker_on_dask_equals_in_memory(scheduler):
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(2000, 60)).astype(np.float32)
+    y = 2 * X[:, 4] - X[:, 17] + 0.3 * rng.normal(size=2000)
+    groups = np.repeat(np.arange(200), 10)
+    params = dict(k=4, n_iter=100, max_memory=X.nbytes // 8)
+    ref = FSARanker(**params).fit(X, y, groups)
+    # chunks of 333 rows cut groups of 10: the rows are rechunked at group boundaries
+    Xd = da.from_array(X, chunks=(333, 60))
+    est = FSARanker(**params).fit(Xd, da.from_array(y, chunks=500), groups)
+    np.testing.assert_array_equal(est.support_, ref.support_)
+    assert {4, 17} <= set(est.support_.tolist())
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
+    assert est.history_["out_of_core_iterations"] >= 3
+    assert est.history_["dask"]["n_chunks"] == 6
+
+
+def test_group_chunks_move_cuts_past_pairs():
+    pi = np.array([0, 3, 4, 8])
+    pj = np.array([2, 5, 6, 9])  # pairs span rows 0-2, 3-6 and 8-9
+    assert _group_chunks((3, 3, 4), pi, pj) == (3, 4, 3)
+    assert _group_chunks((5, 5), pi, pj) == (7, 3)
+    assert _group_chunks((9, 1), pi, pj) == (10,)  # no cut left: one chunk
+
+
+def test_zarr_input_and_dask_targets(tmp_path, data, references):
+    pytest.importorskip("zarr")
+    X, y, true = data
+    da.from_array(X, chunks=(500, 300)).to_zarr(str(tmp_path / "x.zarr"))
+    Xz = da.from_zarr(str(tmp_path / "x.zarr"))
+    clf = FSAClassifier(k=8, loss="lorenz", max_memory=X.nbytes // 8).fit(
+        Xz, da.from_array(y, chunks=700))
+    ref = references[("lorenz", None)]
+    np.testing.assert_array_equal(clf.support_, ref.support)
+    np.testing.assert_allclose(clf.coef_, ref.coef[:, 0], rtol=1e-6, atol=1e-8)
+    assert clf.n_features_in_ == 300
+    mem = FSAClassifier(k=8, loss="lorenz").fit(X, y)
+    np.testing.assert_allclose(clf.decision_function(Xz), mem.decision_function(X), rtol=1e-6,
+                               atol=1e-8)
+    np.testing.assert_array_equal(clf.predict(Xz), clf.predict(X))
+    with pytest.raises(ValueError, match="expecting 300 features"):
+        clf.predict(Xz[:, :5])
+    reg = FSARegressor(k=8, max_memory=X.nbytes // 8).fit(Xz, y)
+    np.testing.assert_array_equal(reg.support_, FSARegressor(k=8).fit(X, y).support_)
+
+
+def test_hdf5_through_dask(tmp_path, data, references):
+    """An HDF5 dataset wrapped by ``da.from_array`` (Dask's local scheduler: h5py datasets do
+    not pickle, so a process cluster needs Zarr or a loader that opens the file per chunk)."""
+    import dask
+    import h5py
+
+    X, y, _ = data
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f.create_dataset("X", data=X, chunks=(200, 300))
+    with h5py.File(tmp_path / "x.h5", "r") as f, dask.config.set(scheduler="threads"):
+        res = fsa_fit(da.from_array(f["X"], chunks=(400, 300)), y, 8, loss="lorenz", bins=4,
+                      max_memory=X.nbytes // 8)
+    _same(res, references[("lorenz", 4)])
+    assert res.history["dask"]["persisted_at"][0] == "start"  # X fits the default memory
+
+
+def test_dask_errors(data):
+    X, y, _ = data
+    Xn = X.copy()
+    Xn[1234, 7] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinity \(first in row 1234, column 7\) "
+                                         r"\(row chunk 4\)"):
+        fsa_fit(da.from_array(Xn, chunks=(250, 300)), y, 8, max_memory=1)
+    Xd = da.from_array(X, chunks=(250, 300))
+    with pytest.raises(ValueError, match="y must be 1-D with X.shape"):
+        FSAClassifier().fit(Xd, y[:-1])
+    with pytest.raises(ValueError, match="y must be 1-D with X.shape"):
+        fsa_fit(Xd, y[:-1], 8)
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        FSARegressor().fit(da.zeros((4, 3, 2)), np.zeros(4))
+    with pytest.raises(ValueError, match="unknown row chunk sizes"):
+        fsa_fit(Xd[da.from_array(y) > 0], y[y > 0], 8)
+
+
+def test_traffic_per_iteration_is_independent_of_n(scheduler):
+    """Once the kept columns are persisted, an iteration moves O(M G + n_chunks) bytes between
+    client and workers, the same for N and 2N rows."""
+    rng = np.random.default_rng(2)
+    M, n_chunks = 400, 8
+    out = []
+    for N in (1600, 3200):
+        X = rng.normal(size=(N, M)).astype(np.float32)
+        y = np.where(X[:, 3] - X[:, 9] + 0.5 * rng.normal(size=N) > 0, 1.0, -1.0)
+        res = fsa_fit(da.from_array(X, chunks=(N // n_chunks, M)), y, 5, loss="logistic",
+                      n_iter=60, max_memory=N * 6 * 4, worker_memory=X.nbytes // 2)
+        h = res.history
+        tr = h["dask"]
+        e0, e1 = tr["persisted_at"][0] + 1, h["out_of_core_iterations"]
+        assert e1 - e0 >= 3
+        moved = tr["sent_bytes"][e0:e1] + tr["received_bytes"][e0:e1]
+        m = h["n_kept"][e0 - 1:e1 - 1]  # kept columns each iteration reads
+        # arguments cols, fp (3 columns), beta, v and the sums g, h: 8 floats per kept column;
+        # each task spec (function name and keys) < 512 bytes; one task per chunk, the
+        # reduction tree, and one more per chunk when the kept columns are persisted anew
+        assert np.all(moved <= 8 * 8 * m + 512 * 3 * n_chunks + 4096)
+        assert np.all(tr["tasks"][e0:e1] <= 3 * n_chunks)
+        out.append(moved)
+    np.testing.assert_allclose(out[0], out[1], rtol=0.05)
