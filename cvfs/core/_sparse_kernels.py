@@ -1,0 +1,179 @@
+"""numba kernels of FSA on scipy.sparse input: no validation, no Python objects.
+
+The matrix is passed as its CSR or CSC arrays (``indptr``, ``indices``, ``data``; canonical:
+sorted indices, no duplicates). Linear responses only: the centred, scaled basis column
+u_j = (x_j - mean_j) * scale_j is never formed; a zero entry contributes nothing to the raw sums
+sum_i d_i x_ij, and the centring term (mean_j * scale_j * sum_i d_i) is subtracted by
+:func:`cvfs.core._kernels.finalize` (``fp`` as in :mod:`cvfs.core._kernels`). Column kernels read
+only the kept columns ``cols`` of a CSC matrix, so a pass costs the kept entries, not all of them.
+
+Every kernel has a NumPy twin in ``tests/naive.py``.
+"""
+
+import math
+
+import numpy as np
+
+from cvfs._jit import njit
+
+__all__ = ["csc_column_stats", "csc_dots", "csc_scores", "csc_take_dense", "csr_column_stats",
+           "csr_count_columns", "csr_fill_columns", "csr_take_dense"]
+
+
+@njit(cache=True)
+def _finish_stats(N, count, shift, s1, s2, graw):
+    """Add the implicit zeros (N - count_j of column j, each contributing -shift_j to s1 and
+    shift_j^2 to s2); False if a sum is not finite."""
+    ok = True
+    for j in range(s1.size):
+        nz = N - count[j]
+        c = shift[j]
+        s1[j] -= nz * c
+        s2[j] += nz * c * c
+        if not (math.isfinite(s1[j]) and math.isfinite(s2[j]) and math.isfinite(graw[j])):
+            ok = False
+    return ok
+
+
+@njit(cache=True)
+def csc_column_stats(indptr, indices, data, N, d, shift, s1, s2, graw):
+    """Column statistics of a CSC matrix with N rows, shifted by the column's value in row 0
+    (as the dense statistics pass): s1_j = sum_i (x_ij - shift_j), s2_j = sum_i (x_ij -
+    shift_j)^2 over all N rows, and graw_j = sum_i d_i x_ij. Fills ``shift``; returns False if a
+    value is not finite."""
+    M = indptr.size - 1
+    count = np.empty(M, dtype=np.int64)
+    for j in range(M):
+        a = indptr[j]
+        b = indptr[j + 1]
+        c = 0.0
+        if b > a and indices[a] == 0 and math.isfinite(data[a]):
+            c = float(data[a])
+        shift[j] = c
+        s = 0.0
+        q = 0.0
+        g = 0.0
+        for p in range(a, b):
+            x = float(data[p])
+            e = x - c
+            s += e
+            q += e * e
+            g += d[indices[p]] * x
+        s1[j] = s
+        s2[j] = q
+        graw[j] = g
+        count[j] = b - a
+    return _finish_stats(N, count, shift, s1, s2, graw)
+
+
+@njit(cache=True)
+def csr_column_stats(indptr, indices, data, d, shift, s1, s2, graw):
+    """:func:`csc_column_stats` on the arrays of a CSR matrix (one pass over the rows)."""
+    N = indptr.size - 1
+    M = s1.size
+    count = np.zeros(M, dtype=np.int64)
+    shift[:] = 0.0
+    s1[:] = 0.0
+    s2[:] = 0.0
+    graw[:] = 0.0
+    if N > 0:
+        for p in range(indptr[0], indptr[1]):
+            x = float(data[p])
+            if math.isfinite(x):
+                shift[indices[p]] = x
+    for i in range(N):
+        di = d[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            x = float(data[p])
+            e = x - shift[j]
+            s1[j] += e
+            s2[j] += e * e
+            graw[j] += di * x
+            count[j] += 1
+    return _finish_stats(N, count, shift, s1, s2, graw)
+
+
+@njit(cache=True)
+def csc_scores(indptr, indices, data, cols, a, b, z, t, track):
+    """z_i += sum_j a_j x_{i, cols_j} and, if ``track``, t_i += sum_j b_j x_{i, cols_j} over
+    the stored entries of the kept columns."""
+    for j in range(cols.size):
+        c = cols[j]
+        aj = a[j]
+        if track:
+            bj = b[j]
+            for p in range(indptr[c], indptr[c + 1]):
+                i = indices[p]
+                x = data[p]
+                z[i] += aj * x
+                t[i] += bj * x
+        else:
+            for p in range(indptr[c], indptr[c + 1]):
+                z[indices[p]] += aj * data[p]
+
+
+@njit(cache=True)
+def csc_dots(indptr, indices, data, cols, d, t, g, h, track):
+    """Raw sums g_j += sum_i d_i x_{i, cols_j} and, if ``track``, h_j += sum_i t_i
+    x_{i, cols_j}, over the stored entries of the kept columns; g, h of shape (m, 1)."""
+    for j in range(cols.size):
+        c = cols[j]
+        s = 0.0
+        if track:
+            r = 0.0
+            for p in range(indptr[c], indptr[c + 1]):
+                i = indices[p]
+                x = data[p]
+                s += d[i] * x
+                r += t[i] * x
+            h[j, 0] += r
+        else:
+            for p in range(indptr[c], indptr[c + 1]):
+                s += d[indices[p]] * data[p]
+        g[j, 0] += s
+
+
+@njit(cache=True)
+def csr_count_columns(indptr, indices, pos, counts):
+    """counts[pos_j + 1] += number of stored entries of column j for kept columns (pos_j >= 0;
+    -1 marks a dropped column): the first pass of :func:`csr_fill_columns`."""
+    for p in range(indptr[0], indptr[indptr.size - 1]):
+        k = pos[indices[p]]
+        if k >= 0:
+            counts[k + 1] += 1
+
+
+@njit(cache=True)
+def csr_fill_columns(indptr, indices, data, pos, out_ptr, out_indices, out_data):
+    """The kept columns of a CSR matrix as CSC arrays (row indices sorted): entries of column j
+    go to out_ptr[pos_j]..out_ptr[pos_j + 1] (from :func:`csr_count_columns`)."""
+    fill = out_ptr[:-1].copy()
+    for i in range(indptr.size - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            k = pos[indices[p]]
+            if k >= 0:
+                q = fill[k]
+                out_indices[q] = i
+                out_data[q] = data[p]
+                fill[k] = q + 1
+
+
+@njit(cache=True)
+def csc_take_dense(indptr, indices, data, cols, out):
+    """out[i, j] += x_{i, cols_j} for the stored entries (``out`` zeroed, shape (N, m))."""
+    for j in range(cols.size):
+        c = cols[j]
+        for p in range(indptr[c], indptr[c + 1]):
+            out[indices[p], j] += data[p]
+
+
+@njit(cache=True)
+def csr_take_dense(indptr, indices, data, pos, out):
+    """out[i, pos_j] += x_ij for the stored entries of kept columns (pos_j >= 0; ``out``
+    zeroed, shape (N, m))."""
+    for i in range(indptr.size - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            k = pos[indices[p]]
+            if k >= 0:
+                out[i, k] += data[p]
