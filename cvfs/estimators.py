@@ -136,8 +136,9 @@ class _FSABase(SelectorMixin, BaseEstimator):
         return get_prior(self.prior, self.shrinkage, self.smoothness)
 
     def _validate_X_y(self, X, y, y_numeric):
-        """Arrays are validated by scikit-learn; memmaps and HDF5 datasets are only checked for
-        shape (their values are checked block by block during the fit)."""
+        """Arrays and scipy.sparse matrices (CSR/CSC kept, other formats become CSR) are
+        validated by scikit-learn; memmaps and HDF5 datasets are only checked for shape (their
+        values are checked block by block during the fit)."""
         if is_out_of_core(X):
             if len(X.shape) != 2:
                 raise ValueError(f"X must be 2-D, got shape {X.shape}")
@@ -152,8 +153,11 @@ class _FSABase(SelectorMixin, BaseEstimator):
             return X, y
         # X's values are checked by the solver's statistics pass (NaN/inf: a ValueError naming
         # the first bad row), so the scikit-learn check would only read X once more
+        if sp.issparse(X) and self.bins is not None:
+            raise ValueError(f"piecewise-linear responses (bins={self.bins!r}) need dense X; "
+                             "sparse X supports linear responses only (bins=None)")
         return validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=y_numeric,
-                             ensure_all_finite=False)
+                             ensure_all_finite=False, accept_sparse=("csr", "csc"))
 
     def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True):
         prior = self._check_params()
@@ -184,14 +188,16 @@ class _FSABase(SelectorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Sparse X is read only at the selected columns.
 
         Returns
         -------
         scores : ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "support_")
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
+                          accept_sparse=("csr", "csc"))
         coef = self.coef_.reshape(self.support_.size, -1)
         bins = 0 if self.bins is None else self.bins
         return decision_function(X, self.support_, self.response_table_, bins, coef,
@@ -200,6 +206,7 @@ class _FSABase(SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.input_tags.sparse = self.bins is None  # sparse X: linear responses only
         return tags
 
 
@@ -227,7 +234,8 @@ _DOC_PARAMS = """
         c of eq. (13) (``prior="second_order"`` only).
     max_memory : int or None, default=None
         Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
-        row blocks (default: a quarter of physical memory).
+        row blocks, or made dense from a scipy.sparse X (CSR/CSC, ``bins=None`` only; see
+        :mod:`cvfs.core.fsa_sparse`) (default: a quarter of physical memory).
     random_state : None, int or Generator, default=None
         Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).
     verbose : bool, default=False
@@ -306,8 +314,8 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         self.verbose = verbose
 
     def fit(self, X, y):
-        """Fit on X of shape (n_samples, n_features) (array, memmap or HDF5 dataset) and binary
-        labels y of shape (n_samples,).
+        """Fit on X of shape (n_samples, n_features) (array, memmap, HDF5 dataset or
+        scipy.sparse matrix) and binary labels y of shape (n_samples,).
 
         Raises
         ------
