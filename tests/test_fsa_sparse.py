@@ -260,3 +260,15 @@ def test_empty_and_unsupported_inputs_raise():
     big = sp.csr_matrix(np.where(A != 0, 1e300, 0.0))
     with pytest.raises(ValueError, match="too large for float64"):
         fsa_fit(big, yc, 3, n_iter=5)
+
+
+def test_top_groups_keeps_the_largest_norms_lowest_index_first_on_ties():
+    from cvfs.core import _kernels as K
+
+    rng = np.random.default_rng(12)
+    beta = rng.standard_normal((5000, 2))
+    beta[::7] = 0.5  # many ties at the threshold
+    norms = (beta * beta).sum(axis=1)
+    for n_keep in (1, 700, 2500, 4999, 5000):
+        want = np.sort(np.lexsort((np.arange(5000), -norms))[:n_keep])
+        np.testing.assert_array_equal(K.top_groups(beta, n_keep), want)
