@@ -26,7 +26,6 @@ import math
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
@@ -64,7 +63,7 @@ def check_sparse(X):
     return X
 
 
-def _raise_not_finite(X, stats_ok_data):
+def _raise_not_finite(X, finite_sums):
     """The ValueError for a statistics pass whose sums are not finite: a NaN or infinity
     (named by its row and column), or finite values whose squares overflow."""
     bad = np.flatnonzero(~np.isfinite(X.data))
@@ -74,7 +73,7 @@ def _raise_not_finite(X, stats_ok_data):
         minor = int(X.indices[p])
         row, col = (major, minor) if X.format == "csr" else (minor, major)
         raise ValueError(f"X contains NaN or infinity (first in row {row}, column {col})")
-    col = int(np.flatnonzero(~stats_ok_data)[0])
+    col = int(np.flatnonzero(~finite_sums)[0])
     raise ValueError(f"X column {col} has values too large for float64 statistics (their "
                      "squared deviations overflow past 1.8e308): rescale X")
 
