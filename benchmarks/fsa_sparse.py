@@ -12,12 +12,14 @@ Data (fixed seed, generated in row chunks straight into the CSR arrays)
     w0 = +-U(1, 2) on the true columns (regression, squared loss).
 
 Method
-    ``cvfs.FSARegressor(k=100)`` with default parameters on the CSR matrix, single-threaded,
-    each size in a fresh process (``--one`` runs one size in this process).
+    ``cvfs.FSARegressor(k=100)`` with default parameters on the CSR matrix (``--format csc``:
+    converted to CSC before the fit), single-threaded, each size in a fresh process (``--one``
+    runs one size in this process).
 
 Metrics
-    matrix bytes (data + indices + indptr), peak RSS of the process (``ru_maxrss``; it includes
-    the interpreter, numba and the matrix), the RSS before the fit, peak / matrix bytes and
+    matrix bytes (data + indices + indptr), peak RSS of the process during the fit (``VmHWM``
+    reset before the fit; it includes the interpreter, numba and the matrix), the RSS before the
+    fit, peak / matrix bytes and
     (peak - RSS before the fit) / matrix bytes (what the fit adds), fit wall and CPU seconds,
     iterations run on the sparse layout, precision of the selected support (= recall: both k).
 """
@@ -85,7 +87,29 @@ def _rss():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def run_one(n, m, density, k, seed):
+def _reset_peak():
+    """Reset the process's peak RSS (Linux ``clear_refs`` 5); False where unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak():
+    """Peak RSS in bytes since the last :func:`_reset_peak` (``VmHWM``), else ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run_one(n, m, density, k, seed, fmt="csr"):
     """One size in this process: returns its result row."""
     from cvfs import FSARegressor
 
@@ -94,16 +118,20 @@ def run_one(n, m, density, k, seed):
     FSARegressor(k=5, n_iter=20).fit(Xs, ys)  # compile the kernels before measuring
     t0 = time.perf_counter()
     X, y, true = make_sparse(n, m, density, k, seed=seed, verbose=True)
+    if fmt == "csc":
+        X = X.tocsc()
     t_gen = time.perf_counter() - t0
     nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    peak_before = _peak()
+    reset = _reset_peak()  # the fit's peak, not the generator's (CSC: the conversion's)
     rss_before = _rss()
-    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     est = FSARegressor(k=k, verbose=True)
     with timed() as t:
         est.fit(X, y)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = _peak() if reset else max(_peak(), peak_before)
     hits = np.intersect1d(est.support_, true).size
-    return {"N": n, "M": m, "nnz": int(X.nnz), "density": X.nnz / (n * m), "k": k,
+    return {"format": fmt, "N": n, "M": m, "nnz": int(X.nnz), "peak_reset": reset,
+            "density": X.nnz / (n * m), "k": k,
             "matrix_bytes": int(nbytes), "rss_before_fit": rss_before,
             "peak_rss_before_fit": peak_before, "peak_rss": peak, "peak_over_matrix": peak / nbytes,
             "fit_extra_over_matrix": (peak - rss_before) / nbytes,
@@ -120,6 +148,8 @@ def main(argv=None):
     ap.add_argument("--density", type=float, default=1e-3)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--format", choices=["csr", "csc"], default="csr",
+                    help="layout handed to the fit (csc: converted after generation)")
     ap.add_argument("--one", action="store_true", help="run the first size in this process and "
                     "print its row as JSON (used by the driver)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "fsa_sparse.json"))
@@ -127,12 +157,13 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     sizes = [tuple(s) for s in args.size] if args.size else SIZES + ([FULL] if args.full else [])
     if args.one:
-        print(json.dumps(run_one(*sizes[0], args.density, args.k, args.seed)))
+        print(json.dumps(run_one(*sizes[0], args.density, args.k, args.seed, args.format)))
         return 0
     rows = []
     for n, m in sizes:
         cmd = [sys.executable, __file__, "--one", "--size", str(n), str(m), "--density",
-               str(args.density), "--k", str(args.k), "--seed", str(args.seed)]
+               str(args.density), "--k", str(args.k), "--seed", str(args.seed), "--format",
+               args.format]
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         log.info("N=%d M=%d done: %.1f s", n, m, rows[-1]["fit_wall"])
@@ -145,7 +176,8 @@ def main(argv=None):
           f"{r['peak_over_matrix']:.2f}", f"{r['fit_extra_over_matrix']:.2f}",
           f"{r['fit_wall']:.1f}", f"{r['fit_cpu']:.1f}",
           str(r["sparse_iterations"]), f"{r['precision']:.2f}"] for r in rows],
-        title=f"FSARegressor(k={args.k}) on CSR float64, density {args.density:g}"))
+        title=f"FSARegressor(k={args.k}) on {args.format.upper()} float64, density "
+              f"{args.density:g}"))
     write_json(args.out, {"machine": machine_info(), "args": vars(args), "results": rows})
     return 0
 
