@@ -1,11 +1,13 @@
 """numba kernels of FSA on scipy.sparse input: no validation, no Python objects.
 
 The matrix is passed as its CSR or CSC arrays (``indptr``, ``indices``, ``data``; canonical:
-sorted indices, no duplicates). Linear responses only: the centred, scaled basis column
+sorted indices, no duplicates). Linear responses: the centred, scaled basis column
 u_j = (x_j - mean_j) * scale_j is never formed; a zero entry contributes nothing to the raw sums
 sum_i d_i x_ij, and the centring term (mean_j * scale_j * sum_i d_i) is subtracted by
 :func:`cvfs.core._kernels.finalize` (``fp`` as in :mod:`cvfs.core._kernels`). Column kernels read
 only the kept columns ``cols`` of a CSC matrix, so a pass costs the kept entries, not all of them.
+Piecewise-linear responses (``pl_*``): a stored entry contributes its basis minus that of a zero,
+and the zeros of a column their shared basis times their count (or their sum of d).
 
 Every kernel has a NumPy twin in ``tests/naive.py``.
 """
@@ -16,8 +18,9 @@ import numpy as np
 
 from cvfs._jit import njit
 
-__all__ = ["csc_column_stats", "csc_dots", "csc_scores", "csc_take_dense", "csr_column_stats",
-           "csr_count_columns", "csr_fill_columns", "csr_take_dense"]
+__all__ = ["column_min_max", "csc_column_stats", "csc_dots", "csc_scores", "csc_take_dense",
+           "csr_column_stats", "csr_count_columns", "csr_fill_columns", "csr_take_dense",
+           "pl_basis_sums", "pl_csc_dots", "pl_csc_scores"]
 
 
 @njit(cache=True)
@@ -183,3 +186,128 @@ def csr_take_dense(indptr, indices, data, pos, out):
             k = pos[indices[p]]
             if k >= 0:
                 out[i, k] += data[p]
+
+
+# ---- piecewise-linear responses: every stored entry has its bin coordinate; the implicit zeros
+# of column j share one, s_j(0), added in closed form ----
+
+
+@njit(cache=True, inline="always")
+def _bin_of(x, lo, scale, bins):
+    """Bin b and offset alpha of x (the dense kernels' bin coordinate, in float64)."""
+    s = (x - lo) * scale
+    if not s > 0.0:
+        s = 0.0
+    elif s >= bins:
+        s = float(bins)
+    b = min(int(s), bins - 1)
+    return b, s - b
+
+
+@njit(cache=True)
+def column_min_max(indptr, indices, data, csc, n_rows, lo, hi):
+    """Per column min and max over all rows (the implicit zeros included) of a CSC (``csc``)
+    or CSR matrix; ``lo``/``hi`` start at +-inf."""
+    M = lo.size
+    count = np.zeros(M, dtype=np.int64)
+    for r in range(indptr.size - 1):
+        for p in range(indptr[r], indptr[r + 1]):
+            j = r if csc else indices[p]
+            x = float(data[p])
+            lo[j] = min(lo[j], x)
+            hi[j] = max(hi[j], x)
+            count[j] += 1
+    for j in range(M):
+        if count[j] < n_rows:
+            lo[j] = min(lo[j], 0.0)
+            hi[j] = max(hi[j], 0.0)
+
+
+@njit(cache=True)
+def pl_basis_sums(indptr, indices, data, csc, n_rows, fp, bins, d, sums, gsums):
+    """Basis sums over all rows, sums[j, b] = sum_i u_b(x_ij), and gsums[j, b] = sum_i d_i
+    u_b(x_ij), of a CSC (``csc``) or CSR matrix."""
+    M = fp.shape[0]
+    count = np.zeros(M, dtype=np.int64)
+    dst = np.zeros(M)
+    for r in range(indptr.size - 1):
+        for p in range(indptr[r], indptr[r + 1]):
+            if csc:
+                j = r
+                i = indices[p]
+            else:
+                j = indices[p]
+                i = r
+            b, a = _bin_of(float(data[p]), fp[j, 0], fp[j, 1], bins)
+            di = d[i]
+            sums[j, b] += 1.0 - a
+            sums[j, b + 1] += a
+            gsums[j, b] += di * (1.0 - a)
+            gsums[j, b + 1] += di * a
+            dst[j] += di
+            count[j] += 1
+    dsum = d.sum()
+    for j in range(M):
+        b, a = _bin_of(0.0, fp[j, 0], fp[j, 1], bins)
+        nz = n_rows - count[j]
+        sums[j, b] += nz * (1.0 - a)
+        sums[j, b + 1] += nz * a
+        rest = dsum - dst[j]
+        gsums[j, b] += rest * (1.0 - a)
+        gsums[j, b + 1] += rest * a
+
+
+@njit(cache=True, inline="always")
+def _response_at(c, j, b, a):
+    return c[j, b] + a * (c[j, b + 1] - c[j, b])
+
+
+@njit(cache=True)
+def pl_csc_scores(indptr, indices, data, cols, fp, bins, beta, v, z, t, track):
+    """z_i += sum_j (f_j(x_ij) - f_j(0)) over the stored entries of the kept columns, f_j the
+    uncentred response with knots beta_j (t likewise with v if ``track``); returns
+    (sum_j f_j(0), the same with v): the part every row shares."""
+    z0 = 0.0
+    t0 = 0.0
+    for j in range(cols.size):
+        c = cols[j]
+        b0, a0 = _bin_of(0.0, fp[j, 0], fp[j, 1], bins)
+        f0 = _response_at(beta, j, b0, a0)
+        v0 = _response_at(v, j, b0, a0)
+        z0 += f0
+        t0 += v0
+        for p in range(indptr[c], indptr[c + 1]):
+            i = indices[p]
+            b, a = _bin_of(float(data[p]), fp[j, 0], fp[j, 1], bins)
+            z[i] += _response_at(beta, j, b, a) - f0
+            if track:
+                t[i] += _response_at(v, j, b, a) - v0
+    return z0, t0
+
+
+@njit(cache=True)
+def pl_csc_dots(indptr, indices, data, cols, fp, bins, d, t, dsum, tsum, g, h, track):
+    """Raw basis sums g[j, b] += sum_i d_i u_b(x_ij) over all rows of the kept columns (h
+    likewise with t if ``track``); ``dsum``, ``tsum`` the sums of d and t over all rows."""
+    for j in range(cols.size):
+        c = cols[j]
+        ds = 0.0
+        ts = 0.0
+        for p in range(indptr[c], indptr[c + 1]):
+            i = indices[p]
+            b, a = _bin_of(float(data[p]), fp[j, 0], fp[j, 1], bins)
+            di = d[i]
+            g[j, b] += di * (1.0 - a)
+            g[j, b + 1] += di * a
+            ds += di
+            if track:
+                ti = t[i]
+                h[j, b] += ti * (1.0 - a)
+                h[j, b + 1] += ti * a
+                ts += ti
+        b, a = _bin_of(0.0, fp[j, 0], fp[j, 1], bins)
+        g[j, b] += (dsum - ds) * (1.0 - a)
+        g[j, b + 1] += (dsum - ds) * a
+        if track:
+            h[j, b] += (tsum - ts) * (1.0 - a)
+            h[j, b + 1] += (tsum - ts) * a

@@ -29,10 +29,11 @@ import numpy as np
 
 from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
+from cvfs.core import _pl_kernels as PL
 from cvfs.core import _sparse_kernels as SK
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import Shrinkage
-from cvfs.core.responses import Linear, _ColumnStats
+from cvfs.core.responses import _ColumnStats, get_response
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
 __all__ = ["check_sparse", "fsa_fit_sparse", "sparse_decision_function"]
@@ -78,9 +79,9 @@ def _raise_not_finite(X, finite_sums):
                      "squared deviations overflow past 1.8e308): rescale X")
 
 
-def _column_table(X, d):
-    """Response table fp (M, 3) of linear responses and the raw first-gradient sums
-    sum_i d_i x_ij (M, 1), from one pass over the stored entries of X (CSR or CSC)."""
+def _column_table(X, response, d):
+    """Response table fp (M, 2 + G) and the raw first-gradient sums sum_i d_i u_ij (M, G), from
+    one pass over the stored entries of X (CSR or CSC; piecewise-linear responses: three)."""
     N, M = X.shape
     shift, s1, s2, graw = np.empty(M), np.empty(M), np.empty(M), np.empty(M)
     if X.format == "csc":
@@ -89,9 +90,17 @@ def _column_table(X, d):
         ok = SK.csr_column_stats(X.indptr, X.indices, X.data, d, shift, s1, s2, graw)
     if not ok:
         _raise_not_finite(X, np.isfinite(s1) & np.isfinite(s2) & np.isfinite(graw))
-    stats = _ColumnStats(M, minmax=False)
+    stats = _ColumnStats(M, minmax=response.bins > 0)
     stats.n, stats.shift, stats.s1, stats.s2 = N, shift, s1, s2
-    return Linear().table(stats), graw[:, None]
+    if response.bins == 0:
+        return response.table(stats), graw[:, None]
+    csc = X.format == "csc"
+    SK.column_min_max(X.indptr, X.indices, X.data, csc, N, stats.lo, stats.hi)
+    fp = response.bin_table(stats)
+    sums, gsums = np.zeros((M, response.G)), np.zeros((M, response.G))
+    SK.pl_basis_sums(X.indptr, X.indices, X.data, csc, N, fp, response.bins, d, sums, gsums)
+    fp[:, 2:] = sums / N
+    return fp, gsums
 
 
 def _power_start(Xsub, fp, v, n_iter):
@@ -162,15 +171,14 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     from cvfs.core.fsa import _POWER_ITERS, _POWER_ROWS, FSAResult, _physical_memory
 
     t_start = time.perf_counter()
-    if bins is not None:
-        raise ValueError(f"piecewise-linear responses (bins={bins!r}) need dense X; sparse X "
-                         "supports linear responses only (bins=None)")
     loss = get_loss(loss)
     prior = prior if prior is not None else Shrinkage()
     boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
                   else annealing_boost)
     if not (math.isfinite(boost) and boost > 0):
         raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
+    response = get_response(bins)
+    bins, G = response.bins, response.G
     X = check_sparse(X)
     N, M = X.shape
     k = min(int(k), M)
@@ -201,20 +209,20 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     d0 = np.zeros(N)
     if fused:
         l0 = K.loss_rows(code, param, np.full(N, intercept), y, d0)
-    fp, g_first = _column_table(X, d0)
+    fp, g_first = _column_table(X, response, d0)
     if fused:
         dsum = float(d0.sum())
         if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
             raise ValueError("X and y are too large for float64: the loss or its gradient "
                              "overflows at the start (rescale X or y)")
-        K.finalize(g_first, fp, 0, dsum, N)
+        K.finalize(g_first, fp, bins, dsum, N)
         first = (l0 / N, dsum / N)
     else:
-        first, g_first = (0.0, 0.0), np.zeros((0, 1))
+        first, g_first = (0.0, 0.0), np.zeros((0, G))
     rng = check_random_state(0 if random_state is None else random_state)
-    v = rng.standard_normal((M, 1))
+    v = rng.standard_normal((M, G))
     v /= np.linalg.norm(v)
-    beta = np.zeros((M, 1))
+    beta = np.zeros((M, G))
     support = np.arange(M, dtype=np.int64)
     shrink, smooth = prior.shrinkage, prior.smoothness
     lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
@@ -222,7 +230,10 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     # power-iteration start on the rows the dense fit uses
     n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
     sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
-    lam = _power_start(X[sub], fp, v, _POWER_ITERS)
+    if bins == 0:
+        lam = _power_start(X[sub], fp, v, _POWER_ITERS)
+    else:  # the dense kernel on the dense rows (n_sub x M, at most one block)
+        lam = K.power_estimate(X[sub].toarray(), support, fp, bins, v, _POWER_ITERS)
     if is_rank:  # as the dense fit: Gershgorin bound on the weighted pair Laplacian
         degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
         lam *= 2.0 * N * degree.max()
@@ -245,8 +256,8 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
         dense_bytes = N * m * itemsize
         if dense_bytes <= max_memory and dense_bytes <= nnz * (itemsize + index_bytes):
             break
-        g = np.zeros((m, 1))
-        h = np.zeros((m, 1))
+        g = np.zeros((m, G))
+        h = np.zeros((m, G))
         trk = track
         if e == 0 and fused:
             g[:] = g_first
@@ -257,24 +268,32 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
             if csc is None:  # CSR input: copy the kept columns once, column-major
                 csc = _kept_columns_csc(X, support)
                 cols = np.arange(m, dtype=np.int64)
-            a = beta[:, 0] * fp[:, 1]
-            z = np.full(N, intercept - float(beta[:, 0] @ fp[:, 2]))
-            t = np.full(N, -float(v[:, 0] @ fp[:, 2]) if track else 0.0)
-            SK.csc_scores(*csc, cols, a, v[:, 0] * fp[:, 1], z, t, track)
+            z = np.full(N, intercept - float(np.sum(beta * fp[:, 2:])))
+            t = np.full(N, -float(np.sum(v * fp[:, 2:])) if track else 0.0)
+            if bins == 0:
+                SK.csc_scores(*csc, cols, beta[:, 0] * fp[:, 1], v[:, 0] * fp[:, 1], z, t,
+                              track)
+            else:
+                z0, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, beta, v, z, t, track)
+                z += z0
+                if track:
+                    t += t0
             d = np.empty(N)
             if is_rank:
                 w = np.empty(N)
                 value = K.rank_pairs(z, t, pi, pj, pr, pw, d, w, track)
-                SK.csc_dots(*csc, cols, d, w, g, h, track)
-                K.finalize(g, fp, 0, d.sum(), 1.0)
-                K.finalize(h, fp, 0, w.sum(), 1.0)
-                gi = 0.0
+                t, denom, gi = w, 1.0, 0.0
             else:
                 lsum = K.loss_rows(code, param, z, y, d)
+                denom = N
+            dsum, tsum = float(d.sum()), float(t.sum())
+            if bins == 0:
                 SK.csc_dots(*csc, cols, d, t, g, h, track)
-                dsum = d.sum()
-                K.finalize(g, fp, 0, dsum, N)
-                K.finalize(h, fp, 0, t.sum(), N)
+            else:
+                SK.pl_csc_dots(*csc, cols, fp, bins, d, t, dsum, tsum, g, h, track)
+            K.finalize(g, fp, bins, dsum, denom)
+            K.finalize(h, fp, bins, tsum, denom)
+            if not is_rank:
                 value, gi = lsum / N, dsum / N
             width = m
         b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
@@ -292,7 +311,7 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
             track = False
         lam_prev = lam
         if path.shape[0]:
-            path[e, support] = beta[:, 0]
+            path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
         e += 1
         if bar is not None:
             bar.update(1)
@@ -301,14 +320,16 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     if e < n_iter:  # hand over the kept columns, dense, to the in-memory loop
         Xw = _dense_columns(X, csc, cols, support)
         csc = None
-        log.debug("FSA: %d kept columns made dense after %d sparse iterations", Xw.shape[1], e)
         cols = np.arange(Xw.shape[1], dtype=np.int64)
+        transposed = bins > 0
+        if transposed:  # piecewise linear: feature-major bin coordinates, as the dense loop
+            Xw = PL.compact_bins(Xw, cols, fp, bins)
+        log.debug("FSA: %d kept columns made dense after %d sparse iterations", cols.size, e)
         chunk = n_iter if not verbose else max(1, n_iter // 50)
-        transposed = False
         while e < n_iter:
             e1 = min(n_iter, e + chunk)
             Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-                Xw, Xw, transposed, y, pi, pj, pr, pw, cols, fp, 0, beta, v, support,
+                Xw, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
                 intercept, lam, track, g_first, first, e, e1, schedule, code, param, curv,
                 shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
             if bar is not None:
@@ -325,17 +346,18 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
         "width": hist[:, 3].astype(np.int64),
         "lam": hist[:, 4].copy(),
         "data_passes": float(hist[:, 3].sum() / M),
-        "stat_passes": 1,
+        "stat_passes": response.n_stat_passes,
         "out_of_core_iterations": 0,
         "sparse_iterations": n_sparse,
         "lipschitz": float(curv * lam),
         "time": time.perf_counter() - t_start,
     }
     table = fp.copy()
-    table[:, 2] = 0.0
-    return FSAResult(coef=beta * fp[:, 1:2], intercept=float(intercept - offset),
-                     support=support.copy(), table=table, bins=0, history=history,
-                     path=path if record_path else None)
+    if bins == 0:
+        table[:, 2] = 0.0
+    return FSAResult(coef=beta * fp[:, 1:2] if bins == 0 else beta.copy(),
+                     intercept=float(intercept - offset), support=support.copy(), table=table,
+                     bins=bins, history=history, path=path if record_path else None)
 
 
 def sparse_decision_function(X, support, table, bins, coef, intercept):
