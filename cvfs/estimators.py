@@ -153,9 +153,6 @@ class _FSABase(SelectorMixin, BaseEstimator):
             return X, y
         # X's values are checked by the solver's statistics pass (NaN/inf: a ValueError naming
         # the first bad row), so the scikit-learn check would only read X once more
-        if sp.issparse(X) and self.bins is not None:
-            raise ValueError(f"piecewise-linear responses (bins={self.bins!r}) need dense X; "
-                             "sparse X supports linear responses only (bins=None)")
         return validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=y_numeric,
                              ensure_all_finite=False, accept_sparse=("csr", "csc"))
 
@@ -206,7 +203,7 @@ class _FSABase(SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
-        tags.input_tags.sparse = self.bins is None  # sparse X: linear responses only
+        tags.input_tags.sparse = True
         return tags
 
 
@@ -234,7 +231,7 @@ _DOC_PARAMS = """
         c of eq. (13) (``prior="second_order"`` only).
     max_memory : int or None, default=None
         Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
-        row blocks, or made dense from a scipy.sparse X (CSR/CSC, ``bins=None`` only; see
+        row blocks, or made dense from a scipy.sparse X (CSR/CSC, see
         :mod:`cvfs.core.fsa_sparse`) (default: a quarter of physical memory).
     random_state : None, int or Generator, default=None
         Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).

@@ -79,6 +79,12 @@ def sparse_dots(X, cols, d, t):
     return (A.T @ d)[:, None], (A.T @ t)[:, None]
 
 
+def sparse_pl_basis(X, fp, bins):
+    """Uncentred piecewise-linear basis of every column of a scipy.sparse X, (N, M, bins + 1)."""
+    U = get_response(bins).basis(X.toarray(), fp)
+    return U.reshape(X.shape[0], X.shape[1], bins + 1)
+
+
 # ---- SBL ----
 
 

@@ -51,7 +51,9 @@ def test_column_statistics_match_numpy(fmt, dtype, index):
     if fmt == "csc":
         ok = SK.csc_column_stats(X.indptr, X.indices, X.data, 60, d, *out)
     else:
-        ok = SK.csr_column_stats(X.indptr, X.indices, X.data, d, *out)
+        count = np.empty(40, dtype=np.int64)
+        ok = SK.csr_column_stats(X.indptr, X.indices, X.data, d, *out, count)
+        np.testing.assert_array_equal(count, np.diff(X.tocsc().indptr))
     assert ok
     for got, want in zip(out, naive.sparse_column_stats(X, d)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
@@ -94,6 +96,52 @@ def test_layout_changes_match_scipy():
     out[:] = 0.0
     SK.csr_take_dense(X.indptr, X.indices, X.data, pos, out)
     np.testing.assert_array_equal(out, A[:, cols])
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_piecewise_linear_kernels_match_numpy(fmt):
+    from cvfs.core.responses import PiecewiseLinear, _ColumnStats
+
+    A, X, _, _, _ = _problem(60, 25, density=0.3, seed=13)
+    A[:, 3] = np.abs(A[:, 3])  # a column whose zeros are its minimum
+    A[:, 4] = 0.0  # an empty column
+    X = sp.csr_matrix(A).asformat(fmt)
+    csc = fmt == "csc"
+    lo, hi = np.full(25, np.inf), np.full(25, -np.inf)
+    SK.column_min_max(X.indptr, X.indices, X.data, csc, 60, lo, hi)
+    np.testing.assert_array_equal(lo, A.min(axis=0))
+    np.testing.assert_array_equal(hi, A.max(axis=0))
+    bins = 3
+    stats = _ColumnStats(25)
+    stats.lo, stats.hi = lo, hi
+    fp = PiecewiseLinear(bins).bin_table(stats)
+    U = naive.sparse_pl_basis(X, fp, bins)  # (N, M, G)
+    d = np.random.default_rng(3).standard_normal(60)
+    sums, gsums = np.zeros((25, bins + 1)), np.zeros((25, bins + 1))
+    SK.pl_basis_sums(X.indptr, X.indices, X.data, csc, 60, fp, bins, d, sums, gsums)
+    np.testing.assert_allclose(sums, U.sum(axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gsums, np.einsum("i,ijb->jb", d, U), rtol=1e-12, atol=1e-12)
+    # passes over the kept columns of the CSC layout
+    Xc = X.tocsc()
+    cols = np.array([0, 3, 4, 9, 24])
+    rng = np.random.default_rng(4)
+    beta, v = rng.standard_normal((5, bins + 1)), rng.standard_normal((5, bins + 1))
+    Uk = U[:, cols]
+    U0 = naive.sparse_pl_basis(sp.csr_matrix((1, 25)), fp, bins)[0, cols]  # basis of a zero
+    for track in (True, False):
+        z, t = np.zeros(60), np.zeros(60)
+        z0, t0 = SK.pl_csc_scores(Xc.indptr, Xc.indices, Xc.data, cols, fp[cols], bins, beta,
+                                  v, z, t, track)
+        np.testing.assert_allclose(z + z0, np.einsum("ijb,jb->i", Uk, beta), rtol=1e-12)
+        assert z0 == pytest.approx(np.sum(U0 * beta), rel=1e-12)
+        if track:
+            np.testing.assert_allclose(t + t0, np.einsum("ijb,jb->i", Uk, v), rtol=1e-12)
+        g, h = np.zeros((5, bins + 1)), np.zeros((5, bins + 1))
+        SK.pl_csc_dots(Xc.indptr, Xc.indices, Xc.data, cols, fp[cols], bins, d, z, d.sum(),
+                       z.sum(), g, h, track)
+        np.testing.assert_allclose(g, np.einsum("i,ijb->jb", d, Uk), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(h, np.einsum("i,ijb->jb", z, Uk) if track else 0.0,
+                                   rtol=1e-12, atol=1e-12)
 
 
 # ---- fits ----
@@ -141,6 +189,25 @@ def test_ranking_loss_and_options_equal_dense():
     kw = dict(loss="logistic", n_iter=80, learning_rate=0.5, fit_intercept=False,
               random_state=5)
     _assert_same_fit(fsa_fit(X.tocsc(), np.sign(yr), 6, **kw), fsa_fit(A, np.sign(yr), 6, **kw))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared", "lorenz", "rank"])
+@pytest.mark.parametrize("dense_true", [False, True])
+def test_piecewise_linear_sparse_fit_equals_dense_fit(loss, dense_true):
+    A, X, yr, yc, true = _problem(dense_true=dense_true, seed=14)
+    A[:, true[0]] = np.abs(A[:, true[0]])  # zeros at the bottom of the range
+    X = sp.csr_matrix(A)
+    y = yr if loss in ("squared", "rank") else yc
+    kw = dict(loss=loss, bins=4, n_iter=100)
+    if loss == "rank":
+        kw["pairs"] = ranking_pairs(yr, np.repeat(np.arange(30), 10))
+    ref = fsa_fit(A, y, 6, **kw)
+    for Xs in (X, X.tocsc()):
+        res = fsa_fit(Xs, y, 6, **kw)
+        _assert_same_fit(res, ref)
+        np.testing.assert_allclose(res.table, ref.table, rtol=1e-12, atol=1e-15)
+        # dense planted columns: the kept ones are handed over as bin coordinates
+        assert (res.history["sparse_iterations"] < 100) == dense_true
 
 
 def test_float32_and_integer_data():
@@ -203,9 +270,14 @@ def test_estimators_on_sparse_input_equal_dense_and_predict_sparse():
     rk = FSARanker(k=6, bins=None, n_iter=100)
     s_dense = rk.fit(A, yr, groups).predict(A)
     np.testing.assert_allclose(rk.fit(X, yr, groups).predict(X), s_dense, rtol=1e-6)
-    # a model with piecewise-linear responses fitted on dense X predicts sparse X too
-    rk = FSARanker(k=6, bins=4, n_iter=60).fit(A, yr, groups)
-    np.testing.assert_allclose(rk.predict(X.tocsc()), rk.predict(A), rtol=1e-12)
+    # piecewise-linear responses (the ranker's default): sparse fit and prediction
+    rk = FSARanker(k=6, n_iter=60)
+    s_dense = rk.fit(A, yr, groups).predict(A)
+    coef = rk.coef_.copy()
+    rk.fit(X, yr, groups)
+    np.testing.assert_allclose(rk.coef_, coef, rtol=1e-6, atol=1e-12)
+    for Xp in (X, X.tocsc()):
+        np.testing.assert_allclose(rk.predict(Xp), s_dense, rtol=1e-9, atol=1e-12)
 
 
 def test_prediction_reads_only_the_selected_columns():
@@ -249,10 +321,6 @@ def test_empty_and_unsupported_inputs_raise():
     with pytest.raises(ValueError, match="0 sample"):
         FSARegressor(k=2).fit(sp.csr_matrix((0, 5)), np.zeros(0))
     A, X, yr, yc, _ = _problem(50, 30, seed=11)
-    with pytest.raises(ValueError, match=r"bins=4\) need dense X; sparse X"):
-        fsa_fit(X, yc, 3, bins=4)
-    with pytest.raises(ValueError, match=r"bins=4\) need dense X; sparse X"):
-        FSARanker(k=3).fit(X, yr)  # piecewise-linear by default
     with pytest.raises(ValueError, match="at least one pair"):
         fsa_fit(X, yr, 3, loss="rank")
     with pytest.raises(ValueError, match="annealing_boost must be a positive number"):

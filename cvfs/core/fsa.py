@@ -212,8 +212,8 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     ----------
     X : ndarray, np.memmap, h5py.Dataset or scipy.sparse matrix of shape (N, M)
         Features, float32 (kept) or anything else (promoted to float64). Must be finite.
-        Sparse X (linear responses only) is fitted by :func:`cvfs.core.fsa_sparse.fsa_fit_sparse`
-        without densifying it.
+        Sparse X (CSR/CSC) is fitted by :func:`cvfs.core.fsa_sparse.fsa_fit_sparse` without
+        densifying it.
     y : ndarray of shape (N,)
         Targets: real for the squared loss, +-1 for margin losses, ignored for ranking.
     k : int

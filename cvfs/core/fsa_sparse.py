@@ -6,19 +6,22 @@ as the in-memory solver on a sparse layout:
 - Statistics: column means and variances from one pass over the stored entries (the implicit
   zeros are counted, not read); centring and scaling stay implicit in the response table ``fp``,
   so the centred matrix is never formed. The first iteration's gradient comes from that pass.
+  Piecewise-linear responses add a min/max pass and one of the basis means: the zeros of a column
+  share one bin coordinate, whose basis enters every sum in closed form.
 - Working matrix: CSC. A CSC input is read where it is; a CSR input is read once more to copy
   its kept columns into a CSC matrix at the first pass that needs columns (after the first
   drop, usually under half the columns). Each pass reads only the kept columns' entries: scores
   by a scatter over them, loss derivatives per row, gradient and power-iteration sums by
   per-column dot products (:mod:`cvfs.core._sparse_kernels`).
 - Hand-over: once the kept columns take no more memory dense than sparse (and fit in
-  ``max_memory``) they are made dense and the in-memory loop :func:`cvfs.core._kernels.fsa_loop`
-  finishes the fit.
+  ``max_memory``) they are made dense (piecewise linear: feature-major bin coordinates) and the
+  in-memory loop :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
 - Peak memory: the input, plus the CSC copy of the kept columns (CSR input), plus at the
   hand-over their dense block (no larger than their sparse form), plus O(N + M) vectors.
 
-Linear responses only; all row-separable losses and the pairwise ranking loss. The rationale is
-in ``docs/methods.md``, section "FSA on sparse input"; ``benchmarks/fsa_sparse.py`` measures it.
+Linear and piecewise-linear responses, every row-separable loss and the pairwise ranking loss.
+The rationale is in ``docs/methods.md``, section "FSA on sparse input";
+``benchmarks/fsa_sparse.py`` measures it.
 """
 
 import logging
@@ -80,27 +83,30 @@ def _raise_not_finite(X, finite_sums):
 
 
 def _column_table(X, response, d):
-    """Response table fp (M, 2 + G) and the raw first-gradient sums sum_i d_i u_ij (M, G), from
-    one pass over the stored entries of X (CSR or CSC; piecewise-linear responses: three)."""
+    """Response table fp (M, 2 + G), the raw first-gradient sums sum_i d_i u_ij (M, G) and the
+    stored entries per column (M,), from one pass over the stored entries of X (CSR or CSC;
+    piecewise-linear responses: three)."""
     N, M = X.shape
     shift, s1, s2, graw = np.empty(M), np.empty(M), np.empty(M), np.empty(M)
     if X.format == "csc":
         ok = SK.csc_column_stats(X.indptr, X.indices, X.data, N, d, shift, s1, s2, graw)
+        count = np.diff(X.indptr)
     else:
-        ok = SK.csr_column_stats(X.indptr, X.indices, X.data, d, shift, s1, s2, graw)
+        count = np.empty(M, dtype=np.int64)
+        ok = SK.csr_column_stats(X.indptr, X.indices, X.data, d, shift, s1, s2, graw, count)
     if not ok:
         _raise_not_finite(X, np.isfinite(s1) & np.isfinite(s2) & np.isfinite(graw))
     stats = _ColumnStats(M, minmax=response.bins > 0)
     stats.n, stats.shift, stats.s1, stats.s2 = N, shift, s1, s2
     if response.bins == 0:
-        return response.table(stats), graw[:, None]
+        return response.table(stats), graw[:, None], count
     csc = X.format == "csc"
     SK.column_min_max(X.indptr, X.indices, X.data, csc, N, stats.lo, stats.hi)
     fp = response.bin_table(stats)
     sums, gsums = np.zeros((M, response.G)), np.zeros((M, response.G))
     SK.pl_basis_sums(X.indptr, X.indices, X.data, csc, N, fp, response.bins, d, sums, gsums)
     fp[:, 2:] = sums / N
-    return fp, gsums
+    return fp, gsums, count
 
 
 def _power_start(Xsub, fp, v, n_iter):
@@ -163,8 +169,7 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     Raises
     ------
     ValueError
-        If X has no row or column, holds NaN or infinity, or ``bins`` is not None
-        (piecewise-linear responses need dense X).
+        If X has no row or column, or holds NaN or infinity.
     """
     from tqdm.auto import tqdm
 
@@ -209,7 +214,7 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     d0 = np.zeros(N)
     if fused:
         l0 = K.loss_rows(code, param, np.full(N, intercept), y, d0)
-    fp, g_first = _column_table(X, response, d0)
+    fp, g_first, col_nnz = _column_table(X, response, d0)
     if fused:
         dsum = float(d0.sum())
         if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
@@ -251,8 +256,7 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     e = 0
     while e < n_iter:
         m = cols.size
-        ptr = csc[0] if csc is not None else X.indptr
-        nnz = int(np.sum(ptr[cols + 1] - ptr[cols])) if csc is not None else X.nnz
+        nnz = int(col_nnz[support].sum())
         dense_bytes = N * m * itemsize
         if dense_bytes <= max_memory and dense_bytes <= nnz * (itemsize + index_bytes):
             break
