@@ -13,8 +13,8 @@ Data (fixed seed, generated in row chunks straight into the CSR arrays)
 
 Method
     ``cvfs.FSARegressor(k=100)`` with default parameters on the CSR matrix (``--format csc``:
-    converted to CSC before the fit), single-threaded, each size in a fresh process (``--one``
-    runs one size in this process).
+    converted to CSC before the fit; ``--bins B``: piecewise-linear responses), single-threaded,
+    each size in a fresh process (``--one`` runs one size in this process).
 
 Metrics
     matrix bytes (data + indices + indptr), peak RSS of the process during the fit (``VmHWM``
@@ -109,7 +109,7 @@ def _peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_one(n, m, density, k, seed, fmt="csr"):
+def run_one(n, m, density, k, seed, fmt="csr", bins=None):
     """One size in this process: returns its result row."""
     from cvfs import FSARegressor
 
@@ -125,12 +125,12 @@ def run_one(n, m, density, k, seed, fmt="csr"):
     peak_before = _peak()
     reset = _reset_peak()  # the fit's peak, not the generator's (CSC: the conversion's)
     rss_before = _rss()
-    est = FSARegressor(k=k, verbose=True)
+    est = FSARegressor(k=k, bins=bins, verbose=True)
     with timed() as t:
         est.fit(X, y)
     peak = _peak() if reset else max(_peak(), peak_before)
     hits = np.intersect1d(est.support_, true).size
-    return {"format": fmt, "N": n, "M": m, "nnz": int(X.nnz), "peak_reset": reset,
+    return {"format": fmt, "bins": bins, "N": n, "M": m, "nnz": int(X.nnz), "peak_reset": reset,
             "density": X.nnz / (n * m), "k": k,
             "matrix_bytes": int(nbytes), "rss_before_fit": rss_before,
             "peak_rss_before_fit": peak_before, "peak_rss": peak, "peak_over_matrix": peak / nbytes,
@@ -148,6 +148,8 @@ def main(argv=None):
     ap.add_argument("--density", type=float, default=1e-3)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bins", type=int, default=None,
+                    help="piecewise-linear responses with this many bins (default: linear)")
     ap.add_argument("--format", choices=["csr", "csc"], default="csr",
                     help="layout handed to the fit (csc: converted after generation)")
     ap.add_argument("--one", action="store_true", help="run the first size in this process and "
@@ -157,13 +159,14 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     sizes = [tuple(s) for s in args.size] if args.size else SIZES + ([FULL] if args.full else [])
     if args.one:
-        print(json.dumps(run_one(*sizes[0], args.density, args.k, args.seed, args.format)))
+        print(json.dumps(run_one(*sizes[0], args.density, args.k, args.seed, args.format,
+                                 args.bins)))
         return 0
     rows = []
     for n, m in sizes:
         cmd = [sys.executable, __file__, "--one", "--size", str(n), str(m), "--density",
                str(args.density), "--k", str(args.k), "--seed", str(args.seed), "--format",
-               args.format]
+               args.format] + ([] if args.bins is None else ["--bins", str(args.bins)])
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         log.info("N=%d M=%d done: %.1f s", n, m, rows[-1]["fit_wall"])
@@ -176,8 +179,8 @@ def main(argv=None):
           f"{r['peak_over_matrix']:.2f}", f"{r['fit_extra_over_matrix']:.2f}",
           f"{r['fit_wall']:.1f}", f"{r['fit_cpu']:.1f}",
           str(r["sparse_iterations"]), f"{r['precision']:.2f}"] for r in rows],
-        title=f"FSARegressor(k={args.k}) on {args.format.upper()} float64, density "
-              f"{args.density:g}"))
+        title=f"FSARegressor(k={args.k}, bins={args.bins}) on {args.format.upper()} float64, "
+              f"density {args.density:g}"))
     write_json(args.out, {"machine": machine_info(), "args": vars(args), "results": rows})
     return 0
 
