@@ -149,9 +149,10 @@ class _FSABase(SelectorMixin, BaseEstimator):
         return get_prior(self.prior, self.shrinkage, self.smoothness)
 
     def _validate_X_y(self, X, y, y_numeric):
-        """Arrays are validated by scikit-learn; memmaps, HDF5 datasets and Dask arrays are only
-        checked for shape (their values are checked block by block during the fit; a Dask ``y``
-        is computed)."""
+        """Arrays and scipy.sparse matrices (CSR/CSC kept, other formats become CSR) are
+        validated by scikit-learn; memmaps, HDF5 datasets and Dask arrays are only checked for
+        shape (their values are checked block by block during the fit; a Dask ``y`` is
+        computed)."""
         if is_out_of_core(X) or is_dask_array(X):
             if len(X.shape) != 2:
                 raise ValueError(f"X must be 2-D, got shape {X.shape}")
@@ -167,7 +168,7 @@ class _FSABase(SelectorMixin, BaseEstimator):
         # X's values are checked by the solver's statistics pass (NaN/inf: a ValueError naming
         # the first bad row), so the scikit-learn check would only read X once more
         return validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=y_numeric,
-                             ensure_all_finite=False)
+                             ensure_all_finite=False, accept_sparse=("csr", "csc"))
 
     def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True):
         prior = self._check_params()
@@ -198,7 +199,8 @@ class _FSABase(SelectorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or dask.array.Array of shape (n_samples, n_features)
+        X : array-like, scipy.sparse matrix or dask.array.Array of shape (n_samples, n_features)
+            Sparse and Dask X are read only at the selected columns.
 
         Returns
         -------
@@ -216,13 +218,15 @@ class _FSABase(SelectorMixin, BaseEstimator):
             scores = Xs.map_blocks(decision_function, cols, self.response_table_, bins, coef,
                                    self.intercept_, drop_axis=1, dtype=np.float64)
             return scores.compute()
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
+                          accept_sparse=("csr", "csc"))
         return decision_function(X, self.support_, self.response_table_, bins, coef,
                                  self.intercept_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.input_tags.sparse = True
         return tags
 
 
@@ -250,7 +254,8 @@ _DOC_PARAMS = """
         c of eq. (13) (``prior="second_order"`` only).
     max_memory : int or None, default=None
         Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
-        row blocks, or a ``dask.array.Array`` (default: a quarter of physical memory).
+        row blocks, made dense from a scipy.sparse X (CSR/CSC, see :mod:`cvfs.core.fsa_sparse`),
+        or gathered from a ``dask.array.Array`` (default: a quarter of physical memory).
     random_state : None, int or Generator, default=None
         Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).
     verbose : bool, default=False
@@ -347,9 +352,10 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
     def fit(self, X, y):
         """Fit on X of shape (n_samples, n_features) and labels y of shape (n_samples,).
 
-        Two classes: the binary FSA solver (X an array, memmap, HDF5 dataset or Dask array).
-        More classes, or ``class_weight`` set: the solver of :mod:`cvfs.core.fsa_multiclass`
-        (weighted mean loss) on an in-memory X, linear responses.
+        Two classes: the binary FSA solver (X an array, memmap, HDF5 dataset, scipy.sparse
+        matrix or Dask array). More classes, or ``class_weight`` set: the solver of
+        :mod:`cvfs.core.fsa_multiclass` (weighted mean loss) on a dense in-memory X, linear
+        responses.
 
         Raises
         ------
@@ -377,8 +383,10 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         if self.bins is not None:
             raise ValueError(f"Only binary classification is supported with piecewise-linear "
                              f"responses (bins={self.bins!r}); {what} (use bins=None)")
-        if is_dask_array(X) or (not isinstance(X, np.ndarray) and is_out_of_core(X)):
-            kind = "a Dask array" if is_dask_array(X) else "an HDF5 dataset"
+        if (is_dask_array(X) or sp.issparse(X)
+                or (not isinstance(X, np.ndarray) and is_out_of_core(X))):
+            kind = ("a Dask array" if is_dask_array(X) else
+                    "a scipy.sparse matrix" if sp.issparse(X) else "an HDF5 dataset")
             raise ValueError(f"{what}: multiclass and weighted FSA need X in memory (an "
                              f"ndarray or np.memmap), got {kind}")
         weight = (None if self.class_weight is None

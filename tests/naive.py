@@ -56,6 +56,35 @@ def fsa_reference(X, y, k, schedule, fp, bins, loss, lr, shrink, intercept=0.0,
     return kept, beta, intercept
 
 
+# ---- FSA on sparse input (cvfs.core._sparse_kernels) ----
+
+
+def sparse_column_stats(X, d):
+    """shift (row 0), s1, s2 and raw gradient sums sum_i d_i x_ij of a scipy.sparse X."""
+    A = X.toarray().astype(np.float64)
+    shift = np.where(np.isfinite(A[0]), A[0], 0.0)
+    E = A - shift
+    return shift, E.sum(axis=0), (E * E).sum(axis=0), d @ A
+
+
+def sparse_scores(X, cols, a, b, z, t):
+    """z + X[:, cols] a and t + X[:, cols] b."""
+    A = X.toarray()[:, cols].astype(np.float64)
+    return z + A @ a, t + A @ b
+
+
+def sparse_dots(X, cols, d, t):
+    """X[:, cols]^T d and X[:, cols]^T t, each of shape (m, 1)."""
+    A = X.toarray()[:, cols].astype(np.float64)
+    return (A.T @ d)[:, None], (A.T @ t)[:, None]
+
+
+def sparse_pl_basis(X, fp, bins):
+    """Uncentred piecewise-linear basis of every column of a scipy.sparse X, (N, M, bins + 1)."""
+    U = get_response(bins).basis(X.toarray(), fp)
+    return U.reshape(X.shape[0], X.shape[1], bins + 1)
+
+
 # ---- SBL ----
 
 

@@ -5,4 +5,5 @@
 - :mod:`cvfs.core.priors` -- per-group priors (shrinkage, second-order smoothness)
 - :mod:`cvfs.core.schedules` -- the annealing schedule of FSA (paper eq. 3)
 - :mod:`cvfs.core.fsa` -- the FSA solver
+- :mod:`cvfs.core.fsa_sparse` -- the FSA solver on scipy.sparse input (dispatched by ``fsa_fit``)
 """

@@ -509,19 +509,21 @@ def top_groups(beta, n_keep):
             s += beta[j, b] * beta[j, b]
         norms[j] = s
     thr = np.partition(norms, m - n_keep)[m - n_keep]
+    ties = n_keep  # groups at the threshold to keep, lowest index first
+    for j in range(m):
+        if norms[j] > thr:
+            ties -= 1
+    # one pass in index order, so no sort (numba's quicksort is quadratic on the nearly sorted
+    # arrays the two-pass selection gave: 1.4 s at 150,000 kept groups)
     keep = np.empty(n_keep, dtype=np.int64)
     n = 0
     for j in range(m):
-        if norms[j] > thr:
+        if norms[j] > thr or (norms[j] == thr and ties > 0):
+            if norms[j] == thr:
+                ties -= 1
             keep[n] = j
             n += 1
-    for j in range(m):
-        if n == n_keep:
-            break
-        if norms[j] == thr:
-            keep[n] = j
-            n += 1
-    return np.sort(keep)
+    return keep
 
 
 @njit(cache=True)

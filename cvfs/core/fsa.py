@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
@@ -109,6 +110,10 @@ def is_out_of_core(X):
 
 def decision_function(X, support, table, bins, coef, intercept):
     """Scores intercept + sum_j f_j(x_j) for a model on columns ``support`` of X."""
+    if sp.issparse(X):  # reads only the columns ``support``
+        from cvfs.core.fsa_sparse import sparse_decision_function
+
+        return sparse_decision_function(X, support, table, bins, coef, intercept)
     if bins == 0:
         return np.asarray(X[:, support], dtype=np.float64) @ coef[:, 0] + intercept
     Xa = np.asarray(X)
@@ -211,8 +216,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
 
     Parameters
     ----------
-    X : ndarray, np.memmap, h5py.Dataset or dask.array.Array of shape (N, M)
+    X : ndarray, np.memmap, h5py.Dataset, scipy.sparse matrix or dask.array.Array of shape (N, M)
         Features, float32 (kept) or anything else (promoted to float64). Must be finite.
+        Sparse X (CSR/CSC) is fitted by :func:`cvfs.core.fsa_sparse.fsa_fit_sparse` without
+        densifying it.
     y : ndarray or dask.array.Array of shape (N,)
         Targets: real for the squared loss, +-1 for margin losses, ignored for ranking.
     k : int
@@ -267,6 +274,15 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     """
     from tqdm.auto import tqdm
 
+    if sp.issparse(X):  # scipy.sparse CSR/CSC: the sparse layout of cvfs.core.fsa_sparse
+        from cvfs.core.fsa_sparse import fsa_fit_sparse
+
+        return fsa_fit_sparse(X, y, k, loss=loss, bins=bins, prior=prior, n_iter=n_iter, mu=mu,
+                              schedule=schedule, learning_rate=learning_rate,
+                              annealing_boost=annealing_boost, fit_intercept=fit_intercept,
+                              pairs=pairs, max_memory=max_memory, block_bytes=block_bytes,
+                              random_state=random_state, record_path=record_path,
+                              verbose=verbose)
     t_start = time.perf_counter()
     loss = get_loss(loss)
     prior = prior if prior is not None else Shrinkage()

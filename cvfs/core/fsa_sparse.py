@@ -1,0 +1,381 @@
+"""FSA on scipy.sparse input (CSR/CSC), never densifying the whole matrix.
+
+:func:`fsa_fit` hands a sparse ``X`` to :func:`fsa_fit_sparse`, which runs the same iterations
+as the in-memory solver on a sparse layout:
+
+- Statistics: column means and variances from one pass over the stored entries (the implicit
+  zeros are counted, not read); centring and scaling stay implicit in the response table ``fp``,
+  so the centred matrix is never formed. The first iteration's gradient comes from that pass.
+  Piecewise-linear responses add a min/max pass and one of the basis means: the zeros of a column
+  share one bin coordinate, whose basis enters every sum in closed form.
+- Working matrix: CSC. A CSC input is read where it is; a CSR input is read once more to copy
+  its kept columns into a CSC matrix at the first pass that needs columns (after the first
+  drop, usually under half the columns). Each pass reads only the kept columns' entries: scores
+  by a scatter over them, loss derivatives per row, gradient and power-iteration sums by
+  per-column dot products (:mod:`cvfs.core._sparse_kernels`).
+- Hand-over: once the kept columns take no more memory dense than sparse (and fit in
+  ``max_memory``) they are made dense (piecewise linear: feature-major bin coordinates) and the
+  in-memory loop :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
+- Peak memory: the input, plus the CSC copy of the kept columns (CSR input), plus at the
+  hand-over their dense block (no larger than their sparse form), plus O(N + M) vectors.
+
+Linear and piecewise-linear responses, every row-separable loss and the pairwise ranking loss.
+The rationale is in ``docs/methods.md``, section "FSA on sparse input";
+``benchmarks/fsa_sparse.py`` measures it.
+"""
+
+import logging
+import math
+import time
+
+import numpy as np
+
+from cvfs.base import check_random_state
+from cvfs.core import _kernels as K
+from cvfs.core import _pl_kernels as PL
+from cvfs.core import _sparse_kernels as SK
+from cvfs.core.losses import get_loss
+from cvfs.core.priors import Shrinkage
+from cvfs.core.responses import _ColumnStats, get_response
+from cvfs.core.schedules import annealing_schedule, check_schedule
+
+__all__ = ["check_sparse", "fsa_fit_sparse", "sparse_decision_function"]
+
+log = logging.getLogger(__name__)
+
+
+def check_sparse(X):
+    """X as a canonical CSR or CSC matrix of float32 (kept) or float64 (anything else).
+
+    Copies only when needed: another sparse format, another dtype, or duplicate / unsorted
+    entries.
+
+    Raises
+    ------
+    ValueError
+        If X has no row or no column.
+    """
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
+    if X.format not in ("csr", "csc"):
+        X = X.tocsr()
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
+def _raise_not_finite(X, finite_sums):
+    """The ValueError for a statistics pass whose sums are not finite: a NaN or infinity
+    (named by its row and column), or finite values whose squares overflow."""
+    bad = np.flatnonzero(~np.isfinite(X.data))
+    if bad.size:
+        p = int(bad[0])
+        major = int(np.searchsorted(X.indptr, p, side="right") - 1)
+        minor = int(X.indices[p])
+        row, col = (major, minor) if X.format == "csr" else (minor, major)
+        raise ValueError(f"X contains NaN or infinity (first in row {row}, column {col})")
+    col = int(np.flatnonzero(~finite_sums)[0])
+    raise ValueError(f"X column {col} has values too large for float64 statistics (their "
+                     "squared deviations overflow past 1.8e308): rescale X")
+
+
+def _column_table(X, response, d):
+    """Response table fp (M, 2 + G), the raw first-gradient sums sum_i d_i u_ij (M, G) and the
+    stored entries per column (M,), from one pass over the stored entries of X (CSR or CSC;
+    piecewise-linear responses: three)."""
+    N, M = X.shape
+    shift, s1, s2, graw = np.empty(M), np.empty(M), np.empty(M), np.empty(M)
+    if X.format == "csc":
+        ok = SK.csc_column_stats(X.indptr, X.indices, X.data, N, d, shift, s1, s2, graw)
+        count = np.diff(X.indptr)
+    else:
+        count = np.empty(M, dtype=np.int64)
+        ok = SK.csr_column_stats(X.indptr, X.indices, X.data, d, shift, s1, s2, graw, count)
+    if not ok:
+        _raise_not_finite(X, np.isfinite(s1) & np.isfinite(s2) & np.isfinite(graw))
+    stats = _ColumnStats(M, minmax=response.bins > 0)
+    stats.n, stats.shift, stats.s1, stats.s2 = N, shift, s1, s2
+    if response.bins == 0:
+        return response.table(stats), graw[:, None], count
+    csc = X.format == "csc"
+    SK.column_min_max(X.indptr, X.indices, X.data, csc, N, stats.lo, stats.hi)
+    fp = response.bin_table(stats)
+    sums, gsums = np.zeros((M, response.G)), np.zeros((M, response.G))
+    SK.pl_basis_sums(X.indptr, X.indices, X.data, csc, N, fp, response.bins, d, sums, gsums)
+    fp[:, 2:] = sums / N
+    return fp, gsums, count
+
+
+def _power_start(Xsub, fp, v, n_iter):
+    """Largest eigenvalue of the centred, scaled Gram matrix of the rows ``Xsub`` (sparse,
+    n x M) divided by n, by ``n_iter`` power iterations from ``v`` (M, 1; updated in place)."""
+    n = Xsub.shape[0]
+    Xt = Xsub.T.tocsr()
+    lam = 0.0
+    for _ in range(n_iter):
+        t = Xsub @ (v[:, 0] * fp[:, 1]) - float(v[:, 0] @ fp[:, 2])
+        h = (np.asarray(Xt @ t) * fp[:, 1] - fp[:, 2] * t.sum()) / n
+        nh = float(np.linalg.norm(h))
+        if nh == 0.0:
+            return 0.0
+        lam = nh
+        v[:, 0] = h / nh
+    return lam
+
+
+def _kept_columns_csc(X, support):
+    """(indptr, indices, data) of the columns ``support`` of the CSR matrix X in CSC layout."""
+    N, M = X.shape
+    pos = np.full(M, -1, dtype=np.int64)
+    pos[support] = np.arange(support.size)
+    counts = np.zeros(support.size + 1, dtype=np.int64)
+    SK.csr_count_columns(X.indptr, X.indices, pos, counts)
+    ptr = np.cumsum(counts)
+    idx_dtype = np.int32 if N < np.iinfo(np.int32).max else np.int64
+    indices = np.empty(int(ptr[-1]), dtype=idx_dtype)
+    data = np.empty(int(ptr[-1]), dtype=X.data.dtype)
+    SK.csr_fill_columns(X.indptr, X.indices, X.data, pos, ptr, indices, data)
+    return ptr, indices, data
+
+
+def _dense_columns(X, csc, cols, support):
+    """The kept columns as a C-contiguous dense (N, m) array in X's dtype."""
+    N, M = X.shape
+    out = np.zeros((N, support.size), dtype=X.dtype)
+    if csc is not None:
+        SK.csc_take_dense(*csc, cols, out)
+    else:
+        pos = np.full(M, -1, dtype=np.int64)
+        pos[support] = np.arange(support.size)
+        SK.csr_take_dense(X.indptr, X.indices, X.data, pos, out)
+    return out
+
+
+def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
+                   schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
+                   pairs=None, max_memory=None, block_bytes=64 << 20, random_state=None,
+                   record_path=False, verbose=False):
+    """:func:`cvfs.core.fsa.fsa_fit` for a scipy.sparse X (CSR or CSC; other formats are
+    converted to CSR). Same parameters and result; the fit equals the dense one up to rounding.
+
+    ``max_memory`` bounds the dense block of the kept columns made at the hand-over to the
+    in-memory loop (default: a quarter of physical memory); the hand-over waits until that
+    block is no larger than the kept columns' sparse form. ``block_bytes`` sets the rows of the
+    power-iteration start as in the dense fit.
+
+    Raises
+    ------
+    ValueError
+        If X has no row or column, or holds NaN or infinity.
+    """
+    from tqdm.auto import tqdm
+
+    from cvfs.core.fsa import _POWER_ITERS, _POWER_ROWS, FSAResult, _physical_memory
+
+    t_start = time.perf_counter()
+    loss = get_loss(loss)
+    prior = prior if prior is not None else Shrinkage()
+    boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
+                  else annealing_boost)
+    if not (math.isfinite(boost) and boost > 0):
+        raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
+    response = get_response(bins)
+    bins, G = response.bins, response.G
+    X = check_sparse(X)
+    N, M = X.shape
+    k = min(int(k), M)
+    schedule = (annealing_schedule(M, k, n_iter, mu) if schedule is None
+                else check_schedule(schedule, M, k))
+    n_iter = schedule.size
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    is_rank = loss.code == K.RANK
+    if is_rank:
+        if pairs is None or len(pairs[0]) == 0:
+            raise ValueError("the ranking loss needs at least one pair (i, j, r)")
+        pi, pj, pr = (np.ascontiguousarray(pairs[0], np.int64),
+                      np.ascontiguousarray(pairs[1], np.int64),
+                      np.ascontiguousarray(pairs[2], np.float64))
+        pw = (np.full(pi.size, 1.0 / pi.size) if len(pairs) < 4
+              else np.asarray(pairs[3], np.float64) / np.sum(pairs[3]))
+        fit_intercept = False
+    else:
+        pi = pj = np.zeros(0, np.int64)
+        pr = pw = np.zeros(0)
+    itemsize = X.dtype.itemsize
+    if max_memory is None:
+        max_memory = _physical_memory() // 4
+    code, param = loss.code, float(loss.param)
+
+    intercept = loss.init_intercept(y) if fit_intercept else 0.0
+    fused = not is_rank and n_iter > 0  # first gradient from the statistics pass
+    d0 = np.zeros(N)
+    if fused:
+        l0 = K.loss_rows(code, param, np.full(N, intercept), y, d0)
+    fp, g_first, col_nnz = _column_table(X, response, d0)
+    if fused:
+        dsum = float(d0.sum())
+        if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
+            raise ValueError("X and y are too large for float64: the loss or its gradient "
+                             "overflows at the start (rescale X or y)")
+        K.finalize(g_first, fp, bins, dsum, N)
+        first = (l0 / N, dsum / N)
+    else:
+        first, g_first = (0.0, 0.0), np.zeros((0, G))
+    rng = check_random_state(0 if random_state is None else random_state)
+    v = rng.standard_normal((M, G))
+    v /= np.linalg.norm(v)
+    beta = np.zeros((M, G))
+    support = np.arange(M, dtype=np.int64)
+    shrink, smooth = prior.shrinkage, prior.smoothness
+    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
+    curv = float(loss.curvature)
+    # power-iteration start on the rows the dense fit uses
+    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
+    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
+    if bins == 0:
+        lam = _power_start(X[sub], fp, v, _POWER_ITERS)
+    else:  # the dense kernel on the dense rows (n_sub x M, at most one block)
+        lam = K.power_estimate(X[sub].toarray(), support, fp, bins, v, _POWER_ITERS)
+    if is_rank:  # as the dense fit: Gershgorin bound on the weighted pair Laplacian
+        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
+        lam *= 2.0 * N * degree.max()
+
+    hist = np.zeros((n_iter, 5))
+    path = np.zeros((n_iter, M)) if record_path else np.zeros((0, 0))
+    bar = tqdm(total=n_iter, desc="FSA", leave=False) if verbose else None
+    index_bytes = X.indices.dtype.itemsize
+
+    # working CSC arrays and the positions ``cols`` of the kept columns in them
+    csc = (X.indptr, X.indices, X.data) if X.format == "csc" else None
+    cols = support.copy()
+    lam0 = lam_prev = lam
+    track = True
+    e = 0
+    while e < n_iter:
+        m = cols.size
+        nnz = int(col_nnz[support].sum())
+        dense_bytes = N * m * itemsize
+        if dense_bytes <= max_memory and dense_bytes <= nnz * (itemsize + index_bytes):
+            break
+        g = np.zeros((m, G))
+        h = np.zeros((m, G))
+        trk = track
+        if e == 0 and fused:
+            g[:] = g_first
+            value, gi = first
+            trk = False
+            width = 0
+        else:
+            if csc is None:  # CSR input: copy the kept columns once, column-major
+                csc = _kept_columns_csc(X, support)
+                cols = np.arange(m, dtype=np.int64)
+            z = np.full(N, intercept - float(np.sum(beta * fp[:, 2:])))
+            t = np.full(N, -float(np.sum(v * fp[:, 2:])) if track else 0.0)
+            if bins == 0:
+                SK.csc_scores(*csc, cols, beta[:, 0] * fp[:, 1], v[:, 0] * fp[:, 1], z, t,
+                              track)
+            else:
+                z0, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, beta, v, z, t, track)
+                z += z0
+                if track:
+                    t += t0
+            d = np.empty(N)
+            if is_rank:
+                w = np.empty(N)
+                value = K.rank_pairs(z, t, pi, pj, pr, pw, d, w, track)
+                t, denom, gi = w, 1.0, 0.0
+            else:
+                lsum = K.loss_rows(code, param, z, y, d)
+                denom = N
+            dsum, tsum = float(d.sum()), float(t.sum())
+            if bins == 0:
+                SK.csc_dots(*csc, cols, d, t, g, h, track)
+            else:
+                SK.pl_csc_dots(*csc, cols, fp, bins, d, t, dsum, tsum, g, h, track)
+            K.finalize(g, fp, bins, dsum, denom)
+            K.finalize(h, fp, bins, tsum, denom)
+            if not is_rank:
+                value, gi = lsum / N, dsum / N
+            width = m
+        b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
+        keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk, curv,
+                                       shrink, smooth, lr_fixed, b, schedule[e])
+        if fit_intercept:
+            intercept -= min(lr, 1.0 / curv) * gi
+        hist[e] = (value + pval, keep.size, lr, width, lam)
+        if keep.size < m:
+            beta, v, fp, support, cols = beta[keep], v[keep], fp[keep], support[keep], cols[keep]
+            nv = np.linalg.norm(v)
+            v = v / nv if nv > 0 else np.full_like(v, 1.0 / np.sqrt(v.size))
+            track = True
+        elif track and abs(lam - lam_prev) <= 1e-4 * lam:
+            track = False
+        lam_prev = lam
+        if path.shape[0]:
+            path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
+        e += 1
+        if bar is not None:
+            bar.update(1)
+    n_sparse = e
+
+    if e < n_iter:  # hand over the kept columns, dense, to the in-memory loop
+        Xw = _dense_columns(X, csc, cols, support)
+        csc = None
+        cols = np.arange(Xw.shape[1], dtype=np.int64)
+        transposed = bins > 0
+        if transposed:  # piecewise linear: feature-major bin coordinates, as the dense loop
+            Xw = PL.compact_bins(Xw, cols, fp, bins)
+        log.debug("FSA: %d kept columns made dense after %d sparse iterations", cols.size, e)
+        chunk = n_iter if not verbose else max(1, n_iter // 50)
+        while e < n_iter:
+            e1 = min(n_iter, e + chunk)
+            Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+                Xw, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
+                intercept, lam, track, g_first, first, e, e1, schedule, code, param, curv,
+                shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
+            if bar is not None:
+                bar.update(e1 - e)
+            e = e1
+    if bar is not None:
+        bar.close()
+
+    offset = float(np.sum(beta * fp[:, 2:]))
+    history = {
+        "loss": hist[:, 0].copy(),
+        "n_kept": hist[:, 1].astype(np.int64),
+        "lr": hist[:, 2].copy(),
+        "width": hist[:, 3].astype(np.int64),
+        "lam": hist[:, 4].copy(),
+        "data_passes": float(hist[:, 3].sum() / M),
+        "stat_passes": response.n_stat_passes,
+        "out_of_core_iterations": 0,
+        "sparse_iterations": n_sparse,
+        "lipschitz": float(curv * lam),
+        "time": time.perf_counter() - t_start,
+    }
+    table = fp.copy()
+    if bins == 0:
+        table[:, 2] = 0.0
+    return FSAResult(coef=beta * fp[:, 1:2] if bins == 0 else beta.copy(),
+                     intercept=float(intercept - offset), support=support.copy(), table=table,
+                     bins=bins, history=history, path=path if record_path else None)
+
+
+def sparse_decision_function(X, support, table, bins, coef, intercept):
+    """:func:`cvfs.core.fsa.decision_function` for a scipy.sparse X: only the columns
+    ``support`` are read (made dense, N x k, for piecewise-linear responses)."""
+    from cvfs.core.fsa import decision_function
+
+    support = np.asarray(support, dtype=np.int64)
+    if X.format == "csc" or bins > 0:
+        Xs = X[:, support] if X.format == "csc" else X.tocsr()[:, support]
+        if bins > 0:
+            return decision_function(Xs.toarray(), np.arange(support.size), table, bins, coef,
+                                     intercept)
+        return np.asarray(Xs @ coef[:, 0], dtype=np.float64).ravel() + intercept
+    w = np.zeros(X.shape[1])
+    w[support] = coef[:, 0]
+    return np.asarray(X.tocsr() @ w, dtype=np.float64).ravel() + intercept
