@@ -18,7 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from cvfs.core._dask_layout import is_dask_array
-from cvfs.core.fsa import decision_function, fsa_fit, is_out_of_core
+from cvfs.core.fsa import _physical_memory, decision_function, fsa_fit, is_out_of_core
 from cvfs.core.fsa_multiclass import fsa_multiclass_fit
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import get_prior
@@ -383,10 +383,15 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         if self.bins is not None:
             raise ValueError(f"Only binary classification is supported with piecewise-linear "
                              f"responses (bins={self.bins!r}); {what} (use bins=None)")
-        if (is_dask_array(X) or sp.issparse(X)
-                or (not isinstance(X, np.ndarray) and is_out_of_core(X))):
-            kind = ("a Dask array" if is_dask_array(X) else
-                    "a scipy.sparse matrix" if sp.issparse(X) else "an HDF5 dataset")
+        if sp.issparse(X):  # the multiclass solver is dense: densified when that fits
+            limit = self.max_memory if self.max_memory is not None else _physical_memory() // 4
+            dense_bytes = X.shape[0] * X.shape[1] * X.dtype.itemsize
+            if dense_bytes > limit:
+                raise ValueError(f"{what}: multiclass and weighted FSA make a sparse X dense, "
+                                 f"which needs {dense_bytes} bytes > max_memory={limit}")
+            X = X.toarray()
+        if is_dask_array(X) or (not isinstance(X, np.ndarray) and is_out_of_core(X)):
+            kind = "a Dask array" if is_dask_array(X) else "an HDF5 dataset"
             raise ValueError(f"{what}: multiclass and weighted FSA need X in memory (an "
                              f"ndarray or np.memmap), got {kind}")
         weight = (None if self.class_weight is None
@@ -415,8 +420,16 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         if not self._multiclass():
             return self._decision(X)
         check_is_fitted(self, "support_")
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return np.asarray(X[:, self.support_], dtype=np.float64) @ self.coef_.T + self.intercept_
+        if is_dask_array(X):
+            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has shape {X.shape}, but FSAClassifier is expecting "
+                                 f"{self.n_features_in_} features as input")
+        else:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
+                              accept_sparse=("csr", "csc"))
+        Xs = X[:, self.support_]  # only the selected columns are read or made dense
+        Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)
+        return Xs.astype(np.float64, copy=False) @ self.coef_.T + self.intercept_
 
     def predict(self, X):
         """Class labels, ndarray of shape (n_samples,)."""

@@ -215,3 +215,21 @@ def test_binary_class_weight_uses_one_score_column():
     assert heavy.predict_proba(X).shape == (400, 2)
     with pytest.raises(ValueError, match="Only binary classification is supported with piece"):
         FSAClassifier(bins=3, class_weight="balanced").fit(X, y)
+
+
+def test_sparse_input_is_densified_within_max_memory():
+    import scipy.sparse as sp
+
+    from cvfs import FSAClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 40)) * (rng.random((300, 40)) < 0.3)
+    y = np.argmax(X[:, :3], axis=1)
+    dense = FSAClassifier(k=3).fit(X, y)
+    sparse = FSAClassifier(k=3).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(sparse.support_, dense.support_)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_)
+    with pytest.raises(ValueError, match="make a sparse X dense"):
+        FSAClassifier(k=3, max_memory=1000).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.decision_function(sp.csc_matrix(X)),
+                               dense.decision_function(X))
