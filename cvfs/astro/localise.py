@@ -305,6 +305,11 @@ def _fit_point_sources(ob, noise, st, cache):
     dico = _dictionary(cache, (th, tw), st)
     lam = st.lam_factor * noise**2
     on_own = ndimage.binary_dilation(ob.own, iterations=2)
+    # atoms are centred on the footprint grown by 3 px: a source is reported only on the
+    # footprint grown by 2 px, and an atom centred farther out lies below the detection isophote
+    near = ndimage.binary_dilation(ob.own, iterations=3)
+    ax = np.clip(np.rint(dico.params[:, 0]), 0, tw - 1).astype(np.intp)
+    ay = np.clip(np.rint(dico.params[:, 1]), 0, th - 1).astype(np.intp)
     screened, first = [], []
     # first pass: SBL candidates and a first fit of every tile; an object whose widths sit at the
     # bounds in any tile is not a sum of PSFs, so no tile is refined (the costly part of a galaxy)
@@ -314,28 +319,31 @@ def _fit_point_sources(ob, noise, st, cache):
             wt = ob.weights[r0:r0 + th, c0:c0 + tw]
             if not (wt > 0).any():
                 continue
+            tdico = dico.subset(np.flatnonzero(near[r0 + ay, c0 + ax]))
+            if tdico.shape[1] == 0:
+                continue
             with warnings.catch_warnings():
                 # a few reweighting steps suffice for detection; full convergence is not needed
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                res = sbl_fit(dico, (p * (wt > 0)).ravel(), lam, screening="gap", positive=True,
+                res = sbl_fit(tdico, (p * (wt > 0)).ravel(), lam, screening="gap", positive=True,
                               max_iter=st.sbl_iter, tol=1e-3, lasso_tol=1e-6, lasso_max_iter=100)
             screened.append(float(np.mean(res.screening)) if res.screening else 0.0)
             nz = np.flatnonzero(res.coef > 0)
-            cand = _group_atoms(dico.params[nz], res.coef[nz] * dico.flux_per_unit[nz])
+            cand = _group_atoms(tdico.params[nz], res.coef[nz] * tdico.flux_per_unit[nz])
             cand = cand[np.argsort(-cand[:, 3])][: st.max_sources]
             src, bgt = cand, 0.0
             if st.refine:
                 src, bgt = fit_sources(p, wt, cand, 0.0, st.s_lo, st.s_hi, st.margin)
                 if _widths_at_bounds(src, p.shape, noise, st):
                     return None, None, screened
-            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt))
+            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico))
     out = []
     model = np.zeros((h, w))
-    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt in first:
+    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico in first:
         p = ob.patch[r0:r0 + th, c0:c0 + tw]
         wt = ob.weights[r0:r0 + th, c0:c0 + tw]
         if st.refine:
-            src, bgt = refine(p, wt, src, bgt, noise, dico, st.s_lo, st.s_hi, st.margin,
+            src, bgt = refine(p, wt, src, bgt, noise, tdico, st.s_lo, st.s_hi, st.margin,
                               st.detect_snr)
             err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin)
         else:
