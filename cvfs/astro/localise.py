@@ -13,10 +13,11 @@ Pipeline:
 4. a point-like (or crowded) object is fitted as in the SBL paper, per ``tile`` of the patch:
    nonnegative SBL (Alg. 1, lambda = ``lam_factor`` sigma^2, see :data:`LAMBDA_FACTOR`) with
    dynamic gap-safe screening over sampled atoms (x0, y0, sigma) of the integrated Gaussian PSF
-   (eq. 66) -> atoms grouped into candidates -> weighted nonlinear least squares with the analytic
-   Jacobian, pruning, merging and residual peaks (:mod:`cvfs.astro.fit`); uncertainties from the
-   inverse Fisher information; sources are kept by the tile whose core contains them and when they
-   lie on the object's footprint; more than ``max_sources`` sources make the object extended;
+   (eq. 66) centred on the footprint grown by 3 px -> atoms grouped into candidates -> weighted
+   nonlinear least squares with the analytic Jacobian, pruning, merging and residual peaks
+   (:mod:`cvfs.astro.fit`); uncertainties from the inverse Fisher information; sources are kept
+   by the tile whose core contains them and when they lie on the object's footprint; more than
+   ``max_sources`` sources make the object extended;
 5. objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
 """
 
