@@ -432,3 +432,30 @@ def test_dictionary_crop_equals_a_dictionary_of_the_cropped_atoms():
     np.testing.assert_allclose(sub.flux_per_unit, fresh.flux_per_unit, rtol=1e-12)
     with pytest.raises(ValueError, match="exceeds"):
         base.crop((21, 5))
+
+
+def test_tile_fits_use_only_atoms_near_the_footprint(monkeypatch):
+    """Each tile's SBL sees only atoms centred on the object's footprint grown by 3 px."""
+    import importlib
+
+    loc = importlib.import_module("cvfs.astro.localise")
+    seen = []
+    real = loc.sbl_fit
+
+    def spy(dico, y, *a, **k):
+        seen.append((dico, y.reshape(dico.image_shape)))
+        return real(dico, y, *a, **k)
+
+    monkeypatch.setattr(loc, "sbl_fit", spy)
+    img = astro.render_psf((64, 64), 30.2, 33.7, 1.3, 600.0, background=2.0)
+    img = img + np.random.default_rng(3).standard_normal(img.shape)
+    res = astro.localise_and_denoise(img, random_state=0)
+    assert len(res.catalogue) == 1 and len(seen) == 1
+    rr, cc = np.nonzero(res.segmentation == 1)
+    radius = np.hypot(rr - 33.7, cc - 30.2).max()
+    dico, tile = seen[0]
+    py, px = np.unravel_index(np.argmax(tile), tile.shape)
+    d = np.hypot(dico.params[:, 0] - px, dico.params[:, 1] - py)
+    assert 0 < dico.shape[1] < 10_000 and d.max() <= radius + 3 + 2
+    assert res.catalogue["x"][0] == pytest.approx(30.2, abs=0.15)
+    assert res.catalogue["y"][0] == pytest.approx(33.7, abs=0.15)

@@ -13,10 +13,11 @@ Pipeline:
 4. a point-like (or crowded) object is fitted as in the SBL paper, per ``tile`` of the patch:
    nonnegative SBL (Alg. 1, lambda = ``lam_factor`` sigma^2, see :data:`LAMBDA_FACTOR`) with
    dynamic gap-safe screening over sampled atoms (x0, y0, sigma) of the integrated Gaussian PSF
-   (eq. 66) -> atoms grouped into candidates -> weighted nonlinear least squares with the analytic
-   Jacobian, pruning, merging and residual peaks (:mod:`cvfs.astro.fit`); uncertainties from the
-   inverse Fisher information; sources are kept by the tile whose core contains them and when they
-   lie on the object's footprint; more than ``max_sources`` sources make the object extended;
+   (eq. 66) centred on the footprint grown by 3 px -> atoms grouped into candidates -> weighted
+   nonlinear least squares with the analytic Jacobian, pruning, merging and residual peaks
+   (:mod:`cvfs.astro.fit`); uncertainties from the inverse Fisher information; sources are kept
+   by the tile whose core contains them and when they lie on the object's footprint; more than
+   ``max_sources`` sources make the object extended;
 5. objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
 """
 
@@ -305,49 +306,64 @@ def _fit_point_sources(ob, noise, st, cache):
     dico = _dictionary(cache, (th, tw), st)
     lam = st.lam_factor * noise**2
     on_own = ndimage.binary_dilation(ob.own, iterations=2)
-    out, screened = [], []
-    model = np.zeros((h, w))
+    # atoms are centred on the footprint grown by 3 px: a source is reported only on the
+    # footprint grown by 2 px, and an atom centred farther out lies below the detection isophote
+    near = ndimage.binary_dilation(ob.own, iterations=3)
+    ax = np.clip(np.rint(dico.params[:, 0]), 0, tw - 1).astype(np.intp)
+    ay = np.clip(np.rint(dico.params[:, 1]), 0, th - 1).astype(np.intp)
+    screened, first = [], []
+    # first pass: SBL candidates and a first fit of every tile; an object whose widths sit at the
+    # bounds in any tile is not a sum of PSFs, so no tile is refined (the costly part of a galaxy)
     for r0, y_lo, y_hi in rows:
         for c0, x_lo, x_hi in cols:
             p = ob.patch[r0:r0 + th, c0:c0 + tw]
             wt = ob.weights[r0:r0 + th, c0:c0 + tw]
             if not (wt > 0).any():
                 continue
+            tdico = dico.subset(np.flatnonzero(near[r0 + ay, c0 + ax]))
+            if tdico.shape[1] == 0:
+                continue
             with warnings.catch_warnings():
                 # a few reweighting steps suffice for detection; full convergence is not needed
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                res = sbl_fit(dico, (p * (wt > 0)).ravel(), lam, screening="gap", positive=True,
+                res = sbl_fit(tdico, (p * (wt > 0)).ravel(), lam, screening="gap", positive=True,
                               max_iter=st.sbl_iter, tol=1e-3, lasso_tol=1e-6, lasso_max_iter=100)
             screened.append(float(np.mean(res.screening)) if res.screening else 0.0)
             nz = np.flatnonzero(res.coef > 0)
-            cand = _group_atoms(dico.params[nz], res.coef[nz] * dico.flux_per_unit[nz])
+            cand = _group_atoms(tdico.params[nz], res.coef[nz] * tdico.flux_per_unit[nz])
             cand = cand[np.argsort(-cand[:, 3])][: st.max_sources]
+            src, bgt = cand, 0.0
             if st.refine:
                 src, bgt = fit_sources(p, wt, cand, 0.0, st.s_lo, st.s_hi, st.margin)
                 if _widths_at_bounds(src, p.shape, noise, st):
-                    # the object is not a sum of PSFs: no pruning (the costly part of a galaxy)
                     return None, None, screened
-                src, bgt = refine(p, wt, src, bgt, noise, dico, st.s_lo, st.s_hi, st.margin,
-                                  st.detect_snr)
-                err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin)
-            else:
-                src, bgt = cand, 0.0
-                err = (np.full(len(src), np.nan),) * 3 + (np.zeros(len(src), bool),)
-            ry = [int(np.clip(np.ceil(v - 0.5), 0, h)) for v in (y_lo, y_hi)]
-            rx = [int(np.clip(np.ceil(v - 0.5), 0, w)) for v in (x_lo, x_hi)]
-            # sources, and the fitted background offset on the object's pixels
-            tile_model = model_and_jac(np.r_[src.ravel(), 0.0], p.shape, jac=False)[0]
-            tile_model += bgt * on_own[r0:r0 + th, c0:c0 + tw]
-            model[ry[0]:ry[1], rx[0]:rx[1]] = tile_model[ry[0] - r0:ry[1] - r0,
-                                                          rx[0] - c0:rx[1] - c0]
-            for i, (x, y, s, f) in enumerate(src):
-                gx, gy = x + c0, y + r0
-                ix, iy = int(round(gx)), int(round(gy))
-                if not (x_lo <= gx < x_hi and y_lo <= gy < y_hi and 0 <= ix < w and 0 <= iy < h
-                        and on_own[iy, ix]):
-                    continue
-                out.append((gx + ob.c0, gy + ob.r0, s, f, err[0][i], err[1][i], err[2][i],
-                            err[3][i]))
+            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico))
+    out = []
+    model = np.zeros((h, w))
+    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico in first:
+        p = ob.patch[r0:r0 + th, c0:c0 + tw]
+        wt = ob.weights[r0:r0 + th, c0:c0 + tw]
+        if st.refine:
+            src, bgt = refine(p, wt, src, bgt, noise, tdico, st.s_lo, st.s_hi, st.margin,
+                              st.detect_snr)
+            err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin)
+        else:
+            err = (np.full(len(src), np.nan),) * 3 + (np.zeros(len(src), bool),)
+        ry = [int(np.clip(np.ceil(v - 0.5), 0, h)) for v in (y_lo, y_hi)]
+        rx = [int(np.clip(np.ceil(v - 0.5), 0, w)) for v in (x_lo, x_hi)]
+        # sources, and the fitted background offset on the object's pixels
+        tile_model = model_and_jac(np.r_[src.ravel(), 0.0], p.shape, jac=False)[0]
+        tile_model += bgt * on_own[r0:r0 + th, c0:c0 + tw]
+        model[ry[0]:ry[1], rx[0]:rx[1]] = tile_model[ry[0] - r0:ry[1] - r0,
+                                                      rx[0] - c0:rx[1] - c0]
+        for i, (x, y, s, f) in enumerate(src):
+            gx, gy = x + c0, y + r0
+            ix, iy = int(round(gx)), int(round(gy))
+            if not (x_lo <= gx < x_hi and y_lo <= gy < y_hi and 0 <= ix < w and 0 <= iy < h
+                    and on_own[iy, ix]):
+                continue
+            out.append((gx + ob.c0, gy + ob.r0, s, f, err[0][i], err[1][i], err[2][i],
+                        err[3][i]))
     return np.array(out, dtype=np.float64).reshape(-1, 8), model, screened
 
 
@@ -424,34 +440,43 @@ def _extended_row(ob, rms_patch, st=None):
 _DICTIONARIES = {}
 
 
-def _process(obj_list, st):
-    """Fit a list of objects (one process); returns per object (kind, rows, model, screening)."""
+def _process(obj_list, st, pin_blas=True):
+    """Fit a list of objects (one process); returns per object (kind, rows, model, screening).
+    ``pin_blas`` limits BLAS to one thread here; False when the caller already does (setting the
+    limit scans the process's libraries, a few ms per call)."""
+    if not pin_blas:
+        return _process_objects(obj_list, st)
+    with threadpool_limits(1):
+        return _process_objects(obj_list, st)
+
+
+def _process_objects(obj_list, st):
+    """:func:`_process` with BLAS already limited."""
     if st not in _DICTIONARIES:
         _DICTIONARIES.clear()  # one set of settings at a time bounds the memory
         _DICTIONARIES[st] = {}
     cache, results = _DICTIONARIES[st], []
-    with threadpool_limits(1):
-        for ob in obj_list:
-            noise = float(np.median(1.0 / ob.weights[ob.own & (ob.weights > 0)])) \
-                if (ob.own & (ob.weights > 0)).any() else 1.0
-            rms_patch = np.where(ob.weights > 0, 1.0 / np.maximum(ob.weights, 1e-300), 0.0)
-            if st.refine and _is_extended(ob, noise, st):
-                results.append(("extended", _extended_row(ob, rms_patch, st), None, []))
-                continue
-            rows, model, screened = _fit_point_sources(ob, noise, st, cache)
-            if rows is None:
-                results.append(("extended", _extended_row(ob, rms_patch, st), None, screened))
-                continue
-            at_bound = int(np.sum(rows[:, 7] > 0)) if len(rows) else 0
-            if at_bound >= 2 and 2 * at_bound >= len(rows):
-                # several sources with the width at a bound: the object is not a sum of PSFs
-                results.append(("extended", _extended_row(ob, rms_patch, st), None, screened))
-            elif len(rows) > st.max_sources:
-                results.append(("capped", _extended_row(ob, rms_patch), None, screened))
-            elif len(rows) == 0:
-                results.append(("none", None, None, screened))
-            else:
-                results.append(("points", rows, model, screened))
+    for ob in obj_list:
+        noise = float(np.median(1.0 / ob.weights[ob.own & (ob.weights > 0)])) \
+            if (ob.own & (ob.weights > 0)).any() else 1.0
+        rms_patch = np.where(ob.weights > 0, 1.0 / np.maximum(ob.weights, 1e-300), 0.0)
+        if st.refine and _is_extended(ob, noise, st):
+            results.append(("extended", _extended_row(ob, rms_patch, st), None, []))
+            continue
+        rows, model, screened = _fit_point_sources(ob, noise, st, cache)
+        if rows is None:
+            results.append(("extended", _extended_row(ob, rms_patch, st), None, screened))
+            continue
+        at_bound = int(np.sum(rows[:, 7] > 0)) if len(rows) else 0
+        if at_bound >= 2 and 2 * at_bound >= len(rows):
+            # several sources with the width at a bound: the object is not a sum of PSFs
+            results.append(("extended", _extended_row(ob, rms_patch, st), None, screened))
+        elif len(rows) > st.max_sources:
+            results.append(("capped", _extended_row(ob, rms_patch), None, screened))
+        elif len(rows) == 0:
+            results.append(("none", None, None, screened))
+        else:
+            results.append(("points", rows, model, screened))
     return results
 
 
@@ -481,9 +506,10 @@ def _run(objs, st, n_jobs, verbose=False):
     out = [None] * len(objs)
     with tqdm(total=len(objs), desc="objects", unit="obj", disable=not verbose) as bar:
         if n_jobs == 1 or len(objs) < 2:
-            for i, ob in enumerate(objs):
-                out[i] = _process([ob], st)[0]
-                bar.update(1)
+            with threadpool_limits(1):
+                for i, ob in enumerate(objs):
+                    out[i] = _process([ob], st, pin_blas=False)[0]
+                    bar.update(1)
             return out
         # interleaved chunks balance large and small objects; results are put back in order
         n_chunks = min(len(objs), 16 * n_jobs)
