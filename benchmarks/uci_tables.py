@@ -5,9 +5,9 @@ Run ``python benchmarks/uci_tables.py`` (a few minutes) or ``--datasets sonar --
 Writes ``benchmarks/results/uci_tables.json``.
 
 Data (``cvfs.datasets.uci``, original public files)
-    DEXTER training split (300 x 20,000, sparse; scaled by ``MaxAbsScaler``, FSA gets it
-    densified), colon (62 x 2000) and sonar (208 x 60), both standardised. Scalers are fitted on
-    the training folds. Repeated stratified 5-fold CV (``--repeats``, seeds 0..).
+    DEXTER training split (300 x 20,000, sparse CSR, every method fed it sparse; scaled by
+    ``MaxAbsScaler``), colon (62 x 2000) and sonar (208 x 60), both standardised. Scalers are
+    fitted on the training folds. Repeated stratified 5-fold CV (``--repeats``, seeds 0..).
 
 Methods, for each target k
     FSA: ``cvfs.FSAClassifier(k=k)`` with default parameters (logistic loss, linear).
@@ -97,7 +97,7 @@ def fit_one(method, k, Xtr, ytr, seed, loss="logistic"):
     if method in ("FSA", "FSA-bins"):
         clf = fsa_estimator(loss, k, seed, **({"bins": 5} if method == "FSA-bins" else {}))
         with timed() as t:
-            clf.fit(Xtr.toarray() if sp.issparse(Xtr) else Xtr, ytr)
+            clf.fit(Xtr, ytr)
         return clf, int(clf.get_support().sum()), t
     if method == "FGM":
         clf = FGMClassifier(B=max(math.ceil(k / 5), 1), C=1.0, max_iter=5)
@@ -134,8 +134,7 @@ def main(argv=None):
             for k in KS[name]:
                 for method in methods:
                     clf, nsel, t = fit_one(method, k, Xtr, y[tr], fold)
-                    Xp = Xte.toarray() if method.startswith("FSA") and sp.issparse(Xte) else Xte
-                    err = float(np.mean(clf.predict(Xp) != y[te]))
+                    err = float(np.mean(clf.predict(Xte) != y[te]))
                     results.append({"dataset": name, "k": k, "method": method, "fold": fold,
                                     "error": err, "n_selected": nsel, "cpu": t["cpu"],
                                     "wall": t["wall"], "path_cpu": t.get("path_cpu")})
@@ -198,13 +197,11 @@ def table6(repeats, k=93):
 
     X, y = load("dexter")
     Xs = MaxAbsScaler().fit_transform(X)
-    Xd = Xs.toarray()
     rows, out = [], {}
     for method in ("FSA", "FSA-bins", "FGM", "L1-LR"):
         times, paths, nsel = [], [], []
         for r in tqdm(range(repeats + 1), desc=f"Table VI {method}", leave=False):
-            data = Xd if method.startswith("FSA") else Xs
-            _, n, t = fit_one(method, k, data, y, r, loss="lorenz")
+            _, n, t = fit_one(method, k, Xs, y, r, loss="lorenz")
             if r == 0:
                 continue  # JIT warm-up
             times.append(t["cpu"])
