@@ -50,7 +50,8 @@ def _fmt(rows):
 def hopkins_residuals(seqs, cache):
     done = {}
     if cache.is_file():
-        done = {n: {int(k): v for k, v in r.items()} for n, r in json.loads(cache.read_text()).items()}
+        stored = json.loads(cache.read_text())
+        done = {n: {int(k): v for k, v in r.items()} for n, r in stored.items()}
     for s in tqdm([s for s in seqs if s.name not in done], desc="Hopkins155 r_K"):
         done[s.name] = k_residuals(normalise_points(s.points), K_RANGE)
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +89,7 @@ def video_rows(data, tau):
     for name in tqdm(VIDEOS, desc="videos"):
         src = open_source(str(Path(data) / "hopkins155_videos" / f"{name}.avi"))
         pts = track_points((f for _, f in src))
-        labels, k, _ = segment_tracks(pts, None, tau=tau, return_scores=True)
+        labels, k = segment_tracks(pts, None, tau=tau, candidates_k=K_RANGE)
         seq = truths[name]
         d = np.linalg.norm(pts[:, None, 0] - seq.pixels[None, :, 0], axis=2)
         near = d.argmin(axis=1)
@@ -134,7 +135,8 @@ def main(argv=None):
     tau = cv_info["tau_all"]
     vids = [] if args.skip_videos else video_rows(data, tau)
     if vids:
-        print(format_table(["video", "true K", "chosen K", "tracks", "matched", "error %"], _fmt(vids)))
+        print(format_table(["video", "true K", "chosen K", "tracks", "matched", "error %"],
+                           _fmt(vids)))
     syn = synthetic_rows(args.seeds, tau)
     print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
     print(format_table(["K", "problems", "mean error % (K given)", "max error %",

@@ -19,7 +19,7 @@ from cvfs.motion.candidates import check_points, generate_candidates, velocity_m
 __all__ = ["DEFAULT_TAU", "choose_k", "fit_threshold", "k_residuals", "subspace_residual"]
 
 # fitted on all 155 Hopkins155 sequences by fit_threshold (benchmarks/motion_k.py)
-DEFAULT_TAU = 0.5
+DEFAULT_TAU = 0.47
 
 
 def subspace_residual(Y, labels, dim=3):
