@@ -189,13 +189,13 @@ def test_segment_command_and_app(tmp_path, capsys):
     assert main(["motion", "segment", "synth:motions=2,frames=12,seed=0", "--motions", "auto",
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "12 frames, " in text and "K=2 (chosen; ranking score margin" in text
+    assert "12 frames, " in text and "K=2 (chosen; residual ratio" in text
     assert sorted(p.name for p in out.iterdir()) == [
         ".cvfs-output", "synth_motion.avi", "synth_motion.json", "synth_motion.png",
         "synth_motion_labels.csv"]
     summary = json.loads((out / "synth_motion.json").read_text())
     assert summary["independent_motion"] and summary["n_motions"] >= 2 and summary["k_chosen"]
-    assert set(summary["k_scores"]) >= {"2"} and summary["k_margin"] > 0
+    assert set(summary["k_residuals"]) >= {"2", "3"} and summary["k_ratio"] > 0
     assert summary["video"] == str(out / "synth_motion.avi")
     assert len(read_frames(out / "synth_motion.avi")) == 12
     # labels: one row per track and frame, each track with one label, as in the summary

@@ -283,7 +283,8 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
         Video file, folder of frames, camera index or synthetic clip
         (:func:`cvfs.io.video.open_source`).
     n_motions : int or None
-        K; None lets the ranker choose K in 2..4 (:func:`cvfs.motion.segment_tracks`).
+        K; None chooses K in 2..8 by the subspace-residual rule
+        (:func:`cvfs.motion.segment_tracks`).
     out : str or Path, optional
         Output folder: ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png``
         (all trajectories on the first frame), ``<name>_motion.json`` (the summary) and
@@ -307,8 +308,9 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     Returns
     -------
     summary : dict
-        source, frames, tracks, n_motions, independent_motion (bool), k_chosen (bool), k_scores
-        (best ranking score per K tried), k_margin (best minus second best, or None),
+        source, frames, tracks, n_motions, independent_motion (bool), k_chosen (bool),
+        k_residuals (best subspace residual r_K per K tried, K chosen), k_ratio
+        (r_(K+1) / r_K at the chosen K, or None),
         points_per_motion, track_seconds, segment_seconds; video, figure, json, labels (paths)
         when ``out`` is given.
     """
@@ -345,12 +347,14 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     else:
         labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
     t2 = time.perf_counter()
-    ranked = sorted(k_scores.values(), reverse=True)
+    chosen = n_motions is None and moving
+    nxt = k_scores.get(k + 1) if chosen else None
+    ratio = nxt / max(k_scores[k], 1e-300) if nxt is not None else None
     summary = {"source": str(source), "frames": kept["n"], "tracks": int(points.shape[0]),
                "n_motions": int(k), "independent_motion": bool(moving),
-               "k_chosen": n_motions is None and moving,
-               "k_scores": {str(kk): v for kk, v in k_scores.items()},
-               "k_margin": ranked[0] - ranked[1] if len(ranked) > 1 else None,
+               "k_chosen": chosen,
+               "k_residuals": {str(kk): v for kk, v in k_scores.items()} if chosen else {},
+               "k_ratio": ratio,
                "points_per_motion": np.bincount(labels, minlength=k).tolist(),
                "track_seconds": t1 - t0, "segment_seconds": t2 - t1}
     if out is not None:
@@ -372,10 +376,10 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
             save_figure(ax.figure, tmp / f"{stem}.png")
             atomic_write_text(tmp / f"{stem}.json", json.dumps(summary, indent=1))
     if moving:
-        chosen = (f" (chosen; ranking score margin {summary['k_margin']:.3g} over the next K)"
-                  if summary["k_chosen"] and summary["k_margin"] is not None else "")
+        note = (f" (chosen; residual ratio r_(K+1)/r_K {ratio:.3g})" if ratio is not None
+                else " (chosen)" if chosen else "")
         print(f"{summary['source']}: {summary['frames']} frames, {summary['tracks']} tracks, "
-              f"K={k}{chosen}, points per motion {summary['points_per_motion']}")
+              f"K={k}{note}, points per motion {summary['points_per_motion']}")
     else:
         print(f"{summary['source']}: {summary['frames']} frames, {summary['tracks']} tracks: "
               f"no independent motion (one image motion explains every track within {tol:g} px)"

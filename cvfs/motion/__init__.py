@@ -21,8 +21,13 @@ from cvfs.motion.candidates import (
     DEFAULT_REFINE,
     check_points,
     generate_candidates,
+    velocity_matrix,
 )
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
+from cvfs.motion.kselect import DEFAULT_TAU, choose_k, k_residuals, subspace_residual
+
+# the numbers of motions of the ranker's training sequences (Hopkins155: 2 and 3)
+RANKED_K = (2, 3)
 
 __all__ = ["explained_by_one_motion", "load_default_ranker", "normalise_points",
            "one_motion_residuals", "rank_candidates", "segment", "segment_tracks"]
@@ -106,6 +111,35 @@ def explained_by_one_motion(points, *, tol=1.0, min_points=4):
     return int(np.sum(one_motion_residuals(points) > tol)) < int(min_points)
 
 
+def check_visible_tracks(points):
+    """Validate trajectories before K is known: shape (P, F, 2), numeric, finite.
+
+    Raises
+    ------
+    ValueError
+        Wrong shape, fewer than 2 frames, non-numeric, or NaN/inf (whole NaN trajectories
+        are named, with their indices).
+    """
+    arr = np.asarray(points)
+    if arr.ndim != 3 or arr.shape[2] != 2:
+        raise ValueError(f"points must have shape (P, F, 2) (trajectories x frames x xy); "
+                         f"got shape {arr.shape}")
+    try:
+        arr = arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"points must be numeric; got dtype {arr.dtype}") from exc
+    dead = np.flatnonzero(np.isnan(arr).all(axis=(1, 2))) if arr.size else np.array([], int)
+    if dead.size:
+        raise ValueError(f"points: {dead.size} trajectories are NaN in every frame (indices "
+                         f"{dead[:10].tolist()}{' ...' if dead.size > 10 else ''}): drop them")
+    if arr.shape[1] < 2:
+        raise ValueError(f"points must have at least 2 frames; got F={arr.shape[1]}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"points contains NaN or infinite values "
+                         f"({int(np.sum(~np.isfinite(arr)))} entries): drop those trajectories")
+    return arr
+
+
 def load_default_ranker():
     """The shipped ranker, ``cvfs.datasets.models_dir() / "motion_ranker.h5"``.
 
@@ -153,7 +187,9 @@ def rank_candidates(points, n_motions, *, model=None):
     labels : ndarray of shape (C, P)
         Candidate segmentations.
     scores : ndarray of shape (C,)
-        Higher = better.
+        Higher = better. For a K outside the ranker's training motions (``RANKED_K``, 2 and 3
+        for the shipped ranker) the score is minus the candidate's mean squared distance to its
+        K affine 3-D subspaces (:func:`cvfs.motion.kselect.subspace_residual`).
 
     Raises
     ------
@@ -173,6 +209,10 @@ def rank_candidates(points, n_motions, *, model=None):
     pts = normalise_points(points)
     cand = generate_candidates(pts, n_motions, alphas=alphas, refine=refine,
                                random_state=int(settings.get("seed", 0)))
+    if n_motions not in tuple(settings.get("ranked_k", RANKED_K)):
+        # outside the K the ranker learned from: the rigid-motion model alone ranks
+        Y = velocity_matrix(pts).T
+        return cand.labels, -np.array([subspace_residual(Y, lab) for lab in cand.labels])
     X = candidate_features(pts, cand)
     return cand.labels, np.asarray(ranker.decision_function(X), dtype=np.float64)
 
@@ -215,21 +255,25 @@ def segment(points, n_motions, *, model=None):
     return labels[int(np.argmax(scores))].astype(np.int64)
 
 
-def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4),
-                   return_scores=False):
-    """Segment trajectories with K given or chosen by the ranker.
+def segment_tracks(points, n_motions=None, *, model=None, candidates_k=tuple(range(2, 9)),
+                   tau=DEFAULT_TAU, return_scores=False):
+    """Segment trajectories with K given or chosen by the subspace-residual rule.
 
     Parameters
     ----------
     points : array_like of shape (P, F, 2)
     n_motions : int or None
-        K; None tries every K in ``candidates_k`` (that the points allow) and keeps the K whose
-        best candidate has the highest ranking score. The ranker was trained to compare
-        candidates of the same K, so this choice is a heuristic; pass K when you know it.
+        K; None chooses K among ``candidates_k`` (those the points allow, 4 trajectories per
+        motion) by :func:`cvfs.motion.kselect.choose_k`: the smallest K after which one more
+        motion lowers the best subspace residual by less than the factor ``tau``.
     model : None, str, Path or fitted ranker
-    candidates_k : sequence of int, default (2, 3, 4)
+    candidates_k : sequence of int, default 2..8
+    tau : float, default ``cvfs.motion.kselect.DEFAULT_TAU``
+        Residual-ratio threshold of the K rule (fitted by cross-validation on Hopkins155,
+        ``benchmarks/motion_k.py``).
     return_scores : bool, default False
-        Also return the best candidate's ranking score per K tried.
+        Also return the best subspace residual ``r_K`` per K tried (K given: the chosen
+        candidate's ranking score for that K alone).
 
     Returns
     -------
@@ -237,8 +281,7 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4)
     n_motions : int
         The K used.
     scores : dict of int to float
-        Only with ``return_scores``: the best score of each K tried (K given: that K alone);
-        the margin of the choice is the best score minus the second best.
+        Only with ``return_scores``.
 
     Raises
     ------
@@ -251,18 +294,15 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=(2, 3, 4)
         i = int(np.argmax(scores))
         out = (np.asarray(labels[i], dtype=np.int64), int(n_motions))
         return out + ({int(n_motions): float(scores[i])},) if return_scores else out
-    n_pts = np.asarray(points).shape[0]
-    ks = [int(k) for k in candidates_k if 4 * int(k) <= n_pts]
+    arr = check_visible_tracks(points)
+    n_pts = arr.shape[0]
+    ks = sorted(int(k) for k in candidates_k if int(k) >= 2 and 4 * int(k) <= n_pts)
     if not ks:
         raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
                          f"{tuple(candidates_k)} (4 per motion needed)")
-    best, per_k = None, {}
-    for k in ks:
-        labels, scores = rank_candidates(points, k, model=ranker)
-        i = int(np.argmax(scores))
-        log.info("K=%d: best score %.4f", k, scores[i])
-        per_k[k] = float(scores[i])
-        if best is None or scores[i] > best[0]:
-            best = (scores[i], labels[i], k)
-    out = (best[1].astype(np.int64), best[2])
-    return out + (per_k,) if return_scores else out
+    residuals = k_residuals(normalise_points(arr), ks)
+    k = choose_k({kk: residuals[kk] for kk in ks}, tau)
+    log.info("K residuals %s: K=%d", residuals, k)
+    labels, scores = rank_candidates(arr, k, model=ranker)
+    out = (labels[int(np.argmax(scores))].astype(np.int64), k)
+    return out + ({kk: residuals[kk] for kk in ks},) if return_scores else out

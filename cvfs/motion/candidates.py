@@ -105,6 +105,10 @@ def check_points(points, n_motions, *, name="points"):
         arr = arr.astype(np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric; got dtype {arr.dtype}") from exc
+    dead = np.flatnonzero(np.isnan(arr).all(axis=(1, 2)))
+    if dead.size:
+        raise ValueError(f"{name}: {dead.size} trajectories are NaN in every frame (indices "
+                         f"{dead[:10].tolist()}{' ...' if dead.size > 10 else ''}): drop them")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values "
                          f"({int(np.sum(~np.isfinite(arr)))} entries): drop those trajectories")

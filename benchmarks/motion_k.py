@@ -1,0 +1,150 @@
+"""Choosing the number of motions K: Hopkins155 by cross-validation, the five videos, synthetic.
+
+Usage::
+
+    python benchmarks/motion_k.py [--data DIR] [--skip-videos] [--seeds 3]
+
+1. Hopkins155 (155 sequences, K = 2 or 3): ``r_K`` (:func:`cvfs.motion.kselect.k_residuals`,
+   K = 1..5) of every sequence; 10-fold cross-validation by video (the folds of Table VII,
+   fold seed 0): the threshold ``tau`` of :func:`~cvfs.motion.kselect.choose_k` is fitted on the
+   nine training folds (:func:`~cvfs.motion.kselect.fit_threshold`) and K chosen on the test fold.
+   The residuals are cached in ``out/motion_k_residuals.json``.
+2. The five videos of ``hopkins155_videos/``: tracked (:func:`cvfs.motion.tracking.track_points`),
+   K chosen and segmented by :func:`cvfs.motion.segment_tracks` (``tau`` fitted on all of
+   Hopkins155); error on the tracks within 5 px of a truth track in the first frame (label of the
+   nearest truth track).
+3. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
+   motion, 20 frames, noise 0.002), K = 2..6, ``--seeds`` problems each: error with K given and
+   the rate at which K is chosen correctly.
+
+Writes ``benchmarks/results/motion_k.json``.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks._bench import format_table, limit_threads, write_json  # noqa: E402
+from cvfs.datasets.hopkins155 import load_hopkins155  # noqa: E402
+from cvfs.motion import normalise_points, segment_tracks  # noqa: E402
+from cvfs.motion.evaluate import misclassification, video_folds  # noqa: E402
+from cvfs.motion.kselect import choose_k, fit_threshold, k_residuals  # noqa: E402
+from cvfs.motion.synthetic import make_rigid_motions  # noqa: E402
+
+VIDEOS = ("cars1", "people2", "1RT2RCR", "2T3RCR", "three-cars")
+K_RANGE = range(2, 6)
+
+
+def _fmt(rows):
+    return [[f"{c:.2f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+
+
+def hopkins_residuals(seqs, cache):
+    done = {}
+    if cache.is_file():
+        stored = json.loads(cache.read_text())
+        done = {n: {int(k): v for k, v in r.items()} for n, r in stored.items()}
+    for s in tqdm([s for s in seqs if s.name not in done], desc="Hopkins155 r_K"):
+        done[s.name] = k_residuals(normalise_points(s.points), K_RANGE)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(done))
+    return [done[s.name] for s in seqs]
+
+
+def hopkins_cv(seqs, residuals):
+    folds = video_folds([s.video for s in seqs], [s.raw_footage for s in seqs], 10, 0)
+    true_k = np.array([s.n_motions for s in seqs])
+    chosen = np.empty_like(true_k)
+    taus = []
+    for f in range(10):
+        train = np.flatnonzero(folds != f)
+        tau, _ = fit_threshold([residuals[i] for i in train], true_k[train])
+        taus.append(tau)
+        for i in np.flatnonzero(folds == f):
+            chosen[i] = choose_k(residuals[i], tau)
+    rows = []
+    for name, mask in (("2 motions", true_k == 2), ("3 motions", true_k == 3),
+                       ("all", np.ones_like(true_k, bool))):
+        rows.append([name, int(mask.sum()), 100 * float(np.mean(chosen[mask] == true_k[mask]))])
+    tau_all, acc_all = fit_threshold(residuals, true_k)
+    return rows, {"taus": taus, "chosen": dict(zip([s.name for s in seqs], chosen.tolist(),
+                                                   strict=True)),
+                  "tau_all": tau_all, "train_accuracy_all": acc_all}
+
+
+def video_rows(data, tau):
+    from cvfs.io.video import open_source
+    from cvfs.motion.tracking import track_points
+
+    rows = []
+    truths = {s.name: s for s in load_hopkins155(Path(data) / "hopkins155", names=list(VIDEOS))}
+    for name in tqdm(VIDEOS, desc="videos"):
+        src = open_source(str(Path(data) / "hopkins155_videos" / f"{name}.avi"))
+        pts = track_points((f for _, f in src))
+        labels, k = segment_tracks(pts, None, tau=tau, candidates_k=K_RANGE)
+        seq = truths[name]
+        d = np.linalg.norm(pts[:, None, 0] - seq.pixels[None, :, 0], axis=2)
+        near = d.argmin(axis=1)
+        ok = d[np.arange(len(pts)), near] < 5.0
+        err = misclassification(labels[ok], seq.labels[near[ok]]) if ok.sum() else float("nan")
+        rows.append([name, seq.n_motions, k, len(pts), int(ok.sum()), 100 * err])
+    return rows
+
+
+def synthetic_rows(seeds, tau):
+    rows = []
+    for k in tqdm(range(2, 7), desc="synthetic"):
+        errs, hits = [], []
+        for seed in range(seeds):
+            pts, truth = make_rigid_motions(k, 40 * k, 20, noise=0.002, random_state=seed)
+            labels, _ = segment_tracks(pts, k)
+            errs.append(misclassification(labels, truth))
+            res = k_residuals(normalise_points(pts), range(2, k + 2))
+            hits.append(choose_k(res, tau) == k)
+        rows.append([k, seeds, 100 * float(np.mean(errs)), 100 * float(np.max(errs)),
+                     100 * float(np.mean(hits))])
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--cache", default=str(REPO / "out" / "motion_k_residuals.json"))
+    ap.add_argument("--skip-videos", action="store_true")
+    ap.add_argument("--seeds", type=int, default=3)
+    args = ap.parse_args(argv)
+    limit_threads()
+    from cvfs.datasets._home import data_home
+
+    data = Path(args.data) if args.data else Path(data_home())
+    seqs = load_hopkins155(data / "hopkins155")
+    residuals = hopkins_residuals(seqs, Path(args.cache))
+    cv_rows, cv_info = hopkins_cv(seqs, residuals)
+    print("Hopkins155: K chosen correctly, 10-fold CV by video (tau fitted on training folds)")
+    print(format_table(["sequences", "n", "K correct %"], _fmt(cv_rows)))
+    print(f"tau per fold {np.round(cv_info['taus'], 3).tolist()}; all 155: "
+          f"{cv_info['tau_all']:.3f}")
+    tau = cv_info["tau_all"]
+    vids = [] if args.skip_videos else video_rows(data, tau)
+    if vids:
+        print(format_table(["video", "true K", "chosen K", "tracks", "matched", "error %"],
+                           _fmt(vids)))
+    syn = synthetic_rows(args.seeds, tau)
+    print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
+    print(format_table(["K", "problems", "mean error % (K given)", "max error %",
+                        "K correct %"], _fmt(syn)))
+    write_json(REPO / "benchmarks" / "results" / "motion_k.json",
+               {"hopkins_cv": cv_rows, "hopkins_info": cv_info, "videos": vids,
+                "synthetic": syn})
+
+
+if __name__ == "__main__":
+    main()
