@@ -42,9 +42,9 @@ from skimage import data
 
 from cvfs.io import atomic_write_text
 from cvfs.keypoints import load_detector, load_face_model
-from cvfs.keypoints.faces import assemble_faces
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints.detector import _grid_peaks
+from cvfs.keypoints.faces import assemble_faces
 from cvfs.vision import HALF, LevelCache, gaussian_pyramid, window_centres
 
 
