@@ -12,7 +12,11 @@ per second from both (``fps`` = 1 / wall, ``fps(cpu)`` = 1 / CPU: the rate one c
 with the 1-minute load average before each setting. ``--jobs 1 2`` times ``detect(frame,
 n_jobs=...)`` with each number of threads scanning pyramid levels (the detections are the same).
 Keep numba and BLAS single-threaded (``NUMBA_NUM_THREADS=1`` etc.; the threads are ours) and quote
-the load: the machine is shared. ``--full-repeats 0`` skips the (slow) full scan. ``--profile``
+the load: the machine is shared. ``--full-repeats 0`` skips the (slow) full scan. ``--faces`` adds a
+``detect_faces`` row per max_scale (the scan, then the face model fitted to its detections) and the
+CPU time of the face assembly alone; ``--memory 2400x1000`` runs ``detect_faces`` on the astronaut
+resized to that size in a child process at the largest max_scale and reports its peak resident set
+size (``getrusage(RUSAGE_CHILDREN)``, as ``/usr/bin/time -v``). ``--profile``
 adds, per max_scale, the CPU time of each stage summed over the levels (pyramid, integral images,
 HOG cell maps, the scan kernel, peaks), the scan kernel's CPU time per classifier (each scanned
 alone over the same levels) and per level. Writes ``benchmarks/results/keypoints_speed.json``.
@@ -27,6 +31,9 @@ Example::
 import argparse
 import json
 import os
+import resource
+import subprocess
+import sys
 import time
 
 import cv2
@@ -34,9 +41,10 @@ import numpy as np
 from skimage import data
 
 from cvfs.io import atomic_write_text
-from cvfs.keypoints import load_detector
+from cvfs.keypoints import load_detector, load_face_model
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints.detector import _grid_peaks
+from cvfs.keypoints.faces import assemble_faces
 from cvfs.vision import HALF, LevelCache, gaussian_pyramid, window_centres
 
 
@@ -104,6 +112,41 @@ def _profile(det, frame, max_scale):
     return stages, per_level
 
 
+_MEMORY_CHILD = """
+import sys, cv2
+from skimage import data
+from cvfs.keypoints import load_detector
+w, h, max_scale = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+img = cv2.resize(data.astronaut(), (w, h), interpolation=cv2.INTER_LINEAR)
+print(len(load_detector().detect_faces(img, max_scale=max_scale)))
+"""
+
+
+def _peak_rss(size, max_scale):
+    """Faces found and peak RSS (MB) of ``detect_faces`` on a W x H image in a child process."""
+    w, h = (int(v) for v in size.lower().split("x"))
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(w), str(h), str(max_scale)],
+                         capture_output=True, text=True, check=True)
+    return {"width": w, "height": h, "max_scale": max_scale, "faces": int(out.stdout.split()[-1]),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "wall_s": time.perf_counter() - t0}
+
+
+def _assembly_seconds(det, frame, max_scale, repeats=5):
+    """CPU seconds of the face assembly alone (the detections of one scan, fastest of
+    ``repeats``) and the number of faces."""
+    found, scales = det._detect(frame, threshold=-np.inf, max_scale=max_scale, min_scale=0.0,
+                                nms_radius=None, refine=True, cascade=True, n_jobs=1,
+                                merge_radius=None, pairs=None, max_memory=None)
+    model, best = load_face_model(), np.inf
+    for _ in range(repeats):
+        t = time.process_time()
+        faces = assemble_faces(found, model, scales=scales)
+        best = min(best, time.process_time() - t)
+    return best, len(faces)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="model file (default: the shipped models)")
@@ -113,6 +156,10 @@ def main(argv=None):
                     help="pyramid max_scale values (default: the detector's)")
     ap.add_argument("--jobs", type=int, nargs="+", default=[1],
                     help="detect(n_jobs=...) values timed for the cascade scan")
+    ap.add_argument("--faces", action="store_true",
+                    help="also time detect_faces (scan + face assembly)")
+    ap.add_argument("--memory", default=None, metavar="WxH",
+                    help="peak RSS of detect_faces on an image of this size (child process)")
     ap.add_argument("--profile", action="store_true",
                     help="CPU time per stage, per classifier and per level")
     ap.add_argument("--out", default="benchmarks/results/keypoints_speed.json")
@@ -146,6 +193,19 @@ def main(argv=None):
                          "fps": 1 / wall, "fps_cpu": 1 / cpu, "detections": n_det})
             print(f"{ms:9.2f} {scan:>7s} {jobs:4d} {n_win:9d} {load:5.1f} {wall:7.2f} "
                   f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_det}")
+        if args.faces:
+            load = os.getloadavg()[0]
+            faces = []
+            wall, cpu = _time(lambda m=ms, f=faces: f.append(det.detect_faces(frame, max_scale=m)),
+                              args.repeats)
+            asm, n_faces = _assembly_seconds(det, frame, ms)
+            rows.append({"max_scale": ms, "scan": "faces", "n_jobs": 1, "windows": n_win,
+                         "load": load, "seconds_per_frame": wall, "cpu_seconds_per_frame": cpu,
+                         "fps": 1 / wall, "fps_cpu": 1 / cpu, "faces": n_faces,
+                         "assembly_cpu_s": asm})
+            print(f"{ms:9.2f} {'faces':>7s} {1:4d} {n_win:9d} {load:5.1f} {wall:7.2f} "
+                  f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_faces} faces (assembly "
+                  f"{1e3 * asm:.1f} ms CPU)")
         if args.profile:
             stages, per_level = _profile(det, frame, ms)
             per_clf = _per_classifier(det, frame, ms)
@@ -158,8 +218,14 @@ def main(argv=None):
                 print(f"    level {lv['index']:3d} {lv['windows']:8d} windows  HOG maps "
                       f"{1e3 * lv['hog_maps_s']:6.1f} ms  scan {1e3 * lv['scan_s']:6.1f} ms  "
                       f"survivors {lv['survivors']}")
+    memory = None
+    if args.memory:
+        memory = _peak_rss(args.memory, max(args.max_scales or [det.max_scale]))
+        print(f"detect_faces on {memory['width']}x{memory['height']} (max_scale "
+              f"{memory['max_scale']:g}): {memory['faces']} faces, peak RSS "
+              f"{memory['peak_rss_mb']:.0f} MB, {memory['wall_s']:.1f} s wall")
     atomic_write_text(args.out, json.dumps({"keypoints": det.keypoints, "rows": rows,
-                                            "profiles": profiles}, indent=1))
+                                            "profiles": profiles, "memory": memory}, indent=1))
     print(f"written {args.out}")
     return 0
 

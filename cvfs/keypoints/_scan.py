@@ -36,6 +36,9 @@ from cvfs.vision.haar import MAX_TERMS, haar_terms
 from cvfs.vision.hog import N_HOG, N_ORIENT, HogLevel
 from cvfs.vision.hog_direct import N_BLOCK_SLOTS, block_from_cells, hog_slots
 
+if MAX_TERMS != 9:  # the Haar loops of the scan kernel are unrolled over 9 terms
+    raise ImportError(f"the scan kernel expects 9 Haar terms; cvfs.vision.haar has {MAX_TERMS}")
+
 __all__ = ["ScanPlan"]
 
 _GROUP = 1024  # windows scanned together, feature by feature
@@ -58,19 +61,33 @@ def _pl(x, lo, scale, table, nb, step, j):
 @njit(cache=True)
 def _haar_run(flat, p0, off, weight, nt, val, ng):
     """``val[a]`` = Haar value of the window whose top-left corner is ``flat[p0 + a]``, for a run
-    of ``ng`` adjacent windows (terms in :func:`cvfs.vision.haar.haar_terms` order, contiguous
-    loads)."""
+    of ``ng`` adjacent windows: every term in one pass (contiguous loads, one store per window),
+    added in :func:`cvfs.vision.haar.haar_terms` order; padding terms have weight 0 and offset
+    0, and adding 0 times a finite integral leaves the sum exact. ``nt`` is unused."""
     # slices indexed from 0: ``flat[o + a]`` keeps numba's negative-index wraparound, and on
     # AVX-512 LLVM then loads with gathers (about 4x slower per term; keypoints_speed.py)
-    w0 = weight[0]
-    src = flat[p0 + off[0]:p0 + off[0] + ng]
+    s0 = flat[p0 + off[0]:p0 + off[0] + ng]
+    s1 = flat[p0 + off[1]:p0 + off[1] + ng]
+    s2 = flat[p0 + off[2]:p0 + off[2] + ng]
+    s3 = flat[p0 + off[3]:p0 + off[3] + ng]
+    s4 = flat[p0 + off[4]:p0 + off[4] + ng]
+    s5 = flat[p0 + off[5]:p0 + off[5] + ng]
+    s6 = flat[p0 + off[6]:p0 + off[6] + ng]
+    s7 = flat[p0 + off[7]:p0 + off[7] + ng]
+    s8 = flat[p0 + off[8]:p0 + off[8] + ng]
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = (weight[0], weight[1], weight[2], weight[3], weight[4],
+                                          weight[5], weight[6], weight[7], weight[8])
     for a in range(ng):
-        val[a] = w0 * src[a]
-    for t in range(1, nt):
-        wt = weight[t]
-        src = flat[p0 + off[t]:p0 + off[t] + ng]
-        for a in range(ng):
-            val[a] += wt * src[a]
+        v = w0 * s0[a]
+        v += w1 * s1[a]
+        v += w2 * s2[a]
+        v += w3 * s3[a]
+        v += w4 * s4[a]
+        v += w5 * s5[a]
+        v += w6 * s6[a]
+        v += w7 * s7[a]
+        v += w8 * s8[a]
+        val[a] = v
 
 
 @njit(cache=True, nogil=True)
@@ -169,15 +186,26 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial):
                 st = step[j]
                 kept = 0
                 if kind[j] == 0:
+                    # all MAX_TERMS (9) terms in registers, unrolled: the padding terms have
+                    # weight 0 and offset 0, and adding 0 * (a finite integral) leaves v exact
                     oj = off[j]
                     wj = weight[j]
-                    nt = n_terms[j]
+                    o0, o1, o2, o3, o4, o5, o6, o7, o8 = (oj[0], oj[1], oj[2], oj[3], oj[4],
+                                                          oj[5], oj[6], oj[7], oj[8])
+                    w0, w1, w2, w3, w4, w5, w6, w7, w8 = (wj[0], wj[1], wj[2], wj[3], wj[4],
+                                                          wj[5], wj[6], wj[7], wj[8])
                     for a in range(na):
                         i = alive[a]
                         p = pos[a]
-                        v = wj[0] * flat[p + oj[0]]
-                        for t in range(1, nt):
-                            v += wj[t] * flat[p + oj[t]]
+                        v = w0 * flat[p + o0]
+                        v += w1 * flat[p + o1]
+                        v += w2 * flat[p + o2]
+                        v += w3 * flat[p + o3]
+                        v += w4 * flat[p + o4]
+                        v += w5 * flat[p + o5]
+                        v += w6 * flat[p + o6]
+                        v += w7 * flat[p + o7]
+                        v += w8 * flat[p + o8]
                         zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
                         if record and zi < th:

@@ -32,8 +32,10 @@ from cvfs.vision import HALF, WINDOW
 __all__ = ["MAX_MEMORY", "BandPlan", "band_bytes", "check_max_memory", "image_bytes",
            "level_bytes", "split_rows"]
 
-#: Default memory budget of one ``detect`` call in bytes (the image, the pyramid and the scan).
-MAX_MEMORY = 1 << 30
+#: Default memory budget of one ``detect`` call in bytes (the image, the pyramid and the scan):
+#: 640 MiB, so that with the interpreter, numba and the shipped models (~250 MB resident) a
+#: detecting process stays within 1 GB.
+MAX_MEMORY = 640 << 20
 
 _LEVEL_PIXEL = 12  # float32 RGB
 _BAND_FIXED = 16 << 20  # scan kernel group buffers and HOG block store (a few MB)

@@ -476,7 +476,7 @@ class KeypointDetector:
             available core); they share ``max_memory``. The detections do not depend on it.
         max_memory : int, optional
             Bytes this call may allocate for the image copy, the pyramid and the scan (default
-            :data:`cvfs.keypoints._tiling.MAX_MEMORY`, 1 GiB), whatever the image size: the
+            :data:`cvfs.keypoints._tiling.MAX_MEMORY`, 640 MiB), whatever the image size: the
             levels are built one at a time and a level whose maps do not fit is scanned in
             overlapping bands of rows (memory model in :mod:`cvfs.keypoints._tiling`; at least
             the image copy, one level image and one window row of maps). The detections do not
