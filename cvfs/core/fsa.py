@@ -208,6 +208,21 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     return fp, graw, rows_out
 
 
+def ranking_arrays(pairs, is_rank):
+    """The ranking pairs as contiguous arrays (i, j, r, weights summing to 1); empty arrays for
+    a loss that is not the ranking loss."""
+    if not is_rank:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    if pairs is None or len(pairs[0]) == 0:
+        raise ValueError("the ranking loss needs at least one pair (i, j, r)")
+    pi, pj, pr = (np.ascontiguousarray(pairs[0], np.int64),
+                  np.ascontiguousarray(pairs[1], np.int64),
+                  np.ascontiguousarray(pairs[2], np.float64))
+    pw = (np.full(pi.size, 1.0 / pi.size) if len(pairs) < 4
+          else np.asarray(pairs[3], np.float64) / np.sum(pairs[3]))
+    return pi, pj, pr, pw
+
+
 def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
             schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
             pairs=None, max_memory=None, block_bytes=_BLOCK_BYTES, worker_memory=None,
@@ -302,18 +317,8 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     n_iter = schedule.size
     y = np.ascontiguousarray(y, dtype=np.float64)
     is_rank = loss.code == K.RANK
-    if is_rank:
-        if pairs is None or len(pairs[0]) == 0:
-            raise ValueError("the ranking loss needs at least one pair (i, j, r)")
-        pi, pj, pr = (np.ascontiguousarray(pairs[0], np.int64),
-                      np.ascontiguousarray(pairs[1], np.int64),
-                      np.ascontiguousarray(pairs[2], np.float64))
-        pw = (np.full(pi.size, 1.0 / pi.size) if len(pairs) < 4
-              else np.asarray(pairs[3], np.float64) / np.sum(pairs[3]))
-        fit_intercept = False
-    else:
-        pi = pj = np.zeros(0, np.int64)
-        pr = pw = np.zeros(0)
+    pi, pj, pr, pw = ranking_arrays(pairs if is_rank else None, is_rank)
+    fit_intercept = fit_intercept and not is_rank
     layout = None
     if is_dask_array(X):  # row chunks on a Dask scheduler: cvfs.core._dask_layout
         from cvfs.core._dask_layout import DaskLayout, default_worker_memory

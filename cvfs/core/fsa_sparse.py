@@ -173,7 +173,13 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     """
     from tqdm.auto import tqdm
 
-    from cvfs.core.fsa import _POWER_ITERS, _POWER_ROWS, FSAResult, _physical_memory
+    from cvfs.core.fsa import (
+        _POWER_ITERS,
+        _POWER_ROWS,
+        FSAResult,
+        _physical_memory,
+        ranking_arrays,
+    )
 
     t_start = time.perf_counter()
     loss = get_loss(loss)
@@ -192,18 +198,8 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     n_iter = schedule.size
     y = np.ascontiguousarray(y, dtype=np.float64)
     is_rank = loss.code == K.RANK
-    if is_rank:
-        if pairs is None or len(pairs[0]) == 0:
-            raise ValueError("the ranking loss needs at least one pair (i, j, r)")
-        pi, pj, pr = (np.ascontiguousarray(pairs[0], np.int64),
-                      np.ascontiguousarray(pairs[1], np.int64),
-                      np.ascontiguousarray(pairs[2], np.float64))
-        pw = (np.full(pi.size, 1.0 / pi.size) if len(pairs) < 4
-              else np.asarray(pairs[3], np.float64) / np.sum(pairs[3]))
-        fit_intercept = False
-    else:
-        pi = pj = np.zeros(0, np.int64)
-        pr = pw = np.zeros(0)
+    pi, pj, pr, pw = ranking_arrays(pairs if is_rank else None, is_rank)
+    fit_intercept = fit_intercept and not is_rank
     itemsize = X.dtype.itemsize
     if max_memory is None:
         max_memory = _physical_memory() // 4
