@@ -118,15 +118,30 @@ def test_tiles_cover_with_disjoint_cores():
         assert t[-1][0] + min(tile, n) == n
 
 
+def _check_hierarchy(cat):
+    """ids 1..n; every child points to a parent row that counts it; parents have >= 2 children
+    and no parent themselves."""
+    np.testing.assert_array_equal(cat["id"], np.arange(1, len(cat) + 1))
+    parents = cat["n_children"] > 0
+    for p in cat[parents]:
+        kids = cat[cat["parent"] == p["id"]]
+        assert len(kids) == p["n_children"] >= 2 and np.all(kids["n_children"] == 0)
+        assert p["parent"] == 0 and p["flags"] & astro.FLAGS["blended"]
+    assert set(cat["parent"][cat["parent"] > 0]) <= set(cat["id"][parents])
+
+
 def test_localise_synthetic_scenes():
     f1, err = [], []
     for seed in range(3):
         img, clean, truth = astro.make_scene(random_state=seed)
         res = astro.localise_and_denoise(img, random_state=0)
-        cat = res.catalogue
-        assert cat.dtype.names[:4] == ("x", "y", "sigma", "flux")
-        assert not cat["extended"].any() and np.all(cat["flux_err"] > 0)
-        assert np.all(np.diff(cat["flux"]) <= 0)
+        full = res.catalogue
+        assert full.dtype.names[:4] == ("x", "y", "sigma", "flux")
+        assert not full["extended"].any() and np.all(full["flux_err"] > 0)
+        assert np.all(np.diff(full["flux"]) <= 0)
+        _check_hierarchy(full)
+        # scored on the deblended rows, one per source
+        cat = astro.leaves(full)
         s = astro.detection_scores(cat, truth)
         f1.append(s["f1"])
         err.append(s["rmse"])
@@ -159,7 +174,7 @@ def test_localise_large_image_merges_sources_across_tile_borders():
     img += np.random.default_rng(5).standard_normal(img.shape)
     truth = np.zeros(6, astro.CATALOGUE_DTYPE)
     truth["x"], truth["y"] = xs, ys
-    cat = astro.localise(img, random_state=0, n_atoms=4000)
+    cat = astro.leaves(astro.localise(img, random_state=0, n_atoms=4000))
     s = astro.detection_scores(cat, truth)
     assert s["f1"] == 1.0 and s["rmse"] < 0.15
 
@@ -241,7 +256,8 @@ def test_hubble_deep_field_crop():
     """Real image: the Hubble Deep Field bundled with scikit-image (64 x 64 crop)."""
     crop = _hdf_crop(64)
     res = astro.localise_and_denoise(crop, random_state=0)
-    cat = res.catalogue
+    _check_hierarchy(res.catalogue)
+    cat = astro.leaves(res.catalogue)
     # galaxies are single extended rows, not shredded into point sources
     assert 5 <= len(cat) <= 60 and cat["extended"].any() and not cat["extended"].all()
     assert np.all((cat["x"] >= -0.5) & (cat["x"] < 63.5) & (cat["y"] >= -0.5) & (cat["y"] < 63.5))
@@ -262,11 +278,11 @@ def test_hubble_deep_field_crop():
 
 def test_localise_without_refinement_reports_grouped_atoms():
     img, _, truth = astro.make_scene(random_state=21)
-    raw = astro.localise(img, random_state=0, refine=False)
+    raw = astro.leaves(astro.localise(img, random_state=0, refine=False))
     assert len(raw) >= len(truth)
     assert np.all((raw["sigma"] >= 1.0) & (raw["sigma"] <= 2.0)) and np.all(raw["flux"] > 0)
     # the sampled dictionary alone is less precise than the refined fit
-    full = astro.localise(img, random_state=0)
+    full = astro.leaves(astro.localise(img, random_state=0))
     assert astro.detection_scores(full, truth)["rmse"] < astro.detection_scores(raw, truth)["rmse"]
 
 
@@ -459,3 +475,71 @@ def test_tile_fits_use_only_atoms_near_the_footprint(monkeypatch):
     assert 0 < dico.shape[1] < 10_000 and d.max() <= radius + 3 + 2
     assert res.catalogue["x"][0] == pytest.approx(30.2, abs=0.15)
     assert res.catalogue["y"][0] == pytest.approx(33.7, abs=0.15)
+
+
+def test_match_levels_picks_the_level_of_each_family():
+    cat = astro.catalogue.empty_catalogue(6)
+    # family 1: parent (id 1) at the blend's centroid, children 2 and 3 on either side
+    # family 4: parent (id 4), children 5 and 6 matching two reference objects
+    cat["x"] = [10.0, 9.0, 11.5, 30.0, 29.0, 31.0]
+    cat["y"] = 10.0
+    cat["parent"] = [0, 1, 1, 0, 4, 4]
+    cat["n_children"] = [2, 0, 0, 2, 0, 0]
+    truth = np.zeros(3, astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"] = [10.1, 29.0, 31.0], 10.0
+    keep = astro.match_levels(cat, truth)
+    np.testing.assert_array_equal(keep, [True, False, False, False, True, True])
+    assert astro.detection_scores(cat[keep], truth)["recall"] == 1.0
+    assert astro.detection_scores(astro.leaves(cat), truth)["recall"] == 2 / 3
+    np.testing.assert_array_equal(astro.top_level(cat)["id"], [1, 4])
+    # a flat catalogue is kept whole
+    assert astro.match_levels(truth, truth).all()
+
+
+def test_blend_of_two_stars_is_a_parent_with_two_children(tmp_path):
+    from cvfs.astro.readers import read_catalogue, write_catalogue
+
+    xs, ys, fl = np.array([20.0, 23.2]), np.array([20.0, 20.6]), np.array([3000.0, 1500.0])
+    img = astro.render_psf((40, 44), xs, ys, 1.3, fl, background=10.0)
+    img = img + np.random.default_rng(4).standard_normal(img.shape)
+    cat = astro.localise(img, random_state=0)
+    _check_hierarchy(cat)
+    assert len(cat) == 3 and cat["n_children"].tolist().count(2) == 1
+    parent = cat[cat["n_children"] == 2][0]
+    kids = cat[cat["parent"] == parent["id"]]
+    truth = np.zeros(2, astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"] = xs, ys
+    assert astro.detection_scores(kids, truth)["f1"] == 1.0
+    # the parent is the blend's isophotal centroid and flux
+    assert abs(parent["x"] - np.average(xs, weights=fl)) < 0.3
+    assert abs(parent["y"] - np.average(ys, weights=fl)) < 0.3
+    assert 0.8 * fl.sum() < parent["flux"] < 1.1 * fl.sum() and not parent["extended"]
+    write_catalogue(tmp_path / "c.csv", cat)
+    back = read_catalogue(tmp_path / "c.csv")
+    for f in ("id", "parent", "n_children"):
+        np.testing.assert_array_equal(back[f], cat[f])
+
+
+def test_sep_image_recall_of_sextractor_objects():
+    """Real image: SExtractor's objects with SNR >= 10 on sep's test image, each family of the
+    catalogue at its matched level."""
+    fits = pytest.importorskip("astropy.io.fits")
+    import os
+    import warnings
+    from pathlib import Path
+
+    d = Path(os.environ.get("CVFS_DATA", Path(__file__).parents[2] / "shared" / "data"))
+    d = d / "astro" / "sep_image"
+    if not (d / "image.cat").exists():
+        pytest.skip("sep test image not in the data home")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        img = fits.getdata(d / "image.fits").astype(np.float64)
+    ref = np.loadtxt(d / "image.cat")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sel = ref[:, 15] / ref[:, 16] >= 10  # FLUX_AUTO / FLUXERR_AUTO
+    truth = np.zeros(int(sel.sum()), astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"] = ref[sel, 1] - 1, ref[sel, 2] - 1
+    cat = astro.localise(img, random_state=0)
+    _check_hierarchy(cat)
+    assert astro.detection_scores(cat[astro.match_levels(cat, truth)], truth)["recall"] >= 0.95

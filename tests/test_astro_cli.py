@@ -101,7 +101,7 @@ def test_cli_localise_fits(tmp_path, scene, capsys):
                  "4000"]) == 0
     assert {"catalogue.csv", "denoised.npy", "denoised.fits", "figure.png"} <= {
         f.name for f in out.iterdir()}
-    cat = read_catalogue(out / "catalogue.csv")
+    cat = astro.leaves(read_catalogue(out / "catalogue.csv"))
     s = astro.detection_scores(cat, truth)
     assert s["f1"] == 1.0
     assert np.load(out / "denoised.npy").shape == img.shape
@@ -132,8 +132,9 @@ def test_cli_localise_hdu_mask_wcs_and_tables(tmp_path, scene, capsys):
     lines = (out / "catalogue.csv").read_text().splitlines()
     assert lines[0].startswith("# units: x=pix, y=pix, sigma=pix, flux=adu")
     assert lines[1].split(",") == ["x", "y", "sigma", "flux", "x_err", "y_err", "flux_err",
-                                   "snr", "extended", "flags", "ra", "dec"]
-    cat = read_catalogue(out / "catalogue.csv")
+                                   "snr", "extended", "flags", "id", "parent", "n_children",
+                                   "ra", "dec"]
+    cat = astro.leaves(read_catalogue(out / "catalogue.csv"))
     assert astro.detection_scores(cat, truth)["f1"] == 1.0
     ra, dec = wcs.pixel_to_world_values(cat["x"], cat["y"])
     np.testing.assert_allclose(cat["ra"], ra, atol=1e-7)
@@ -199,7 +200,7 @@ def test_cli_hubble_deep_field_256(tmp_path):
     out = tmp_path / "out"
     assert main(["astro", "localise", str(png), "--channel", "luminance", "--out", str(out),
                  "--quiet"]) == 0
-    cat = read_catalogue(out / "catalogue.csv")
+    cat = astro.leaves(read_catalogue(out / "catalogue.csv"))
     assert 150 <= len(cat) <= 900
     assert np.all((cat["x"] >= -0.5) & (cat["x"] < 255.5))
     # no duplicates across tile borders

@@ -6,12 +6,13 @@
 """
 
 from cvfs.astro.background import Background, estimate_background
-from cvfs.astro.catalogue import FLAGS, add_sky_coordinates, catalogue_dtype
+from cvfs.astro.catalogue import FLAGS, add_sky_coordinates, catalogue_dtype, leaves, top_level
 from cvfs.astro.denoise import denoise
 from cvfs.astro.dictionary import PSFDictionary, sample_atoms
 from cvfs.astro.evaluate import (
     detection_scores,
     group_iou,
+    match_levels,
     match_sources,
     position_crlb,
     psnr,
@@ -41,12 +42,15 @@ __all__ = [
     "detection_scores",
     "estimate_background_noise",
     "group_iou",
+    "leaves",
     "localise",
     "localise_and_denoise",
     "make_scene",
+    "match_levels",
     "match_sources",
     "position_crlb",
     "psnr",
     "render_psf",
     "sample_atoms",
+    "top_level",
 ]

@@ -2,8 +2,16 @@
 
 :data:`cvfs.astro.CATALOGUE_DTYPE` (x, y, sigma, flux) is the minimal catalogue that scenes and the
 evaluation functions use; :func:`catalogue_dtype` adds the uncertainties, the extended/point
-decision, the flags and, with a WCS, the sky coordinates. Evaluation functions read fields by
-name, so they accept both.
+decision, the flags, the deblending hierarchy and, with a WCS, the sky coordinates. Evaluation
+functions read fields by name, so they accept both.
+
+Deblending hierarchy (as SExtractor's deblending tree and the parent/child model of the LSST and
+HSC pipelines): a deblended object (a part of a detected segment) fitted with two or more point
+sources is kept as a *parent* row (isophotal centroid and flux of its pixels, ``n_children`` > 0)
+and each of its point sources as a *child* row whose ``parent`` is the parent's ``id``. Every other
+row has ``parent`` 0 and ``n_children`` 0. The *leaves* (``n_children == 0``, :func:`leaves`) are
+the deblended catalogue, one row per source; the *top level* (``parent == 0``) is one row per
+deblended object, as a catalogue without deblending of point sources would have it.
 """
 
 import numpy as np
@@ -11,11 +19,12 @@ import numpy as np
 from cvfs.astro.simulate import CATALOGUE_DTYPE
 
 __all__ = ["FLAG_AT_BOUND", "FLAG_BLENDED", "FLAG_CAPPED", "FLAG_EDGE", "FLAG_MASKED", "FLAGS",
-           "catalogue_dtype", "empty_catalogue", "add_sky_coordinates"]
+           "catalogue_dtype", "empty_catalogue", "add_sky_coordinates", "leaves", "top_level"]
 
 #: the object's footprint touches the image border, or a point source lies within 3 sigma of it
 FLAG_EDGE = 1
-#: the object was fitted with more than one point source (a blend of several rows)
+#: the object was fitted with more than one point source (a blend of several rows); a parent row
+#: carries it too
 FLAG_BLENDED = 2
 #: a fitted parameter (width or position) is at its bound; its uncertainty is not reliable
 FLAG_AT_BOUND = 4
@@ -29,7 +38,8 @@ FLAGS = {"edge": FLAG_EDGE, "blended": FLAG_BLENDED, "at_bound": FLAG_AT_BOUND,
          "masked": FLAG_MASKED, "capped": FLAG_CAPPED}
 
 _EXTRA = [("x_err", "f8"), ("y_err", "f8"), ("flux_err", "f8"), ("snr", "f8"),
-          ("extended", "?"), ("flags", "i4")]
+          ("extended", "?"), ("flags", "i4"), ("id", "i4"), ("parent", "i4"),
+          ("n_children", "i4")]
 
 
 def catalogue_dtype(sky=False):
@@ -44,8 +54,9 @@ def catalogue_dtype(sky=False):
     -------
     numpy.dtype
         Fields x, y, sigma, flux (as :data:`CATALOGUE_DTYPE`), x_err, y_err, flux_err (one standard
-        deviation), snr (flux / flux_err), extended (bool), flags (int, bits of :data:`FLAGS`)
-        and optionally ra, dec.
+        deviation), snr (flux / flux_err), extended (bool), flags (int, bits of :data:`FLAGS`),
+        id (row number from 1), parent (id of the parent row, 0 for none), n_children (rows
+        whose parent this row is) and optionally ra, dec.
     """
     fields = CATALOGUE_DTYPE.descr + _EXTRA
     if sky:
@@ -54,11 +65,32 @@ def catalogue_dtype(sky=False):
 
 
 def empty_catalogue(n, sky=False):
-    """A full catalogue of ``n`` rows, uncertainties NaN, flags 0."""
+    """A full catalogue of ``n`` rows, uncertainties NaN, flags 0, ids 1..n, no parents."""
     cat = np.zeros(n, catalogue_dtype(sky))
     for name in ("x_err", "y_err", "flux_err", "snr"):
         cat[name] = np.nan
+    cat["id"] = np.arange(1, n + 1)
     return cat
+
+
+def leaves(catalogue):
+    """The deblended rows of a catalogue (``n_children == 0``): one row per source.
+
+    A catalogue without the ``n_children`` field is returned as it is.
+    """
+    if catalogue.dtype.names is None or "n_children" not in catalogue.dtype.names:
+        return catalogue
+    return catalogue[catalogue["n_children"] == 0]
+
+
+def top_level(catalogue):
+    """The rows without a parent (``parent == 0``): one row per deblended object.
+
+    A catalogue without the ``parent`` field is returned as it is.
+    """
+    if catalogue.dtype.names is None or "parent" not in catalogue.dtype.names:
+        return catalogue
+    return catalogue[catalogue["parent"] == 0]
 
 
 def add_sky_coordinates(catalogue, wcs):

@@ -8,7 +8,8 @@ true source within ``max_dist`` pixels.
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["detection_scores", "group_iou", "match_sources", "position_crlb", "psnr"]
+__all__ = ["detection_scores", "group_iou", "match_levels", "match_sources", "position_crlb",
+           "psnr"]
 
 
 def _xy(cat):
@@ -39,6 +40,40 @@ def match_sources(pred, truth, max_dist=1.0):
     rows, cols = linear_sum_assignment(cost)
     ok = d[rows, cols] <= max_dist
     return np.column_stack([rows[ok], cols[ok]]).astype(np.int64)
+
+
+def match_levels(catalogue, truth, max_dist=1.0):
+    """Rows of a hierarchical catalogue at the level that matches a reference catalogue.
+
+    Every family (a parent row and its children, see :mod:`cvfs.astro.catalogue`) is compared
+    with the reference at one level: its children, unless the parent alone matches more
+    reference objects within ``max_dist`` than the children do (one-to-one, each level
+    matched on its own against the whole reference); rows outside families are always kept.
+    The selected rows form one deblending level per object, so each object is counted once.
+
+    Parameters
+    ----------
+    catalogue : structured ndarray with fields x, y (and parent, n_children, id)
+    truth : structured ndarray with fields x, y (or ndarray of shape (n, 2))
+    max_dist : float
+
+    Returns
+    -------
+    ndarray of bool of shape (len(catalogue),)
+        True for the rows to score (all rows when the catalogue has no hierarchy fields).
+    """
+    cat = np.asarray(catalogue)
+    names = cat.dtype.names or ()
+    if not {"id", "parent", "n_children"} <= set(names):
+        return np.ones(len(cat), bool)
+    keep = cat["n_children"] == 0
+    for i in np.flatnonzero(cat["n_children"] > 0):
+        kids = np.flatnonzero(cat["parent"] == cat["id"][i])
+        if len(match_sources(cat[i:i + 1], truth, max_dist)) > \
+                len(match_sources(cat[kids], truth, max_dist)):
+            keep[kids] = False
+            keep[i] = True
+    return keep
 
 
 def detection_scores(pred, truth, max_dist=1.0):

@@ -476,8 +476,34 @@ def _process_objects(obj_list, st):
         elif len(rows) == 0:
             results.append(("none", None, None, screened))
         else:
-            results.append(("points", rows, model, screened))
+            results.append(("points", (rows, _parents(ob, rows, rms_patch, st)), model,
+                            screened))
     return results
+
+
+def _parents(ob, rows, rms_patch, st):
+    """Parent rows of a point-fitted object: its deblended parts (:func:`_deblend`, as for an
+    extended object) holding two or more of the fitted sources ``rows``. Returns a list of
+    (row (x, y, sigma, flux, x_err, y_err, flux_err), part footprint, indices of the children in
+    ``rows``); each source belongs to the part nearest to its pixel."""
+    if len(rows) < 2:
+        return []
+    parts = _deblend(ob, st)
+    lab = np.zeros(ob.own.shape, np.int32)
+    for i, part in enumerate(parts):
+        lab[part] = i + 1
+    # label of the nearest part pixel, for sources fitted just outside the footprint
+    _, (ir, ic) = ndimage.distance_transform_edt(lab == 0, return_indices=True)
+    h, w = lab.shape
+    r = np.clip(np.rint(rows[:, 1] - ob.r0).astype(np.intp), 0, h - 1)
+    c = np.clip(np.rint(rows[:, 0] - ob.c0).astype(np.intp), 0, w - 1)
+    which = lab[ir[r, c], ic[r, c]]
+    out = []
+    for i, part in enumerate(parts):
+        kids = np.flatnonzero(which == i + 1)
+        if len(kids) >= 2:
+            out.append((_moment_row(ob, part, rms_patch), part, kids))
+    return out
 
 
 def _objects(sub, weights, labels, slices, det, pad):
@@ -698,6 +724,8 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
     # an extended object's model is the smoothed image on its footprint grown by 2 px (its halo
     # below the detection isophote), on pixels no other object claims
     claimed = labels > 0
+    # parent rows carry family number k in column 9, their children -k (0: no family)
+    families = 0
     for ob, (kind, res, pmodel, scr) in zip(objs, results, strict=True):
         screened += scr
         sl = (slice(ob.r0, ob.r0 + ob.patch.shape[0]), slice(ob.c0, ob.c0 + ob.patch.shape[1]))
@@ -715,19 +743,29 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
                     continue
                 flags = base | blended | catmod.FLAG_EDGE * touches \
                     | catmod.FLAG_CAPPED * (kind == "capped")
-                rows.append((x, y, s, f, xe, ye, fe, True, flags))
+                rows.append((x, y, s, f, xe, ye, fe, True, flags, 0, 0))
                 halo = ndimage.binary_dilation(own, iterations=2) & ~claimed[sl]
                 grow = own | halo
                 model[sl][grow] += smooth[sl][grow]
                 claimed[sl] |= halo
         elif kind == "points":
+            res, parents = res
             model[sl] += pmodel
             blended = catmod.FLAG_BLENDED * (len(res) > 1)
-            for x, y, s, f, xe, ye, fe, at_bound in res:
+            family = np.zeros(len(res), np.int64)
+            for prow, part, kids in parents:
+                families += 1
+                family[kids] = families
+                edge = (ob.r0 == 0 and part[0].any()) or (ob.c0 == 0 and part[:, 0].any()) \
+                    or (sl[0].stop == h and part[-1].any()) \
+                    or (sl[1].stop == w and part[:, -1].any())
+                flags = base | catmod.FLAG_BLENDED | catmod.FLAG_EDGE * bool(edge)
+                rows.append((*prow, False, flags, families, len(kids)))
+            for (x, y, s, f, xe, ye, fe, at_bound), fam in zip(res, family, strict=True):
                 near = min(x, y, w - 1 - x, h - 1 - y) < 3 * s
                 flags = base | blended | catmod.FLAG_AT_BOUND * bool(at_bound) \
                     | catmod.FLAG_EDGE * near
-                rows.append((x, y, s, f, xe, ye, fe, False, flags))
+                rows.append((x, y, s, f, xe, ye, fe, False, flags, -fam, 0))
     cat = catmod.empty_catalogue(len(rows))
     if rows:
         arr = np.array(rows, dtype=np.float64)
@@ -739,8 +777,29 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
             cat["snr"] = cat["flux"] / cat["flux_err"]
         inside = (cat["x"] >= -0.5) & (cat["x"] < w - 0.5) & (cat["y"] >= -0.5) \
             & (cat["y"] < h - 0.5)
-        cat = cat[inside]
-        cat = cat[np.argsort(-cat["flux"], kind="stable")]
+        fam = arr[:, 9].astype(np.int64)
+        order = np.argsort(-cat["flux"][inside], kind="stable")
+        cat, fam = cat[inside][order], fam[inside][order]
+        cat["id"] = np.arange(1, len(cat) + 1)
+        # children point to their parent's id; a parent counts the children kept in the frame
+        ids = np.zeros(families + 1, np.int64)
+        ids[fam[fam > 0]] = cat["id"][fam > 0]
+        kid = fam < 0
+        cat["parent"][kid] = ids[-fam[kid]]
+        counts = np.bincount(cat["parent"], minlength=len(cat) + 1)
+        cat["n_children"] = counts[cat["id"]]
+        # a parent left with fewer than two children (the others outside the frame) is dropped
+        lone = (fam > 0) & (cat["n_children"] < 2)
+        if lone.any():
+            gone = set(cat["id"][lone].tolist())
+            cat["parent"][np.isin(cat["parent"], list(gone))] = 0
+            cat = cat[~lone]
+            old_ids = cat["id"].copy()
+            cat["id"] = np.arange(1, len(cat) + 1)
+            remap = np.zeros(int(old_ids.max(initial=0)) + 1, np.int64)
+            remap[old_ids] = cat["id"]
+            cat["parent"] = remap[cat["parent"]]
+            cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
     return Localisation(cat, model, bkg.global_background, noise, st.lam_factor * noise**2,
                         screened, bkg.background, rms, labels)
 

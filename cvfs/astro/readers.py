@@ -150,7 +150,7 @@ def write_fits(path, data, header=None):
 #: unit of each catalogue field (flux fields in the image's data unit)
 CATALOGUE_UNITS = {"x": "pix", "y": "pix", "sigma": "pix", "flux": "data", "x_err": "pix",
                    "y_err": "pix", "flux_err": "data", "snr": "", "extended": "", "flags": "",
-                   "ra": "deg", "dec": "deg"}
+                   "id": "", "parent": "", "n_children": "", "ra": "deg", "dec": "deg"}
 
 
 def _unit(name, flux_unit):

@@ -496,7 +496,9 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
         has_astropy = True
     except ImportError:  # pragma: no cover - depends on the environment
         has_astropy = False
-    n_ext = int(np.sum(res.catalogue["extended"]))
+    leaf = res.catalogue["n_children"] == 0
+    n_ext = int(np.sum(res.catalogue["extended"][leaf]))
+    n_src, n_par = int(leaf.sum()), int(np.sum(~leaf))
     with atomic_dir(out, command=command) as tmp:
         write_catalogue(tmp / "catalogue.csv", res.catalogue, flux_unit=flux_unit)
         if has_astropy:
@@ -506,11 +508,12 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
         if header is not None:
             write_fits(tmp / "denoised.fits", res.model, header=header)
         fig = source_figure(image, res.catalogue, res.model, unit=unit,
-                            title=f"{path.name}: {len(res.catalogue) - n_ext} point sources, "
+                            title=f"{path.name}: {n_src - n_ext} point sources, "
                             f"{n_ext} extended objects (screened SBL)")
         save_figure(fig, tmp / "figure.png", dpi=110)
-    print(f"{len(res.catalogue)} sources in {path.name} ({image.shape[0]}x{image.shape[1]}; "
-          f"{n_ext} extended); noise sigma {res.noise_sigma:.4g}, lambda {res.lam:.4g}")
+    print(f"{n_src} sources in {path.name} ({image.shape[0]}x{image.shape[1]}; "
+          f"{n_ext} extended; {n_par} parent rows of blends); noise sigma "
+          f"{res.noise_sigma:.4g}, lambda {res.lam:.4g}")
     _report_written(out)
     return res
 

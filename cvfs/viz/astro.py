@@ -146,6 +146,8 @@ def source_figure(image, catalogue, model, truth=None, *, title=None, unit="pixe
     ----------
     image, model : ndarray of shape (height, width)
     catalogue : structured ndarray with fields x, y, sigma
+        Parent rows of a deblended catalogue (``n_children`` > 0) are not drawn: one marker per
+        source.
     truth : structured ndarray with fields x, y, optional
     title : str, optional
         Figure title (default: image size and number of sources).
@@ -154,6 +156,9 @@ def source_figure(image, catalogue, model, truth=None, *, title=None, unit="pixe
     """
     import matplotlib.pyplot as plt
 
+    from cvfs.astro.catalogue import leaves
+
+    catalogue = leaves(np.asarray(catalogue))
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.8))
     _show(axs[0], image, "image", unit)
     plot_detections(image, catalogue, truth, ax=axs[1], title=f"{len(catalogue)} sources",
