@@ -18,7 +18,10 @@ Pipeline:
    (:mod:`cvfs.astro.fit`); uncertainties from the inverse Fisher information; sources are kept
    by the tile whose core contains them and when they lie on the object's footprint; more than
    ``max_sources`` sources make the object extended;
-5. objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
+5. a point-fitted object with several sources is split into parts by the watershed of the
+   extended objects; a part holding two or more sources becomes a parent row (isophotal centroid
+   and flux of its pixels) whose children are those sources (:mod:`cvfs.astro.catalogue`);
+6. objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
 """
 
 import logging
@@ -70,7 +73,7 @@ class Localisation:
     Attributes
     ----------
     catalogue : structured ndarray of :func:`cvfs.astro.catalogue.catalogue_dtype`
-        Sorted by decreasing flux.
+        Sorted by decreasing flux; parent rows of blends included (``n_children`` > 0).
     model : ndarray of shape (height, width)
         The denoised image: background + point sources + smoothed extended objects.
     background : float
@@ -834,8 +837,9 @@ def localise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
     -------
     catalogue : structured ndarray of :func:`cvfs.astro.catalogue.catalogue_dtype`
         x (column), y (row) with pixel centres at integer coordinates from 0, sigma, flux,
-        x_err, y_err, flux_err, snr, extended, flags (:data:`cvfs.astro.catalogue.FLAGS`) and, with
-        ``wcs``, ra, dec; sorted by decreasing flux.
+        x_err, y_err, flux_err, snr, extended, flags (:data:`cvfs.astro.catalogue.FLAGS`), id,
+        parent, n_children (parent rows of blends and their children: :func:`cvfs.astro.leaves`
+        keeps one row per source) and, with ``wcs``, ra, dec; sorted by decreasing flux.
 
     Raises
     ------

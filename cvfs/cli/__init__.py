@@ -421,7 +421,8 @@ def _add_astro_parser(sub):
     for name, func, out, help, files in (
             ("localise", _cmd_astro_localise, "cvfs-astro",
              "catalogue, denoised image and figure of one image",
-             "catalogue.csv, catalogue.fits, denoised.npy, denoised.fits (FITS input) and "
+             "catalogue.csv, catalogue.fits (one row per source, plus a parent row per "
+             "blend: id, parent, n_children), denoised.npy, denoised.fits (FITS input) and "
              "figure.png"),
             ("denoise", _cmd_astro_denoise, "cvfs-astro-denoise",
              "denoised image and figure of one image",
