@@ -186,7 +186,7 @@ def big(args):
     img, truth, blobs = make_field(2048, 2000, 7, n_blobs=20)
     astro.localise(make_field(64, 5, 0, 0)[0])
     t0 = time.perf_counter()
-    res = astro.localise(img, n_jobs=args.jobs)
+    res = astro.localise(img, n_jobs=args.jobs, verbose=True)  # progress bar, as the CLI
     wall = time.perf_counter() - t0
     rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
