@@ -543,3 +543,18 @@ def test_sep_image_recall_of_sextractor_objects():
     cat = astro.localise(img, random_state=0)
     _check_hierarchy(cat)
     assert astro.detection_scores(cat[astro.match_levels(cat, truth)], truth)["recall"] >= 0.95
+
+
+def test_link_families_drops_a_parent_left_with_one_child():
+    from cvfs.astro.localise import _link_families
+
+    cat = astro.catalogue.empty_catalogue(6)
+    cat["x"] = np.arange(6.0)
+    cat["flags"][[0, 3]] = astro.FLAGS["blended"]
+    # rows: parent of family 1, its two children, parent of family 2 with one child left, plain
+    fam = np.array([1, -1, -1, 2, -2, 0])
+    out = _link_families(cat, fam)
+    _check_hierarchy(out)
+    np.testing.assert_array_equal(out["x"], [0, 1, 2, 4, 5])
+    np.testing.assert_array_equal(out["parent"], [0, 1, 1, 0, 0])
+    np.testing.assert_array_equal(out["n_children"], [2, 0, 0, 0, 0])

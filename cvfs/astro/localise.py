@@ -782,29 +782,35 @@ def _localise_normalised(img, bad, error, noise_sigma, st, detect_thresh, min_ar
             & (cat["y"] < h - 0.5)
         fam = arr[:, 9].astype(np.int64)
         order = np.argsort(-cat["flux"][inside], kind="stable")
-        cat, fam = cat[inside][order], fam[inside][order]
-        cat["id"] = np.arange(1, len(cat) + 1)
-        # children point to their parent's id; a parent counts the children kept in the frame
-        ids = np.zeros(families + 1, np.int64)
-        ids[fam[fam > 0]] = cat["id"][fam > 0]
-        kid = fam < 0
-        cat["parent"][kid] = ids[-fam[kid]]
-        counts = np.bincount(cat["parent"], minlength=len(cat) + 1)
-        cat["n_children"] = counts[cat["id"]]
-        # a parent left with fewer than two children (the others outside the frame) is dropped
-        lone = (fam > 0) & (cat["n_children"] < 2)
-        if lone.any():
-            gone = set(cat["id"][lone].tolist())
-            cat["parent"][np.isin(cat["parent"], list(gone))] = 0
-            cat = cat[~lone]
-            old_ids = cat["id"].copy()
-            cat["id"] = np.arange(1, len(cat) + 1)
-            remap = np.zeros(int(old_ids.max(initial=0)) + 1, np.int64)
-            remap[old_ids] = cat["id"]
-            cat["parent"] = remap[cat["parent"]]
-            cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
+        cat = _link_families(cat[inside][order], fam[inside][order])
     return Localisation(cat, model, bkg.global_background, noise, st.lam_factor * noise**2,
                         screened, bkg.background, rms, labels)
+
+
+def _link_families(cat, fam):
+    """Set ``id`` (1..n in row order), ``parent`` and ``n_children`` of a catalogue whose parent
+    rows have ``fam`` k > 0 and their children -k (0: no family). A parent left with fewer than
+    two children (the others were outside the frame) is dropped and its child becomes a plain
+    row."""
+    cat = cat.copy()
+    cat["id"] = np.arange(1, len(cat) + 1)
+    ids = np.zeros(int(np.abs(fam).max(initial=0)) + 1, np.int64)
+    ids[fam[fam > 0]] = cat["id"][fam > 0]
+    kid = fam < 0
+    cat["parent"] = 0
+    cat["parent"][kid] = ids[-fam[kid]]
+    cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
+    lone = (fam > 0) & (cat["n_children"] < 2)
+    if not lone.any():
+        return cat
+    cat["parent"][np.isin(cat["parent"], cat["id"][lone])] = 0
+    cat = cat[~lone]
+    remap = np.zeros(len(lone) + 1, np.int64)
+    remap[cat["id"]] = np.arange(1, len(cat) + 1)
+    cat["id"] = remap[cat["id"]]
+    cat["parent"] = remap[cat["parent"]]
+    cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
+    return cat
 
 
 def localise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
