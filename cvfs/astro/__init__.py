@@ -2,6 +2,7 @@
 
 >>> from cvfs import astro
 >>> catalogue = astro.localise(image)          # x (column), y (row), sigma, flux, x_err, ...
+>>> sources = astro.leaves(catalogue)          # one row per source, no parent rows of blends
 >>> clean = astro.denoise(image)               # shaped like image
 """
 
