@@ -5,9 +5,10 @@ subspace. For each K in a range, ``r_K`` is the lowest, over restarts of seeded 
 (:func:`~cvfs.motion.candidates.ksubspace_candidates`), mean squared distance of the velocity
 vectors to the K affine 3-D subspaces of the clusters. ``r_K`` falls steeply while K is below
 the true number of motions (a cluster mixing two motions does not fit one subspace) and only by a
-fraction once it reaches it (an extra subspace fits noise). The rule keeps the smallest K whose next ratio ``r_(K+1) / r_K`` exceeds a
-threshold ``tau``; ``tau`` is a model-selection parameter fitted by cross-validation on training
-sequences (:func:`fit_threshold`; ``benchmarks/motion_k.py``), not a per-sequence choice.
+fraction once it reaches it (an extra subspace fits noise). The rule keeps the smallest K whose
+next ratio ``r_(K+1) / r_K`` exceeds a threshold ``tau``; ``tau`` is a model-selection parameter
+fitted by cross-validation on training sequences (:func:`fit_threshold`;
+``benchmarks/motion_k.py``), not a per-sequence choice.
 """
 
 import numpy as np
