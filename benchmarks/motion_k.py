@@ -6,12 +6,14 @@ Usage::
 
 1. Hopkins155 (155 sequences, K = 2 or 3): ``r_K`` (:func:`cvfs.motion.kselect.k_residuals`,
    best of 20 seeded K-subspaces restarts, K = 1..5) of every sequence; 10-fold cross-validation
-   by video (the folds of Table VII, fold seed 0): the threshold ``tau`` of
-   :func:`~cvfs.motion.kselect.choose_k` is fitted on the nine training folds
-   (:func:`~cvfs.motion.kselect.fit_threshold`) and K chosen on the test fold.
+   by video (the folds of Table VII, fold seed 0): the penalty ``lam`` of
+   :func:`~cvfs.motion.kselect.choose_k_penalised` (:func:`~cvfs.motion.kselect.fit_penalty`)
+   and, for comparison, the threshold ``tau`` of the ratio rule
+   :func:`~cvfs.motion.kselect.choose_k` (:func:`~cvfs.motion.kselect.fit_threshold`) are
+   fitted on the nine training folds and K chosen on the test fold.
    The residuals are cached in ``out/motion_k_ksub_residuals.json``.
 2. The five videos of ``hopkins155_videos/``: tracked (:func:`cvfs.motion.tracking.track_points`),
-   K chosen and segmented by :func:`cvfs.motion.segment_tracks` (``tau`` fitted on all of
+   K chosen and segmented by :func:`cvfs.motion.segment_tracks` (``lam`` fitted on all of
    Hopkins155); error on the tracks within 5 px of a truth track in the first frame (label of the
    nearest truth track).
 3. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
@@ -47,7 +49,10 @@ from cvfs.motion.candidates import (  # noqa: E402
 )
 from cvfs.motion.evaluate import misclassification, video_folds  # noqa: E402
 from cvfs.motion.kselect import (  # noqa: E402
+    DEFAULT_LAMBDA,
     choose_k,
+    choose_k_penalised,
+    fit_penalty,
     fit_threshold,
     k_residuals,
     subspace_residual,
@@ -75,27 +80,34 @@ def hopkins_residuals(seqs, cache):
 
 
 def hopkins_cv(seqs, residuals):
+    """K chosen on each test fold by both rules, fitted on the nine training folds."""
     folds = video_folds([s.video for s in seqs], [s.raw_footage for s in seqs], 10, 0)
     true_k = np.array([s.n_motions for s in seqs])
-    chosen = np.empty_like(true_k)
-    taus = []
+    n_pts = np.array([len(s.points) for s in seqs])
+    chosen = {"penalised": np.empty_like(true_k), "ratio": np.empty_like(true_k)}
+    lams, taus = [], []
     for f in range(10):
         train = np.flatnonzero(folds != f)
+        lam, _ = fit_penalty([residuals[i] for i in train], n_pts[train], true_k[train])
         tau, _ = fit_threshold([residuals[i] for i in train], true_k[train])
+        lams.append(lam)
         taus.append(tau)
         for i in np.flatnonzero(folds == f):
-            chosen[i] = choose_k(residuals[i], tau)
+            chosen["penalised"][i] = choose_k_penalised(residuals[i], n_pts[i], lam)
+            chosen["ratio"][i] = choose_k(residuals[i], tau)
     rows = []
     for name, mask in (("2 motions", true_k == 2), ("3 motions", true_k == 3),
                        ("all", np.ones_like(true_k, bool))):
-        rows.append([name, int(mask.sum()), 100 * float(np.mean(chosen[mask] == true_k[mask]))])
-    tau_all, acc_all = fit_threshold(residuals, true_k)
-    return rows, {"taus": taus, "chosen": dict(zip([s.name for s in seqs], chosen.tolist(),
-                                                   strict=True)),
-                  "tau_all": tau_all, "train_accuracy_all": acc_all}
+        rows.append([name, int(mask.sum())] + [100 * float(np.mean(c[mask] == true_k[mask]))
+                                                for c in chosen.values()])
+    lam_all, acc_all = fit_penalty(residuals, n_pts, true_k)
+    names = [s.name for s in seqs]
+    return rows, {"lams": lams, "taus": taus,
+                  "chosen": dict(zip(names, chosen["penalised"].tolist(), strict=True)),
+                  "lam_all": lam_all, "train_accuracy_all": acc_all}
 
 
-def video_rows(data, tau):
+def video_rows(data, lam):
     from cvfs.io.video import open_source
     from cvfs.motion.tracking import track_points
 
@@ -104,7 +116,11 @@ def video_rows(data, tau):
     for name in tqdm(VIDEOS, desc="videos"):
         src = open_source(str(Path(data) / "hopkins155_videos" / f"{name}.avi"))
         pts = track_points((f for _, f in src))
-        labels, k = segment_tracks(pts, None, tau=tau, candidates_k=K_RANGE)
+        # segment_tracks uses DEFAULT_LAMBDA; K is re-chosen here with lam fitted on Hopkins155
+        labels, k0, res = segment_tracks(pts, None, candidates_k=K_RANGE, return_scores=True)
+        k = choose_k_penalised(res, len(pts), lam)
+        if k != k0:
+            labels = segment_tracks(pts, k)[0]
         seq = truths[name]
         d = np.linalg.norm(pts[:, None, 0] - seq.pixels[None, :, 0], axis=2)
         near = d.argmin(axis=1)
@@ -126,7 +142,7 @@ def pool_errors(points, truth, k):
             misclassification(both[int(np.argmin(res))], truth))
 
 
-def synthetic_rows(seeds, tau):
+def synthetic_rows(seeds, lam):
     rows = []
     for k in tqdm(range(2, 7), desc="synthetic"):
         errs, hits, pools = [], [], []
@@ -136,7 +152,7 @@ def synthetic_rows(seeds, tau):
             errs.append(misclassification(labels, truth))
             pools.append(pool_errors(pts, truth, k))
             res = k_residuals(normalise_points(pts), range(2, k + 2))
-            hits.append(choose_k(res, tau) == k)
+            hits.append(choose_k_penalised(res, len(pts), lam) == k)
         pools = 100 * np.mean(pools, axis=0)
         rows.append([k, seeds, 100 * float(np.mean(errs)), 100 * float(np.max(errs)),
                      float(pools[0]), float(pools[1]), float(pools[2]),
@@ -167,16 +183,19 @@ def main(argv=None):
     seqs = load_hopkins155(data / "hopkins155")
     residuals = hopkins_residuals(seqs, Path(args.cache))
     cv_rows, cv_info = hopkins_cv(seqs, residuals)
-    print("Hopkins155: K chosen correctly, 10-fold CV by video (tau fitted on training folds)")
-    print(format_table(["sequences", "n", "K correct %"], _fmt(cv_rows)))
-    print(f"tau per fold {np.round(cv_info['taus'], 3).tolist()}; all 155: "
-          f"{cv_info['tau_all']:.3f}")
-    tau = cv_info["tau_all"]
-    vids = [] if args.skip_videos else video_rows(data, tau)
+    print("Hopkins155: K chosen correctly, 10-fold CV by video (lam / tau fitted on training "
+          "folds)")
+    print(format_table(["sequences", "n", "K correct % (penalised)", "K correct % (ratio)"],
+                       _fmt(cv_rows)))
+    print(f"lam per fold {np.round(cv_info['lams'], 2).tolist()}; all 155: "
+          f"{cv_info['lam_all']:.2f} (DEFAULT_LAMBDA {DEFAULT_LAMBDA}); tau per fold "
+          f"{np.round(cv_info['taus'], 3).tolist()}")
+    lam = cv_info["lam_all"]
+    vids = [] if args.skip_videos else video_rows(data, lam)
     if vids:
         print(format_table(["video", "true K", "chosen K", "tracks", "matched", "error %"],
                            _fmt(vids)))
-    syn = synthetic_rows(args.seeds, tau)
+    syn = synthetic_rows(args.seeds, lam)
     print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
     print(format_table(["K", "problems", "mean error % (K given)", "max error %",
                         "oracle spectral %", "oracle + K-subspaces %",

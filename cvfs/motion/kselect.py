@@ -22,10 +22,13 @@ from cvfs.motion.candidates import (
     velocity_matrix,
 )
 
-__all__ = ["DEFAULT_TAU", "choose_k", "fit_threshold", "k_residuals", "subspace_residual"]
+__all__ = ["DEFAULT_LAMBDA", "DEFAULT_TAU", "choose_k", "choose_k_penalised", "fit_penalty",
+           "fit_threshold", "k_residuals", "subspace_residual"]
 
-# fitted on all 155 Hopkins155 sequences by fit_threshold (benchmarks/motion_k.py)
+# fitted on all 155 Hopkins155 sequences by fit_threshold on spectral-candidate residuals
 DEFAULT_TAU = 0.47
+# fitted on all 155 Hopkins155 sequences by fit_penalty on k_residuals (benchmarks/motion_k.py)
+DEFAULT_LAMBDA = 52.41
 
 
 def subspace_residual(Y, labels, dim=3):
@@ -122,5 +125,64 @@ def fit_threshold(residual_list, true_k, *, grid=None, k_min=2):
     acc = np.array([np.mean([choose_k(r, t, k_min=k_min) == k
                              for r, k in zip(residual_list, true_k, strict=True)])
                     for t in grid])
+    best = np.flatnonzero(acc == acc.max())
+    return float(grid[best[len(best) // 2]]), float(acc.max())
+
+
+def choose_k_penalised(residuals, n_points, lam=DEFAULT_LAMBDA, *, k_min=2):
+    """The K >= ``k_min`` minimising ``log r_K + lam K log(P) / P`` (a BIC-style penalty).
+
+    Each motion adds a subspace whose parameters lower the residual of any fit; the penalty per
+    motion shrinks as ``log(P) / P`` with the number of trajectories P (as the BIC penalty per
+    point does), so a small gain counts for more on a large sequence. ``lam`` is fitted on
+    training sequences (:func:`fit_penalty`).
+
+    Parameters
+    ----------
+    residuals : dict of int to float
+        From :func:`k_residuals`.
+    n_points : int
+        P, the number of trajectories.
+    lam : float, default ``DEFAULT_LAMBDA``
+    k_min : int, default 2
+
+    Returns
+    -------
+    k : int
+    """
+    ks = sorted(k for k in residuals if k >= k_min)
+    if not ks:
+        raise ValueError(f"residuals: no K >= {k_min}; got {sorted(residuals)}")
+    if int(n_points) < 2:
+        raise ValueError(f"n_points must be >= 2; got {n_points}")
+    pen = float(lam) * np.log(n_points) / n_points
+    score = [np.log(max(residuals[k], 1e-300)) + pen * k for k in ks]
+    return ks[int(np.argmin(score))]
+
+
+def fit_penalty(residual_list, n_points, true_k, *, grid=None, k_min=2):
+    """``lam`` of :func:`choose_k_penalised` with the most sequences given their true K.
+
+    Parameters
+    ----------
+    residual_list : list of dict
+        :func:`k_residuals` of each training sequence.
+    n_points : sequence of int
+        P of each training sequence.
+    true_k : sequence of int
+    grid : array_like, optional
+        Candidate penalties; default 500 values from 1 to 1000 (log-spaced).
+
+    Returns
+    -------
+    lam : float
+        The middle of the best range (ties).
+    accuracy : float
+        Fraction of training sequences given their true K at ``lam``.
+    """
+    grid = np.geomspace(1.0, 1000.0, 500) if grid is None else np.asarray(grid, float)
+    acc = np.array([np.mean([choose_k_penalised(r, p, lam, k_min=k_min) == k
+                             for r, p, k in zip(residual_list, n_points, true_k, strict=True)])
+                    for lam in grid])
     best = np.flatnonzero(acc == acc.max())
     return float(grid[best[len(best) // 2]]), float(acc.max())
