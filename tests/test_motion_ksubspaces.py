@@ -11,7 +11,13 @@ from cvfs.motion.candidates import (
     velocity_matrix,
 )
 from cvfs.motion.evaluate import misclassification
-from cvfs.motion.kselect import choose_k, k_residuals, subspace_residual
+from cvfs.motion.kselect import (
+    choose_k,
+    choose_k_penalised,
+    fit_penalty,
+    k_residuals,
+    subspace_residual,
+)
 from cvfs.motion.synthetic import make_rigid_motions
 
 
@@ -88,3 +94,25 @@ def test_k_rule_on_ksubspace_residuals(four_motions):
     # past the true K one more subspace only fits noise
     assert r[5] / r[4] > 0.9 > max(r[k + 1] / r[k] for k in range(1, 4))
     assert choose_k(r, 0.9) == 4
+    # a penalty below the smallest gain (log r_3 - log r_2 ~ -0.4) and above the last (~ -0.03)
+    assert choose_k_penalised(r, 160, 5.0) == 4
+
+
+def test_penalised_rule_trades_residual_for_motions():
+    r = {1: 1.0, 2: 0.3, 3: 0.05, 4: 0.045, 5: 0.04}
+    # log r_3 - log r_2 = -1.79: a third motion pays off while lam log(P) / P < 1.79
+    assert choose_k_penalised(r, 100, 10.0) == 3
+    assert choose_k_penalised(r, 100, 50.0) == 2
+    assert choose_k_penalised(r, 1000, 50.0) == 3  # the penalty per motion shrinks with P
+    assert choose_k_penalised(r, 100, 0.0) == 5
+    with pytest.raises(ValueError, match="no K >= 2"):
+        choose_k_penalised({1: 1.0}, 100)
+    with pytest.raises(ValueError, match="n_points must be >= 2"):
+        choose_k_penalised(r, 1)
+
+
+def test_fit_penalty_separates_training_sequences():
+    res = [{1: 1.0, 2: 0.1, 3: 0.09, 4: 0.085}, {1: 1.0, 2: 0.5, 3: 0.05, 4: 0.045}]
+    lam, acc = fit_penalty(res, [200, 200], [2, 3])
+    assert acc == 1.0
+    assert choose_k_penalised(res[0], 200, lam) == 2 and choose_k_penalised(res[1], 200, lam) == 3

@@ -5,10 +5,16 @@ subspace. For each K in a range, ``r_K`` is the lowest, over restarts of seeded 
 (:func:`~cvfs.motion.candidates.ksubspace_candidates`), mean squared distance of the velocity
 vectors to the K affine 3-D subspaces of the clusters. ``r_K`` falls steeply while K is below
 the true number of motions (a cluster mixing two motions does not fit one subspace) and only by a
-fraction once it reaches it (an extra subspace fits noise). The rule keeps the smallest K whose
-next ratio ``r_(K+1) / r_K`` exceeds a threshold ``tau``; ``tau`` is a model-selection parameter
-fitted by cross-validation on training sequences (:func:`fit_threshold`;
-``benchmarks/motion_k.py``), not a per-sequence choice.
+fraction once it reaches it (an extra subspace fits noise). Two rules choose K from ``r_K``:
+
+* :func:`choose_k_penalised` (the default of :func:`cvfs.motion.segment_tracks`): the K
+  minimising ``log r_K + lam K log(P) / P``, P the number of trajectories, a BIC-style penalty
+  per motion; ``lam`` is fitted by :func:`fit_penalty`.
+* :func:`choose_k`: the smallest K whose next ratio ``r_(K+1) / r_K`` exceeds a threshold
+  ``tau`` (:func:`fit_threshold`).
+
+Both parameters are fitted on training sequences and cross-validated by video in
+``benchmarks/motion_k.py``, not chosen per sequence.
 """
 
 import numpy as np
@@ -25,7 +31,7 @@ from cvfs.motion.candidates import (
 __all__ = ["DEFAULT_LAMBDA", "DEFAULT_TAU", "choose_k", "choose_k_penalised", "fit_penalty",
            "fit_threshold", "k_residuals", "subspace_residual"]
 
-# fitted on all 155 Hopkins155 sequences by fit_threshold on spectral-candidate residuals
+# residual-ratio threshold of choose_k (fitted on Hopkins155 by fit_threshold)
 DEFAULT_TAU = 0.47
 # fitted on all 155 Hopkins155 sequences by fit_penalty on k_residuals (benchmarks/motion_k.py)
 DEFAULT_LAMBDA = 52.41
