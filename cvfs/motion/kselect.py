@@ -31,7 +31,7 @@ from cvfs.motion.candidates import (
 __all__ = ["DEFAULT_LAMBDA", "DEFAULT_TAU", "choose_k", "choose_k_penalised", "fit_penalty",
            "fit_threshold", "k_residuals", "subspace_residual"]
 
-# residual-ratio threshold of choose_k (fitted on Hopkins155 by fit_threshold)
+# residual-ratio threshold of choose_k (fit_threshold gives 0.46 on most Hopkins155 folds)
 DEFAULT_TAU = 0.47
 # fitted on all 155 Hopkins155 sequences by fit_penalty on k_residuals (benchmarks/motion_k.py)
 DEFAULT_LAMBDA = 52.41
