@@ -2,20 +2,27 @@
 
 Usage::
 
-    python benchmarks/motion_k.py [--data DIR] [--skip-videos] [--seeds 3]
+    python benchmarks/motion_k.py [--data DIR] [--skip-videos] [--skip-pool] [--seeds 3]
 
 1. Hopkins155 (155 sequences, K = 2 or 3): ``r_K`` (:func:`cvfs.motion.kselect.k_residuals`,
-   K = 1..5) of every sequence; 10-fold cross-validation by video (the folds of Table VII,
-   fold seed 0): the threshold ``tau`` of :func:`~cvfs.motion.kselect.choose_k` is fitted on the
-   nine training folds (:func:`~cvfs.motion.kselect.fit_threshold`) and K chosen on the test fold.
-   The residuals are cached in ``out/motion_k_residuals.json``.
+   best of 20 seeded K-subspaces restarts, K = 1..5) of every sequence; 10-fold cross-validation
+   by video (the folds of Table VII, fold seed 0): the penalty ``lam`` of
+   :func:`~cvfs.motion.kselect.choose_k_penalised` (:func:`~cvfs.motion.kselect.fit_penalty`)
+   and, for comparison, the threshold ``tau`` of the ratio rule
+   :func:`~cvfs.motion.kselect.choose_k` (:func:`~cvfs.motion.kselect.fit_threshold`) are
+   fitted on the nine training folds and K chosen on the test fold.
+   The residuals are cached in ``out/motion_k_ksub_residuals.json``.
 2. The five videos of ``hopkins155_videos/``: tracked (:func:`cvfs.motion.tracking.track_points`),
-   K chosen and segmented by :func:`cvfs.motion.segment_tracks` (``tau`` fitted on all of
+   K chosen and segmented by :func:`cvfs.motion.segment_tracks` (``lam`` fitted on all of
    Hopkins155); error on the tracks within 5 px of a truth track in the first frame (label of the
    nearest truth track).
 3. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
-   motion, 20 frames, noise 0.002), K = 2..6, ``--seeds`` problems each: error with K given and
-   the rate at which K is chosen correctly.
+   motion, 20 frames, noise 0.002), K = 2..6, ``--seeds`` problems each: error with K given
+   (:func:`cvfs.motion.segment_tracks`), the oracle (best candidate) of the spectral pool alone
+   and with the seeded K-subspaces candidates, the error of the lowest-residual K-subspaces
+   candidate, and the rate at which K is chosen correctly.
+4. Hopkins155 three-motion sequences (unless ``--skip-pool``): the same oracle / lowest-residual
+   errors for K = 3 (the ranked pool there has no K-subspaces candidates).
 
 Writes ``benchmarks/results/motion_k.json``.
 """
@@ -35,8 +42,21 @@ if str(REPO) not in sys.path:
 from benchmarks._bench import format_table, limit_threads, write_json  # noqa: E402
 from cvfs.datasets.hopkins155 import load_hopkins155  # noqa: E402
 from cvfs.motion import normalise_points, segment_tracks  # noqa: E402
+from cvfs.motion.candidates import (  # noqa: E402
+    generate_candidates,
+    ksubspace_candidates,
+    velocity_matrix,
+)
 from cvfs.motion.evaluate import misclassification, video_folds  # noqa: E402
-from cvfs.motion.kselect import choose_k, fit_threshold, k_residuals  # noqa: E402
+from cvfs.motion.kselect import (  # noqa: E402
+    DEFAULT_LAMBDA,
+    choose_k,
+    choose_k_penalised,
+    fit_penalty,
+    fit_threshold,
+    k_residuals,
+    subspace_residual,
+)
 from cvfs.motion.synthetic import make_rigid_motions  # noqa: E402
 
 VIDEOS = ("cars1", "people2", "1RT2RCR", "2T3RCR", "three-cars")
@@ -60,27 +80,34 @@ def hopkins_residuals(seqs, cache):
 
 
 def hopkins_cv(seqs, residuals):
+    """K chosen on each test fold by both rules, fitted on the nine training folds."""
     folds = video_folds([s.video for s in seqs], [s.raw_footage for s in seqs], 10, 0)
     true_k = np.array([s.n_motions for s in seqs])
-    chosen = np.empty_like(true_k)
-    taus = []
+    n_pts = np.array([len(s.points) for s in seqs])
+    chosen = {"penalised": np.empty_like(true_k), "ratio": np.empty_like(true_k)}
+    lams, taus = [], []
     for f in range(10):
         train = np.flatnonzero(folds != f)
+        lam, _ = fit_penalty([residuals[i] for i in train], n_pts[train], true_k[train])
         tau, _ = fit_threshold([residuals[i] for i in train], true_k[train])
+        lams.append(lam)
         taus.append(tau)
         for i in np.flatnonzero(folds == f):
-            chosen[i] = choose_k(residuals[i], tau)
+            chosen["penalised"][i] = choose_k_penalised(residuals[i], n_pts[i], lam)
+            chosen["ratio"][i] = choose_k(residuals[i], tau)
     rows = []
     for name, mask in (("2 motions", true_k == 2), ("3 motions", true_k == 3),
                        ("all", np.ones_like(true_k, bool))):
-        rows.append([name, int(mask.sum()), 100 * float(np.mean(chosen[mask] == true_k[mask]))])
-    tau_all, acc_all = fit_threshold(residuals, true_k)
-    return rows, {"taus": taus, "chosen": dict(zip([s.name for s in seqs], chosen.tolist(),
-                                                   strict=True)),
-                  "tau_all": tau_all, "train_accuracy_all": acc_all}
+        rows.append([name, int(mask.sum())] + [100 * float(np.mean(c[mask] == true_k[mask]))
+                                                for c in chosen.values()])
+    lam_all, acc_all = fit_penalty(residuals, n_pts, true_k)
+    names = [s.name for s in seqs]
+    return rows, {"lams": lams, "taus": taus,
+                  "chosen": dict(zip(names, chosen["penalised"].tolist(), strict=True)),
+                  "lam_all": lam_all, "train_accuracy_all": acc_all}
 
 
-def video_rows(data, tau):
+def video_rows(data, lam):
     from cvfs.io.video import open_source
     from cvfs.motion.tracking import track_points
 
@@ -89,7 +116,11 @@ def video_rows(data, tau):
     for name in tqdm(VIDEOS, desc="videos"):
         src = open_source(str(Path(data) / "hopkins155_videos" / f"{name}.avi"))
         pts = track_points((f for _, f in src))
-        labels, k = segment_tracks(pts, None, tau=tau, candidates_k=K_RANGE)
+        # segment_tracks uses DEFAULT_LAMBDA; K is re-chosen here with lam fitted on Hopkins155
+        labels, k0, res = segment_tracks(pts, None, candidates_k=K_RANGE, return_scores=True)
+        k = choose_k_penalised(res, len(pts), lam)
+        if k != k0:
+            labels = segment_tracks(pts, k)[0]
         seq = truths[name]
         d = np.linalg.norm(pts[:, None, 0] - seq.pixels[None, :, 0], axis=2)
         near = d.argmin(axis=1)
@@ -99,26 +130,50 @@ def video_rows(data, tau):
     return rows
 
 
-def synthetic_rows(seeds, tau):
+def pool_errors(points, truth, k):
+    """Oracle of the spectral pool, of the pool with K-subspaces, and the lowest-residual error."""
+    pts = normalise_points(points)
+    spectral = generate_candidates(pts, k, ksubspaces=0).labels
+    Y = velocity_matrix(pts).T
+    ksub = ksubspace_candidates(Y, k)
+    both = np.vstack([spectral, ksub]) if len(ksub) else spectral
+    res = [subspace_residual(Y, lab) for lab in both]
+    return (misclassification(spectral, truth).min(), misclassification(both, truth).min(),
+            misclassification(both[int(np.argmin(res))], truth))
+
+
+def synthetic_rows(seeds, lam):
     rows = []
     for k in tqdm(range(2, 7), desc="synthetic"):
-        errs, hits = [], []
+        errs, hits, pools = [], [], []
         for seed in range(seeds):
             pts, truth = make_rigid_motions(k, 40 * k, 20, noise=0.002, random_state=seed)
             labels, _ = segment_tracks(pts, k)
             errs.append(misclassification(labels, truth))
+            pools.append(pool_errors(pts, truth, k))
             res = k_residuals(normalise_points(pts), range(2, k + 2))
-            hits.append(choose_k(res, tau) == k)
+            hits.append(choose_k_penalised(res, len(pts), lam) == k)
+        pools = 100 * np.mean(pools, axis=0)
         rows.append([k, seeds, 100 * float(np.mean(errs)), 100 * float(np.max(errs)),
+                     float(pools[0]), float(pools[1]), float(pools[2]),
                      100 * float(np.mean(hits))])
     return rows
+
+
+def hopkins_pool_rows(seqs):
+    three = [s for s in seqs if s.n_motions == 3]
+    errs = np.array([pool_errors(s.points, s.labels, 3)
+                     for s in tqdm(three, desc="Hopkins155 K=3 pools")])
+    return [["3 motions", len(three)] + [float(v) for v in 100 * errs.mean(axis=0)]
+            + [float(v) for v in 100 * np.median(errs, axis=0)]]
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
-    ap.add_argument("--cache", default=str(REPO / "out" / "motion_k_residuals.json"))
+    ap.add_argument("--cache", default=str(REPO / "out" / "motion_k_ksub_residuals.json"))
     ap.add_argument("--skip-videos", action="store_true")
+    ap.add_argument("--skip-pool", action="store_true")
     ap.add_argument("--seeds", type=int, default=3)
     args = ap.parse_args(argv)
     limit_threads()
@@ -128,22 +183,33 @@ def main(argv=None):
     seqs = load_hopkins155(data / "hopkins155")
     residuals = hopkins_residuals(seqs, Path(args.cache))
     cv_rows, cv_info = hopkins_cv(seqs, residuals)
-    print("Hopkins155: K chosen correctly, 10-fold CV by video (tau fitted on training folds)")
-    print(format_table(["sequences", "n", "K correct %"], _fmt(cv_rows)))
-    print(f"tau per fold {np.round(cv_info['taus'], 3).tolist()}; all 155: "
-          f"{cv_info['tau_all']:.3f}")
-    tau = cv_info["tau_all"]
-    vids = [] if args.skip_videos else video_rows(data, tau)
+    print("Hopkins155: K chosen correctly, 10-fold CV by video (lam / tau fitted on training "
+          "folds)")
+    print(format_table(["sequences", "n", "K correct % (penalised)", "K correct % (ratio)"],
+                       _fmt(cv_rows)))
+    print(f"lam per fold {np.round(cv_info['lams'], 2).tolist()}; all 155: "
+          f"{cv_info['lam_all']:.2f} (DEFAULT_LAMBDA {DEFAULT_LAMBDA}); tau per fold "
+          f"{np.round(cv_info['taus'], 3).tolist()}")
+    lam = cv_info["lam_all"]
+    vids = [] if args.skip_videos else video_rows(data, lam)
     if vids:
         print(format_table(["video", "true K", "chosen K", "tracks", "matched", "error %"],
                            _fmt(vids)))
-    syn = synthetic_rows(args.seeds, tau)
+    syn = synthetic_rows(args.seeds, lam)
     print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
     print(format_table(["K", "problems", "mean error % (K given)", "max error %",
-                        "K correct %"], _fmt(syn)))
+                        "oracle spectral %", "oracle + K-subspaces %",
+                        "lowest residual %", "K correct %"], _fmt(syn)))
+    pool = [] if args.skip_pool else hopkins_pool_rows(seqs)
+    if pool:
+        print("Hopkins155 three motions, K = 3: mean (median) error %")
+        print(format_table(["sequences", "n", "oracle spectral", "oracle + K-subspaces",
+                            "lowest residual", "median oracle spectral",
+                            "median oracle + K-subspaces", "median lowest residual"],
+                           _fmt(pool)))
     write_json(REPO / "benchmarks" / "results" / "motion_k.json",
                {"hopkins_cv": cv_rows, "hopkins_info": cv_info, "videos": vids,
-                "synthetic": syn})
+                "synthetic": syn, "hopkins_pool_k3": pool})
 
 
 if __name__ == "__main__":

@@ -5,7 +5,13 @@ import pytest
 
 from cvfs.motion import normalise_points, rank_candidates, segment, segment_tracks
 from cvfs.motion.candidates import velocity_matrix
-from cvfs.motion.kselect import choose_k, fit_threshold, k_residuals, subspace_residual
+from cvfs.motion.kselect import (
+    choose_k,
+    choose_k_penalised,
+    fit_threshold,
+    k_residuals,
+    subspace_residual,
+)
 from cvfs.motion.synthetic import make_rigid_motions
 
 
@@ -63,7 +69,7 @@ def test_segment_tracks_returns_the_chosen_k_and_residuals():
     pts, _ = make_rigid_motions(4, 160, 20, noise=0.002, random_state=0)
     labels, k, res = segment_tracks(pts, None, model=_NoRanker(), candidates_k=range(4, 6),
                                     return_scores=True)
-    assert sorted(res) == [4, 5] and k == choose_k(res)
+    assert sorted(res) == [4, 5] and k == choose_k_penalised(res, 160)
     assert labels.shape == (160,) and labels.max() == k - 1
 
 

@@ -24,7 +24,7 @@ from cvfs.motion.candidates import (
     velocity_matrix,
 )
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
-from cvfs.motion.kselect import DEFAULT_TAU, choose_k, k_residuals, subspace_residual
+from cvfs.motion.kselect import choose_k, choose_k_penalised, k_residuals, subspace_residual
 
 # the numbers of motions of the ranker's training sequences (Hopkins155: 2 and 3)
 RANKED_K = (2, 3)
@@ -256,7 +256,7 @@ def segment(points, n_motions, *, model=None):
 
 
 def segment_tracks(points, n_motions=None, *, model=None, candidates_k=tuple(range(2, 9)),
-                   tau=DEFAULT_TAU, return_scores=False):
+                   tau=None, return_scores=False):
     """Segment trajectories with K given or chosen by the subspace-residual rule.
 
     Parameters
@@ -264,13 +264,16 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=tuple(ran
     points : array_like of shape (P, F, 2)
     n_motions : int or None
         K; None chooses K among ``candidates_k`` (those the points allow, 4 trajectories per
-        motion) by :func:`cvfs.motion.kselect.choose_k`: the smallest K after which one more
-        motion lowers the best subspace residual by less than the factor ``tau``.
+        motion) from the best subspace residual ``r_K`` of each K
+        (:func:`cvfs.motion.kselect.k_residuals`) by
+        :func:`cvfs.motion.kselect.choose_k_penalised`: the K minimising
+        ``log r_K + lam K log(P) / P``.
     model : None, str, Path or fitted ranker
     candidates_k : sequence of int, default 2..8
-    tau : float, default ``cvfs.motion.kselect.DEFAULT_TAU``
-        Residual-ratio threshold of the K rule (fitted by cross-validation on Hopkins155,
-        ``benchmarks/motion_k.py``).
+    tau : float, optional
+        None uses the penalised rule with ``lam = cvfs.motion.kselect.DEFAULT_LAMBDA`` (fitted on
+        Hopkins155, cross-validated in ``benchmarks/motion_k.py``); a float uses the
+        residual-ratio rule :func:`cvfs.motion.kselect.choose_k` with this threshold instead.
     return_scores : bool, default False
         Also return the best subspace residual ``r_K`` per K tried (K given: the chosen
         candidate's ranking score for that K alone).
@@ -301,7 +304,8 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=tuple(ran
         raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
                          f"{tuple(candidates_k)} (4 per motion needed)")
     residuals = k_residuals(normalise_points(arr), ks)
-    k = choose_k({kk: residuals[kk] for kk in ks}, tau)
+    tried = {kk: residuals[kk] for kk in ks}
+    k = choose_k_penalised(tried, n_pts) if tau is None else choose_k(tried, tau)
     log.info("K residuals %s: K=%d", residuals, k)
     labels, scores = rank_candidates(arr, k, model=ranker)
     out = (labels[int(np.argmax(scores))].astype(np.int64), k)

@@ -37,14 +37,19 @@ from threadpoolctl import threadpool_limits
 from cvfs.base import check_random_state
 
 __all__ = ["Candidates", "DEFAULT_ALPHAS", "DEFAULT_REFINE", "REFINE_SPACES", "default_dims",
-           "generate_candidates", "refine_subspaces", "velocity_matrix", "whitened_basis",
-           "canonical_labels", "check_points"]
+           "generate_candidates", "ksubspace_candidates", "refine_subspaces", "velocity_matrix",
+           "whitened_basis", "canonical_labels", "check_points", "KSUBSPACE_CODE",
+           "DEFAULT_KSUBSPACE_RESTARTS"]
 
 DEFAULT_ALPHAS = (1.0, 2.0, 4.0, 8.0)
 # K-subspace refinement spaces; a candidate's params[:, 2] is 0 (spectral) or 1 + the index here
 REFINE_SPACES = ("velocity", "whitened")
 DEFAULT_REFINE = ("velocity",)
 ISOLATED_FRACTION = 0.05
+# params[:, 2] of a candidate from seeded K-subspaces (ksubspace_candidates)
+KSUBSPACE_CODE = 1 + len(REFINE_SPACES)
+# restarts of seeded K-subspaces added to the pool by default for K >= 4 (generate_candidates)
+DEFAULT_KSUBSPACE_RESTARTS = 20
 
 
 @dataclass
@@ -57,7 +62,9 @@ class Candidates:
         int64 labels in 0..K-1, canonical (label order = order of first appearance), unique rows.
     params : ndarray of shape (C, 3)
         (alpha, d, refined) of the first candidate that produced each labelling: refined is 0 for
-        a spectral candidate and ``1 + REFINE_SPACES.index(space)`` for its K-subspace refinement.
+        a spectral candidate and ``1 + REFINE_SPACES.index(space)`` for its K-subspace refinement;
+        a seeded K-subspaces candidate (:func:`ksubspace_candidates`) has
+        ``(1, 0, KSUBSPACE_CODE)``.
     basis : ndarray of shape (P, r)
         Right singular vectors of the velocity matrix (whitened projection), r >= max d.
     singular_values : ndarray of shape (r,)
@@ -270,8 +277,103 @@ def refine_subspaces(Y, labels, n_motions, *, dim=3, max_iter=20):
     return labels
 
 
+def _affine_fit(Y, dim):
+    mean = Y.mean(axis=0)
+    _, _, vt = np.linalg.svd(Y - mean, full_matrices=False)
+    return mean, vt[:dim]
+
+
+def _affine_dist(Y, fit):
+    mean, basis = fit
+    R = Y - mean
+    along = R @ basis.T
+    return np.maximum(np.einsum("ij,ij->i", R, R) - np.einsum("ij,ij->i", along, along), 0.0)
+
+
+def ksubspace_candidates(Y, n_motions, *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, dim=3,
+                         n_neighbors=None, max_iter=50, random_state=0):
+    """K-subspaces from local seeds (K-subspaces++), one labelling per restart.
+
+    Each restart seeds K affine ``dim``-subspaces, each fitted to one point and its
+    ``n_neighbors - 1`` nearest neighbours (Euclidean, rows of ``Y``): the first point is drawn
+    uniformly, every next one with probability proportional to its squared distance to the
+    nearest subspace seeded so far (as k-means++ seeds centres). Every point then goes to its
+    nearest seed subspace and :func:`refine_subspaces` iterates to a fixed point. A neighbourhood
+    of a few points mostly lies on one motion, so unlike spectral clustering of a global affinity
+    this does not need the motions' subspaces to be far apart, only K good seeds in some restart.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (P, D)
+        Points, one row per trajectory (e.g. the velocity vectors, :func:`velocity_matrix`).
+    n_motions : int
+        K.
+    n_restarts : int, default 20
+    dim : int, default 3
+        Affine subspace dimension (3: a rigid motion under an affine camera).
+    n_neighbors : int, optional
+        Points per seed fit; default ``2 (dim + 1)``.
+    max_iter : int, default 50
+        K-subspaces iterations per restart.
+    random_state : None, int or numpy.random.Generator, default 0
+
+    Returns
+    -------
+    labels : ndarray of shape (C, P), int64
+        Canonical, unique labellings (C <= ``n_restarts``; a restart whose seeding leaves a
+        label with ``dim`` points or fewer is dropped), in order of increasing subspace
+        residual.
+
+    Raises
+    ------
+    ValueError
+        If ``Y`` is not 2-D and finite, ``n_motions < 1`` or ``P < n_motions (dim + 1)``, or
+        ``n_restarts < 1``.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or not np.all(np.isfinite(Y)):
+        raise ValueError(f"Y must be a finite 2-D array (points x dims); got shape {Y.shape}")
+    n_motions, n_restarts, dim = int(n_motions), int(n_restarts), int(dim)
+    P = Y.shape[0]
+    if n_motions < 1 or P < n_motions * (dim + 1):
+        raise ValueError(f"n_motions={n_motions} needs at least {n_motions * (dim + 1)} points "
+                         f"for {dim}-D subspaces; got P={P}")
+    if n_restarts < 1:
+        raise ValueError(f"n_restarts must be >= 1; got {n_restarts}")
+    nn = min(P, 2 * (dim + 1) if n_neighbors is None else int(n_neighbors))
+    rng = check_random_state(random_state)
+    sq = np.einsum("ij,ij->i", Y, Y)
+    near = np.argsort(sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T), axis=1, kind="stable")[:, :nn]
+    seen, out, res = set(), [], []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _ in range(n_restarts):
+            dist = np.empty((P, n_motions))
+            dist[:, 0] = _affine_dist(Y, _affine_fit(Y[near[rng.integers(P)]], dim))
+            closest = dist[:, 0].copy()
+            for k in range(1, n_motions):
+                total = closest.sum()
+                i = rng.choice(P, p=closest / total) if total > 0 else rng.integers(P)
+                dist[:, k] = _affine_dist(Y, _affine_fit(Y[near[i]], dim))
+                np.minimum(closest, dist[:, k], out=closest)
+            lab = np.argmin(dist, axis=1)
+            if np.bincount(lab, minlength=n_motions).min() <= dim:
+                continue
+            lab = canonical_labels(refine_subspaces(Y, lab, n_motions, dim=dim,
+                                                    max_iter=max_iter))[0]
+            key = lab.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(lab)
+            res.append(sum(float(np.sum(np.linalg.svd(m - m.mean(axis=0), compute_uv=False)
+                                        [dim:] ** 2))
+                           for m in (Y[lab == k] for k in range(n_motions))))
+    order = np.argsort(res, kind="stable")
+    return np.array([out[i] for i in order], dtype=np.int64).reshape(len(out), P)
+
+
 def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
-                        refine=DEFAULT_REFINE, n_init=4, random_state=0):
+                        refine=DEFAULT_REFINE, n_init=4, ksubspaces="auto", random_state=0):
     """Candidate segmentations by spectral clustering over a pool of (alpha, d).
 
     Parameters
@@ -292,8 +394,14 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
         spectral candidates (the paper's pool).
     n_init : int, default 4
         k-means restarts per candidate.
+    ksubspaces : int or "auto", default "auto"
+        Restarts of seeded K-subspaces in the velocity space (:func:`ksubspace_candidates`)
+        whose labellings join the pool (``params`` = (1, 0, ``KSUBSPACE_CODE``)); 0 adds none.
+        ``"auto"``: ``DEFAULT_KSUBSPACE_RESTARTS`` for K >= 4, none for K = 2, 3 (the pool the
+        shipped ranker was trained on; spectral clustering of the velocity directions misses
+        most segmentations once four or more motions share the image).
     random_state : None, int or numpy.random.Generator, default 0
-        Seeds k-means.
+        Seeds k-means and the K-subspaces seeds.
 
     Returns
     -------
@@ -303,7 +411,8 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
     ------
     ValueError
         Bad ``points`` / ``n_motions`` (see :func:`check_points`), empty ``alphas`` or ``dims``,
-        non-positive alpha, d < 1, or an unknown ``refine`` space.
+        non-positive alpha, d < 1, an unknown ``refine`` space, or ``ksubspaces`` neither
+        "auto" nor a non-negative int.
 
     References
     ----------
@@ -320,6 +429,13 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
     for space in refine:
         if space not in REFINE_SPACES:
             raise ValueError(f"refine must hold spaces among {REFINE_SPACES}; got {space!r}")
+    if isinstance(ksubspaces, str):
+        if ksubspaces != "auto":
+            raise ValueError(f"ksubspaces must be 'auto' or an int >= 0; got {ksubspaces!r}")
+        ksubspaces = DEFAULT_KSUBSPACE_RESTARTS if n_motions >= 4 else 0
+    elif isinstance(ksubspaces, bool) or not isinstance(ksubspaces, (int, np.integer)) \
+            or ksubspaces < 0:
+        raise ValueError(f"ksubspaces must be 'auto' or an int >= 0; got {ksubspaces!r}")
     rng = check_random_state(random_state)
     seed = int(rng.integers(0, 2**31 - 1))
     with threadpool_limits(limits=1, user_api="blas"):
@@ -350,5 +466,9 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
             code = 1 + REFINE_SPACES.index(space)
             for lab, (alpha, d, _) in spectral:
                 add(refine_subspaces(Y, lab, n_motions), (alpha, d, code))
+        if ksubspaces:
+            for lab in ksubspace_candidates(velocity_matrix(points).T, n_motions,
+                                            n_restarts=ksubspaces, random_state=seed):
+                add(lab, (1.0, 0, KSUBSPACE_CODE))
     return Candidates(labels=np.array(labels, dtype=np.int64), params=np.array(params),
                       basis=V, singular_values=s, n_motions=n_motions)
