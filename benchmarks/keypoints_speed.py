@@ -14,9 +14,12 @@ n_jobs=...)`` with each number of threads scanning pyramid levels (the detection
 Keep numba and BLAS single-threaded (``NUMBA_NUM_THREADS=1`` etc.; the threads are ours) and quote
 the load: the machine is shared. ``--full-repeats 0`` skips the (slow) full scan. ``--faces`` adds a
 ``detect_faces`` row per max_scale (the scan, then the face model fitted to its detections) and the
-CPU time of the face assembly alone; ``--memory 2400x1000`` runs ``detect_faces`` on the astronaut
-resized to that size in a child process at the largest max_scale and reports its peak resident set
-size (``getrusage(RUSAGE_CHILDREN)``, as ``/usr/bin/time -v``). ``--profile``
+CPU time of the face assembly alone: ``faces`` is the default top-down scan (the eyes everywhere,
+nose and mouth only around eye pairs, :mod:`cvfs.keypoints._topdown`) and ``faces-f`` the full
+scan (``top_down=False``), alternating in each repeat; ``--memory 2400x1000`` runs
+``detect_faces`` on the astronaut resized to that size in a child process at the largest max_scale
+and reports its peak resident set size (``getrusage(RUSAGE_CHILDREN)``, as ``/usr/bin/time -v``).
+``--profile``
 adds, per max_scale, the CPU time of each stage summed over the levels (pyramid, integral images,
 HOG cell maps, the scan kernel, peaks), the scan kernel's CPU time per classifier (each scanned
 alone over the same levels) and per level. Writes ``benchmarks/results/keypoints_speed.json``.
@@ -133,6 +136,24 @@ def _peak_rss(size, max_scale):
             "wall_s": time.perf_counter() - t0}
 
 
+def _faces_timed(det, frame, max_scale, repeats):
+    """``(scan, wall, cpu, faces)`` of ``detect_faces`` with its top-down scan (``"faces"``)
+    and with the full scan (``"faces-f"``, ``top_down=False``), the two alternating in each
+    repeat; medians over the repeats (by wall time)."""
+    times = {"faces": [], "faces-f": []}
+    n_faces = {}
+    for _ in range(repeats):
+        for scan, td in (("faces", True), ("faces-f", False)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            n_faces[scan] = len(det.detect_faces(frame, max_scale=max_scale, top_down=td))
+            times[scan].append((time.perf_counter() - t0, time.process_time() - c0))
+    out = []
+    for scan, t in times.items():
+        wall, cpu = t[int(np.argsort([w for w, _ in t])[len(t) // 2])]
+        out.append((scan, wall, cpu, n_faces[scan]))
+    return out
+
+
 def _assembly_seconds(det, frame, max_scale, repeats=5):
     """CPU seconds of the face assembly alone (the detections of one scan, fastest of
     ``repeats``) and the number of faces."""
@@ -195,17 +216,15 @@ def main(argv=None):
                   f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_det}")
         if args.faces:
             load = os.getloadavg()[0]
-            faces = []
-            wall, cpu = _time(lambda m=ms, f=faces: f.append(det.detect_faces(frame, max_scale=m)),
-                              args.repeats)
-            asm, n_faces = _assembly_seconds(det, frame, ms)
-            rows.append({"max_scale": ms, "scan": "faces", "n_jobs": 1, "windows": n_win,
-                         "load": load, "seconds_per_frame": wall, "cpu_seconds_per_frame": cpu,
-                         "fps": 1 / wall, "fps_cpu": 1 / cpu, "faces": n_faces,
-                         "assembly_cpu_s": asm})
-            print(f"{ms:9.2f} {'faces':>7s} {1:4d} {n_win:9d} {load:5.1f} {wall:7.2f} "
-                  f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_faces} faces (assembly "
-                  f"{1e3 * asm:.1f} ms CPU)")
+            asm, _ = _assembly_seconds(det, frame, ms)
+            for scan, wall, cpu, n_faces in _faces_timed(det, frame, ms, args.repeats):
+                rows.append({"max_scale": ms, "scan": scan, "n_jobs": 1, "windows": n_win,
+                             "load": load, "seconds_per_frame": wall,
+                             "cpu_seconds_per_frame": cpu, "fps": 1 / wall, "fps_cpu": 1 / cpu,
+                             "faces": n_faces, "assembly_cpu_s": asm})
+                print(f"{ms:9.2f} {scan:>7s} {1:4d} {n_win:9d} {load:5.1f} {wall:7.2f} "
+                      f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_faces} faces (assembly "
+                      f"{1e3 * asm:.1f} ms CPU)")
         if args.profile:
             stages, per_level = _profile(det, frame, ms)
             per_clf = _per_classifier(det, frame, ms)

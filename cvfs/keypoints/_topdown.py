@@ -26,7 +26,7 @@ __all__ = ["MARGIN", "band_rows", "eye_pairs", "level_regions"]
 
 #: Inter-eye distances added to a keypoint's search radius: room for the refit of the face
 #: model (similarity and shape modes through every inlier) to move the prediction.
-MARGIN = 0.5
+MARGIN = 0.25
 EYES = ("left_eye_center", "right_eye_center")
 
 
@@ -124,12 +124,17 @@ def level_regions(level, grid, names, model, c, t, *, scales_per_octave, pad):
     return regions, scan
 
 
-def band_rows(scan):
-    """``(r0, r1)`` window rows holding every scanned window of any keypoint (None: none);
-    the band of level rows ``r0 .. r1 + WINDOW - 2`` holds their pixels."""
-    rows = [np.flatnonzero(m.any(axis=1)) for m in scan.values() if m is not None]
-    rows = [r for r in rows if r.size]
-    if not rows:
-        return None
-    return int(min(r[0] for r in rows)), int(max(r[-1] for r in rows)) + 1
-
+def band_rows(scan, gap):
+    """Runs ``[(r0, r1), ...]`` of window rows holding every scanned window of any keypoint,
+    split where more than ``gap`` rows in a row hold none (a band of level rows
+    ``r0 .. r1 + WINDOW - 2`` holds the pixels of a run)."""
+    masks = [m for m in scan.values() if m is not None]
+    if not masks:
+        return []
+    rows = np.flatnonzero(np.logical_or.reduce([m.any(axis=1) for m in masks]))
+    if rows.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(rows) > gap + 1)
+    starts = np.r_[rows[0], rows[cut + 1]]
+    ends = np.r_[rows[cut], rows[-1]] + 1
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))

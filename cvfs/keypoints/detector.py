@@ -250,7 +250,7 @@ def _check_n_jobs(n_jobs):
     raise ValueError(f"n_jobs must be a positive int or -1 (every core); got {n_jobs!r}")
 
 
-def _band_peaks(pool, plan, models, band, rows, thr, refine):
+def _band_peaks(pool, plan, models, band, rows, thr, refine, clear=True):
     """Score peaks of the windows of one band of a level: per model ``None`` or an ``(n, 3)``
     array of ``x, y, score`` in original-image pixels, in row-major order of the peaks.
 
@@ -259,7 +259,7 @@ def _band_peaks(pool, plan, models, band, rows, thr, refine):
     ``rows.s .. rows.e - 1`` are scored and peaks kept in rows ``rows.k0 .. rows.k1 - 1``, whose
     neighbour rows are in the band, so they are the peaks of the whole level's score grid.
     ``plan``: the :class:`ScanPlan` of the soft cascade, or None for the full scan. The band's
-    maps are dropped before returning.
+    maps are dropped before returning (kept with ``clear=False``).
     """
     level = band.level
     gw = level.shape[1] - 2 * HALF + 1
@@ -273,7 +273,8 @@ def _band_peaks(pool, plan, models, band, rows, thr, refine):
         else:
             scores = _level_scores(pool, band, tl + HALF, models, False)
     finally:
-        band.clear()
+        if clear:
+            band.clear()
     del tl
     out = []
     for s, t in zip(scores, thr, strict=True):
@@ -291,7 +292,8 @@ def _band_peaks(pool, plan, models, band, rows, thr, refine):
     return out
 
 
-def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max_memory):
+def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max_memory,
+                   keep=None):
     """``(scale, peaks)`` of every band of every level, in order (see :func:`_band_peaks`).
 
     ``pyramid = (levels, scales, blurred)``: an iterator of the levels (built when requested)
@@ -302,6 +304,9 @@ def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max
     ``n_jobs > 1`` that many threads scan bands (of one or several levels; the numba kernels
     release the GIL), and a level or band starts only when the memory of those in flight
     leaves room for it. The peaks do not depend on the bands or on ``n_jobs``.
+
+    ``keep``: a list that receives each level's :class:`LevelCache` with its maps (the caller
+    checks that they fit the budget; ``n_jobs`` must be 1).
     """
     plan = ScanPlan(pool, models) if cascade else None
     feats = np.concatenate([m.features for m in models])
@@ -331,7 +336,10 @@ def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max
         for scale in scales:
             level = next(levels)
             for band, rows in split(level, level_bytes(rgb.shape, scale, False))[0]:
-                yield scale, _band_peaks(pool, plan, models, band, rows, thr, refine)
+                yield scale, _band_peaks(pool, plan, models, band, rows, thr, refine,
+                                         clear=keep is None)
+            if keep is not None:
+                keep.append(band if isinstance(band, LevelCache) else None)
             del level, band
         return
     with ThreadPoolExecutor(max_workers=n_jobs) as ex:
@@ -364,14 +372,16 @@ def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max
 def _region_peaks(plan, band, scan, region, own, row0):
     """Refined peaks ``(n, 3)`` (``x, y, score`` in original pixels; None if none) of one
     classifier over the windows ``scan`` ``(rows, gw)`` of a band whose first window row is
-    ``row0`` on the level, kept where ``region`` is set and in band rows ``own[0] .. own[1] -
+    ``row0`` on the level (``band``: a :class:`LevelBand` or the level's :class:`LevelCache`),
+    kept where ``region`` is set and in band rows ``own[0] .. own[1] -
     1``. ``scan`` holds ``region`` and its 8 neighbours, so the peaks and their sub-pixel
     offsets equal those of a scan of the whole level."""
     r, c = np.nonzero(scan)
     if r.size == 0:
         return None
     grid = np.full(scan.shape, -math.inf)
-    grid[r, c] = plan.scores(band, np.column_stack([r, c]).astype(np.int64))[0]
+    r_band = r + (row0 - getattr(band, "row0", 0))  # window rows on the band
+    grid[r, c] = plan.scores(band, np.column_stack([r_band, c]).astype(np.int64))[0]
     r, c = _grid_peaks(grid, -math.inf)
     keep = region[r, c] & (r >= own[0]) & (r < own[1])
     r, c = r[keep], c[keep]
@@ -624,23 +634,47 @@ class KeypointDetector:
         if not top_down:
             return self._detect(image, names=names, **kw)
         eyes = [k for k in names if k in EYES]
-        found, scale = self._detect(image, names=eyes, **kw)
         others = [k for k in names if k not in EYES]
+        # the eye scan keeps every level's maps for the second scan when they fit the budget
+        keep = [] if n_jobs == 1 and self._maps_fit(image, max_scale, others,
+                                                     max_memory) else None
+        found, scale = self._detect(image, names=eyes, keep=keep, **kw)
         c, t = eye_pairs(found, scale, face_model)
         more, more_scale = self._detect_in_regions(image, others, face_model, c, t,
-                                                   max_scale=max_scale, max_memory=max_memory)
+                                                   max_scale=max_scale, max_memory=max_memory,
+                                                   caches=keep)
         found.update(more)
         scale.update(more_scale)
         return found, scale
 
-    def _detect_in_regions(self, image, names, face_model, c, t, *, max_scale, max_memory):
+    def _maps_fit(self, image, max_scale, names, max_memory):
+        """Whether the level images, integral images and HOG maps of every pyramid level and
+        the scan of keypoints ``names`` on the largest level fit ``max_memory`` together."""
+        rgb_shape = np.shape(image)[:2]
+        _, scales = pyramid_scales(rgb_shape, scales_per_octave=self.scales_per_octave,
+                                   min_size=self.pool.window,
+                                   max_scale=self.max_scale if max_scale is None else max_scale)
+        px = float(rgb_shape[0]) * float(rgb_shape[1])
+        maps = (12 + 24 + 135) * px * float((scales ** 2).sum())
+        per_pixel, fixed = band_bytes([self.classifiers[k] for k in names] or
+                                      list(self.classifiers.values())[:1], True, True, True)
+        scan = per_pixel * px * float(scales.max() ** 2) + fixed if scales.size else 0.0
+        return image_bytes(rgb_shape) + maps + scan <= check_max_memory(max_memory)
+
+    def _detect_in_regions(self, image, names, face_model, c, t, *, max_scale, max_memory,
+                           caches=None):
         """Detections (``threshold=-inf``, refined) of keypoints ``names`` inside the regions
         the face hypotheses ``(c, t)`` give them (:func:`cvfs.keypoints._topdown.level_regions`)
-        on each level; the levels are scanned one at a time, in bands of the rows holding a
-        region (split further when they exceed ``max_memory``)."""
+        on each level: on the levels' ``caches`` (:class:`LevelCache` per level, from the eye
+        scan) when given, else on the pyramid built again one level at a time, in bands of the
+        rows holding a region (split further when they exceed ``max_memory``)."""
         rgb = as_float_rgb(image, min_size=self.pool.window)
         max_memory = check_max_memory(max_memory)
+        if caches is not None and any(cc is None for cc in caches):
+            caches = None
         levels, scales, _ = self._pyramid(rgb, max_scale, 0.0)
+        if caches is not None:
+            levels = iter([cc.level for cc in caches])
         plans = {k: ScanPlan(self.pool, [self.classifiers[k]]) for k in names}
         models = [self.classifiers[k] for k in names]
         feats = np.concatenate([m.features for m in models]) if models else np.zeros(0, int)
@@ -658,23 +692,30 @@ class KeypointDetector:
                 grid = (h - WINDOW + 1, w - WINDOW + 1)
                 regions, scan = level_regions(level, grid, names, face_model, c, t,
                                               scales_per_octave=self.scales_per_octave,
-                                              pad=self.nms_radius + self.merge_radius)
-                rows = band_rows(scan)
-                if rows is None:
-                    continue
-                budget = avail - level_bytes(rgb.shape, scale, False)
-                parts, _ = split_rows((rows[1] - rows[0] + WINDOW - 1, w), budget, per_pixel,
-                                      fixed)
-                for p in parts:
-                    s, e = rows[0] + p.s, rows[0] + p.e
-                    band = level_bands(level, [(s, e + WINDOW - 1)])[0]
+                                              pad=self.nms_radius)
+                if caches is not None:  # the level's maps are all there
+                    cache = caches.pop(0)
                     out = []
                     for k in names:
                         out.append(None if scan[k] is None else _region_peaks(
-                            plans[k], band, scan[k][s:e], regions[k][s:e],
-                            (rows[0] + p.k0 - s, rows[0] + p.k1 - s), s))
-                    band.clear()
+                            plans[k], cache, scan[k], regions[k], (0, grid[0]), 0))
+                    cache.clear()
                     yield scale, out
+                    continue
+                budget = avail - level_bytes(rgb.shape, scale, False)
+                # separate bands for row runs further apart than a window: their maps overlap
+                for r0, r1 in band_rows(scan, WINDOW):
+                    parts, _ = split_rows((r1 - r0 + WINDOW - 1, w), budget, per_pixel, fixed)
+                    for p in parts:
+                        s, e = r0 + p.s, r0 + p.e
+                        band = level_bands(level, [(s, e + WINDOW - 1)])[0]
+                        out = []
+                        for k in names:
+                            out.append(None if scan[k] is None else _region_peaks(
+                                plans[k], band, scan[k][s:e], regions[k][s:e],
+                                (r0 + p.k0 - s, r0 + p.k1 - s), s))
+                        band.clear()
+                        yield scale, out
 
         return _merge_levels(level_peaks(), names, self.nms_radius, self.merge_radius, True)
 
@@ -690,10 +731,11 @@ class KeypointDetector:
         return levels, scales, (indices < 0) & (indices % spo != 0)
 
     def _detect(self, image, *, threshold, max_scale, min_scale, nms_radius, refine, cascade,
-                n_jobs, merge_radius, pairs, max_memory, names=None):
+                n_jobs, merge_radius, pairs, max_memory, names=None, keep=None):
         """:meth:`detect`, and per keypoint the pyramid scale of each detection (the
         score-weighted geometric mean over the peaks merged into it), ndarray of shape (n,).
-        ``names``: the keypoints detected (default: all)."""
+        ``names``: the keypoints detected (default: all); ``keep``: see
+        :func:`_pyramid_peaks`."""
         rgb = as_float_rgb(image, min_size=self.pool.window)
         names = self.keypoints if names is None else list(names)
         thr = self._thresholds(threshold)
@@ -708,7 +750,7 @@ class KeypointDetector:
                    for k, v in thr.items()}
         models = [self.classifiers[k] for k in names]
         peaks = _pyramid_peaks(self.pool, models, cascade, rgb, pyramid,
-                               [thr[k] for k in names], refine, n_jobs, max_memory)
+                               [thr[k] for k in names], refine, n_jobs, max_memory, keep)
         out, scale = _merge_levels(peaks, names, radius, mrad, refine)
         if pair is not None:
             new = pair_rescore(*(np.column_stack([out[n], scale[n]])
