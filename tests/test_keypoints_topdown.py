@@ -10,7 +10,7 @@ from skimage import data
 from cvfs.keypoints import load_detector, load_face_model
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints._topdown import band_rows, eye_pairs, level_regions
-from cvfs.keypoints.detector import _grid_peaks, _region_peaks
+from cvfs.keypoints.detector import _grid_peaks, _parabolic_offsets, _region_peaks
 from cvfs.vision import HALF, WINDOW, LevelCache, level_bands, pyramid_level
 
 OTHERS = ["nose_center", "mouth_left_corner", "mouth_right_corner"]
@@ -52,11 +52,12 @@ def test_region_peaks_equal_full_level_peaks(setup):
         inside = regions[k][r, cc]
         got = _region_peaks(plan, cache, scan[k], regions[k], (0, grid[0]), 0)
         assert got is not None and len(got) == inside.sum()
-        xy = level.to_original(np.column_stack([cc[inside], r[inside]]) + HALF)
-        # same peaks, same scores (the sub-pixel offsets move them by at most half a pixel)
-        order = np.lexsort((got[:, 2],))
-        np.testing.assert_array_equal(np.sort(got[:, 2]), np.sort(full[r[inside], cc[inside]]))
-        assert np.abs(np.sort(got[order, 0]) - np.sort(xy[:, 0])).max() < 1.0
+        r, cc = r[inside], cc[inside]
+        xy = np.column_stack([cc, r]).astype(np.float64) + HALF
+        xy = level.to_original(xy + _parabolic_offsets(full, r, cc))
+        # the same peaks in the same (row-major) order, scores and sub-pixel positions
+        np.testing.assert_array_equal(got[:, 2], full[r, cc])
+        np.testing.assert_array_equal(got[:, :2], xy)
         n_checked += len(got)
     assert n_checked > 0
 
@@ -135,3 +136,17 @@ def test_level_regions_and_band_rows(setup):
                                   scales_per_octave=4, pad=0.0)
     assert regions["nose_center"] is None and band_rows(scan, WINDOW) == []
     assert level_bands(level, [(0, WINDOW)])[0].shape == (WINDOW, w)
+
+
+def test_paint_equals_numpy_slices():
+    from cvfs.keypoints._topdown import _paint
+
+    rng = np.random.default_rng(0)
+    r0, c0 = rng.integers(0, 30, 20), rng.integers(0, 40, 20)
+    r1, c1 = r0 + rng.integers(0, 10, 20), c0 + rng.integers(0, 10, 20)
+    got = np.zeros((40, 50), dtype=bool)
+    _paint(got, r0, r1, c0, c1)
+    want = np.zeros((40, 50), dtype=bool)
+    for a, b, c, d in zip(r0, r1, c0, c1, strict=True):
+        want[a:b, c:d] = True
+    np.testing.assert_array_equal(got, want)

@@ -11,9 +11,9 @@ radius) and a range of pyramid levels (``scale_range`` widened by one level on e
 the windows of those squares on those levels are scanned, plus a one-window ring whose scores
 make the peaks inside the squares exactly the peaks of the full scan.
 
-The detections inside the regions equal the full scan's; those outside are not found, so faces
-whose eyes are both missed lose their other keypoints, and a region's detection is no longer
-suppressed or merged by a stronger peak just outside it.
+The peaks inside the regions equal the full scan's; those outside are not found, so a face whose
+eyes do not form a valid pair of candidates loses its other keypoints, and a region's detection
+is no longer suppressed or merged by a stronger peak just outside it.
 """
 
 import numpy as np
