@@ -21,8 +21,9 @@ scan (``top_down=False``), alternating in each repeat; ``--memory 2400x1000`` ru
 and reports its peak resident set size (``getrusage(RUSAGE_CHILDREN)``, as ``/usr/bin/time -v``).
 ``--profile``
 adds, per max_scale, the CPU time of each stage summed over the levels (pyramid, integral images,
-HOG cell maps, the scan kernel, peaks), the scan kernel's CPU time per classifier (each scanned
-alone over the same levels) and per level. Writes ``benchmarks/results/keypoints_speed.json``.
+HOG cell maps, the scan kernel, peaks), of the steps of the top-down scan, the scan kernel's CPU
+time per classifier (each scanned alone over the same levels) and per level. Writes
+``benchmarks/results/keypoints_speed.json``.
 
 Example::
 
@@ -113,6 +114,32 @@ def _profile(det, frame, max_scale):
                           "hog_maps_s": t2 - t1, "scan_s": t3 - t2,
                           "survivors": np.isfinite(scores).sum(axis=1).tolist()})
     return stages, per_level
+
+
+def _profile_top_down(det, frame, max_scale):
+    """CPU seconds of the steps of ``detect_faces``' top-down scan: the eye scan (keeping the
+    level maps), the eye-pair hypotheses, the scan of the other keypoints around them, the
+    assembly; and the number of hypotheses."""
+    from cvfs.keypoints._topdown import EYES, eye_pairs
+
+    clock, fm = time.process_time, load_face_model()
+    others = [k for k in fm.shape.names if k not in EYES]
+    kw = dict(threshold=-np.inf, max_scale=max_scale, min_scale=0.0, nms_radius=None,
+              refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None,
+              max_memory=None)
+    t0 = clock()
+    keep = [] if det._maps_fit(frame, max_scale, others, None) else None
+    found, scale = det._detect(frame, names=list(EYES), keep=keep, **kw)
+    t1 = clock()
+    c, t = eye_pairs(found, scale, fm)
+    t2 = clock()
+    more, more_scale = det._detect_in_regions(frame, others, fm, c, t, max_scale=max_scale,
+                                              max_memory=None, caches=keep)
+    t3 = clock()
+    assemble_faces({**found, **more}, fm, scales={**scale, **more_scale})
+    t4 = clock()
+    return {"eye_scan": t1 - t0, "eye_pairs": t2 - t1, "regions_scan": t3 - t2,
+            "assembly": t4 - t3, "hypotheses": len(c), "maps_kept": keep is not None}
 
 
 _MEMORY_CHILD = """
@@ -230,7 +257,11 @@ def main(argv=None):
             per_clf = _per_classifier(det, frame, ms)
             profiles.append({"max_scale": ms, "stages_cpu_s": stages,
                              "scan_cpu_s_per_classifier": per_clf, "levels": per_level})
+            td = _profile_top_down(det, frame, ms)
+            profiles[-1]["top_down_cpu_s"] = td
             print("  profile (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+            print("  detect_faces top-down (CPU s): " + "  ".join(
+                f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in td.items()))
             print("  scan alone (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in
                                                       per_clf.items()))
             for lv in per_level:
