@@ -633,6 +633,7 @@ class KeypointDetector:
         names = list(face_model.shape.names)
         if not top_down:
             return self._detect(image, names=names, **kw)
+        image = as_float_rgb(image, min_size=self.pool.window)  # checked once, reused
         eyes = [k for k in names if k in EYES]
         others = [k for k in names if k not in EYES]
         # the eye scan keeps every level's maps for the second scan when they fit the budget
