@@ -166,7 +166,8 @@ def _peak_rss(size, max_scale):
 def _faces_timed(det, frame, max_scale, repeats):
     """``(scan, wall, cpu, faces)`` of ``detect_faces`` with its top-down scan (``"faces"``)
     and with the full scan (``"faces-f"``, ``top_down=False``), the two alternating in each
-    repeat; medians over the repeats (by wall time)."""
+    repeat; the repeat of median CPU time (the statistic least disturbed by other processes on
+    a shared machine)."""
     times = {"faces": [], "faces-f": []}
     n_faces = {}
     for _ in range(repeats):
@@ -176,7 +177,7 @@ def _faces_timed(det, frame, max_scale, repeats):
             times[scan].append((time.perf_counter() - t0, time.process_time() - c0))
     out = []
     for scan, t in times.items():
-        wall, cpu = t[int(np.argsort([w for w, _ in t])[len(t) // 2])]
+        wall, cpu = t[int(np.argsort([c for _, c in t])[len(t) // 2])]
         out.append((scan, wall, cpu, n_faces[scan]))
     return out
 
