@@ -373,9 +373,9 @@ def _region_peaks(plan, band, scan, region, own, row0):
     """Refined peaks ``(n, 3)`` (``x, y, score`` in original pixels; None if none) of one
     classifier over the windows ``scan`` ``(rows, gw)`` of a band whose first window row is
     ``row0`` on the level (``band``: a :class:`LevelBand` or the level's :class:`LevelCache`),
-    kept where ``region`` is set and in band rows ``own[0] .. own[1] -
-    1``. ``scan`` holds ``region`` and its 8 neighbours, so the peaks and their sub-pixel
-    offsets equal those of a scan of the whole level."""
+    kept where ``region`` is set and in band rows ``own[0] .. own[1] - 1``. ``scan`` holds
+    ``region`` and its 8 neighbours, so the peaks and their sub-pixel offsets equal those of a
+    scan of the whole level."""
     r, c = np.nonzero(scan)
     if r.size == 0:
         return None
@@ -568,9 +568,10 @@ class KeypointDetector:
         model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. With
         ``top_down`` (the default) the eyes are detected over the whole pyramid and the other
         keypoints only where a pair of eye candidates places them
-        (:mod:`cvfs.keypoints._topdown`): about twice as fast as scanning every keypoint
-        everywhere (``top_down=False``), with the same detections inside those regions; faces
-        with neither eye detected are then not found.
+        (:mod:`cvfs.keypoints._topdown`): about twice as fast on a 640x480 frame as scanning
+        every keypoint everywhere (``top_down=False``), with the same peaks inside those
+        regions; a face whose eyes do not form a valid pair of candidates then loses its nose
+        and mouth detections.
 
         Parameters
         ----------
