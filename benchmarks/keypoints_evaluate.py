@@ -25,7 +25,10 @@ face model) instead: on each dataset every keypoint's AP from the faces' keypoin
 the face score) against the same detector's ``detect()`` (one scan gives both), the face-level
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
 ``benchmarks/results/keypoints_faces_pr_<dataset>.png``, and the number of faces at the default
-threshold on scikit-image's pictures without a person (``NO_FACE``). Results go to
+threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
+the full scan (every keypoint everywhere: the detections of ``detect()``, columns ``full``) and
+from ``detect_faces``' default top-down scan (the keypoints other than the eyes only around eye
+pairs, columns ``top-down``), with the CPU seconds per image of each. Results go to
 ``benchmarks/results/keypoints_faces.json``::
 
     python benchmarks/keypoints_evaluate.py --faces --every 10 1 --datasets mtfl-test caltech
@@ -218,58 +221,57 @@ def _faces_main(args):
         loader, max_scale = DATASETS[ds]
         all_images = loader()
         images = all_images[::every[ds]]
-        t0 = time.perf_counter()
-        dets, faces = [], []
+        dets, faces, faces_td, cpu = [], [], [], np.zeros(2)
         for im in tqdm(images, desc=ds):
-            found, scale = det._detect(read_image(im.path), threshold=-np.inf,
-                                       max_scale=max_scale, min_scale=0.0, nms_radius=None,
-                                       refine=True, cascade=True, n_jobs=1, merge_radius=None,
-                                       pairs=None, max_memory=None)
-            dets.append(found)
+            img = read_image(im.path)
+            t0 = time.process_time()
+            found, scale = det._detect(img, threshold=-np.inf, max_scale=max_scale,
+                                       min_scale=0.0, nms_radius=None, refine=True, cascade=True,
+                                       n_jobs=1, merge_radius=None, pairs=None, max_memory=None)
             faces.append(assemble_faces(found, fm, scales=scale, threshold=0.0))
-        spi = (time.perf_counter() - t0) / len(images)
+            t1 = time.process_time()
+            faces_td.append(det.detect_faces(img, max_scale=max_scale, threshold=0.0))
+            cpu += (t1 - t0, time.process_time() - t1)
+            dets.append(found)
+        spi, spi_td = cpu / len(images)
         kps = [k for k in FACE_EVAL.get(ds, names) if not np.isnan(
             np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
         base_curves = evaluate_detections(dets, images, kps)
-        face_kp = [{k: np.array([(*f.keypoints[k][:2], f.score) for f in fl
-                                 if np.isfinite(f.keypoints[k][0])]).reshape(-1, 3)
-                    for k in kps} for fl in faces]
-        face_curves = evaluate_detections(face_kp, images, kps)
-        eye_pairs = evaluate_keypoint(
-            [np.concatenate([d[k] for k in EYES]) for d in face_kp],
-            [im.points[:, [_kidx(k) for k in EYES]].reshape(-1, 2) for im in images],
-            [np.repeat(im.ied(), len(EYES)) for im in images])
-        face_curve = evaluate_faces(faces, images)
-        at_thr = [[f for f in fl if f.score >= fm.threshold] for fl in faces]
-        thr_curve = evaluate_faces(at_thr, images)
         res = {"max_scale": max_scale, "n_images": len(images), "of": len(all_images),
                "every": every[ds], "n_faces": int(sum(im.n_faces for im in images)),
-               "seconds_per_image": spi,
-               "detect": {k: c.as_dict() for k, c in base_curves.items()},
-               "faces": {k: c.as_dict() for k, c in face_curves.items()},
-               "eyes_from_faces_one_class": eye_pairs.as_dict(),
-               "face": face_curve.as_dict(),
-               "at_default_threshold": {
-                   "faces": int(sum(len(f) for f in at_thr)),
-                   "precision": float(thr_curve.precision[-1]) if thr_curve.precision.size
-                   else None,
-                   "recall": float(thr_curve.recall[-1]) if thr_curve.recall.size else None}}
+               "seconds_per_image": spi, "cpu_seconds_per_image": {"full": spi,
+                                                                   "top-down": spi_td},
+               "detect": {k: c.as_dict() for k, c in base_curves.items()}}
+        scans = {"full": _face_scores(faces, images, kps, fm),
+                 "top-down": _face_scores(faces_td, images, kps, fm)}
+        face_curves = scans["top-down"]["curves"]
+        for scan, r in scans.items():
+            key = "" if scan == "top-down" else "_full_scan"
+            res["faces" + key] = {k: c.as_dict() for k, c in r["curves"].items() if k != "face"}
+            res["eyes_from_faces_one_class" + key] = r["eyes"].as_dict()
+            res["face" + key] = r["curves"]["face"].as_dict()
+            res["at_default_threshold" + key] = r["at_default_threshold"]
         results["datasets"][ds] = res
         print(f"\n== {ds}: {len(images)} of {len(all_images)} images (every {every[ds]}), "
-              f"{res['n_faces']} faces, pyramid up to scale {max_scale}, {spi:.2f} s/image ==")
-        print(f"{'keypoint':20s} {'AP detect()':>12s} {'AP faces':>9s}")
+              f"{res['n_faces']} faces, pyramid up to scale {max_scale}; CPU s/image: scan and "
+              f"faces {spi:.2f} (full), detect_faces {spi_td:.2f} (top-down) ==")
+        print(f"{'keypoint':20s} {'AP detect()':>12s} {'AP faces full':>14s} "
+              f"{'AP faces top-down':>18s}")
         for k in kps:
-            print(f"{k:20s} {base_curves[k].average_precision:12.3f} "
-                  f"{face_curves[k].average_precision:9.3f}")
-        a = res["at_default_threshold"]
-        print(f"eyes from faces as one class: AP {eye_pairs.average_precision:.3f}; max recall "
-              "at 5% IED: detect() " + " / ".join(f"{base_curves[k].recall.max():.3f}"
-                                                   for k in kps if k in EYES))
-        print(f"face AP (both eyes within 10% IED) {face_curve.average_precision:.3f}; at the "
-              f"default threshold {fm.threshold:g}: {a['faces']} faces, precision "
-              f"{a['precision'] or 0:.3f}, recall {a['recall'] or 0:.3f}")
+            print(f"{k:20s} {base_curves[k].average_precision:12.3f} " + " ".join(
+                f"{r['curves'][k].average_precision:{w}.3f}"
+                for r, w in zip(scans.values(), (14, 18), strict=True)))
+        print("max eye recall at 5% IED: detect() " + " / ".join(
+            f"{base_curves[k].recall.max():.3f}" for k in kps if k in EYES))
+        for scan, r in scans.items():
+            a = r["at_default_threshold"]
+            print(f"{scan:>8s}: eyes from faces as one class AP {r['eyes'].average_precision:.3f}"
+                  f"; face AP (both eyes within 10% IED) "
+                  f"{r['curves']['face'].average_precision:.3f}; at the default threshold "
+                  f"{fm.threshold:g}: {a['faces']} faces, precision {a['precision'] or 0:.3f}, "
+                  f"recall {a['recall'] or 0:.3f}")
         curves = {"detect()": dict(base_curves),
-                  "detect_faces": dict(face_curves, face=face_curve)}
+                  "detect_faces": dict(face_curves)}
         fig = plot_pr_curves(curves)[0].figure
         fig.suptitle(f"{ds}: detect() and detect_faces (faces scored by the face score)")
         fig.tight_layout()
@@ -285,18 +287,42 @@ def _faces_main(args):
             img = np.repeat(img[..., None], 3, axis=2)
         img = img[..., :3]
         fl = det.detect_faces(img, max_scale=args.no_face_max_scale)
+        full = det.detect_faces(img, max_scale=args.no_face_max_scale, top_down=False)
         counts[name] = {"shape": list(img.shape), "faces": len(fl),
-                        "scores": [round(f.score, 3) for f in fl]}
+                        "scores": [round(f.score, 3) for f in fl], "faces_full_scan": len(full)}
     results["no_face"] = {"max_scale": args.no_face_max_scale or det.max_scale,
                           "seconds": time.perf_counter() - t0, "images": counts,
-                          "total": int(sum(c["faces"] for c in counts.values()))}
+                          "total": int(sum(c["faces"] for c in counts.values())),
+                          "total_full_scan": int(sum(c["faces_full_scan"]
+                                                     for c in counts.values()))}
     print(f"\nno-face pictures (scikit-image), default threshold {fm.threshold:g}, pyramid up "
           f"to scale {results['no_face']['max_scale']:g}: "
           + ", ".join(f"{k} {v['faces']}" for k, v in counts.items())
-          + f"; total {results['no_face']['total']}")
+          + f"; total {results['no_face']['total']} (full scan: "
+          f"{results['no_face']['total_full_scan']})")
     atomic_write_text(out, json.dumps(results, indent=1))
     print(f"\nwritten {out}")
     return 0
+
+
+def _face_scores(faces, images, kps, fm):
+    """Keypoint PR curves of the faces' keypoints (scored by the face score), the face curve,
+    eyes as one class, and the faces at the default threshold."""
+    face_kp = [{k: np.array([(*f.keypoints[k][:2], f.score) for f in fl
+                             if np.isfinite(f.keypoints[k][0])]).reshape(-1, 3)
+                for k in kps} for fl in faces]
+    curves = evaluate_detections(face_kp, images, kps)
+    curves["face"] = evaluate_faces(faces, images)
+    eyes = evaluate_keypoint(
+        [np.concatenate([d[k] for k in EYES]) for d in face_kp],
+        [im.points[:, [_kidx(k) for k in EYES]].reshape(-1, 2) for im in images],
+        [np.repeat(im.ied(), len(EYES)) for im in images])
+    at_thr = [[f for f in fl if f.score >= fm.threshold] for fl in faces]
+    thr_curve = evaluate_faces(at_thr, images)
+    return {"curves": curves, "eyes": eyes, "at_default_threshold": {
+        "faces": int(sum(len(f) for f in at_thr)),
+        "precision": float(thr_curve.precision[-1]) if thr_curve.precision.size else None,
+        "recall": float(thr_curve.recall[-1]) if thr_curve.recall.size else None}}
 
 
 def _kidx(name):

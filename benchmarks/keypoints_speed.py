@@ -14,12 +14,16 @@ n_jobs=...)`` with each number of threads scanning pyramid levels (the detection
 Keep numba and BLAS single-threaded (``NUMBA_NUM_THREADS=1`` etc.; the threads are ours) and quote
 the load: the machine is shared. ``--full-repeats 0`` skips the (slow) full scan. ``--faces`` adds a
 ``detect_faces`` row per max_scale (the scan, then the face model fitted to its detections) and the
-CPU time of the face assembly alone; ``--memory 2400x1000`` runs ``detect_faces`` on the astronaut
-resized to that size in a child process at the largest max_scale and reports its peak resident set
-size (``getrusage(RUSAGE_CHILDREN)``, as ``/usr/bin/time -v``). ``--profile``
+CPU time of the face assembly alone: ``faces`` is the default top-down scan (the eyes everywhere,
+nose and mouth only around eye pairs, :mod:`cvfs.keypoints._topdown`) and ``faces-f`` the full
+scan (``top_down=False``), alternating in each repeat; ``--memory 2400x1000`` runs
+``detect_faces`` on the astronaut resized to that size in a child process at the largest max_scale
+and reports its peak resident set size (``getrusage(RUSAGE_CHILDREN)``, as ``/usr/bin/time -v``).
+``--profile``
 adds, per max_scale, the CPU time of each stage summed over the levels (pyramid, integral images,
-HOG cell maps, the scan kernel, peaks), the scan kernel's CPU time per classifier (each scanned
-alone over the same levels) and per level. Writes ``benchmarks/results/keypoints_speed.json``.
+HOG cell maps, the scan kernel, peaks), of the steps of the top-down scan, the scan kernel's CPU
+time per classifier (each scanned alone over the same levels) and per level. Writes
+``benchmarks/results/keypoints_speed.json``.
 
 Example::
 
@@ -112,6 +116,32 @@ def _profile(det, frame, max_scale):
     return stages, per_level
 
 
+def _profile_top_down(det, frame, max_scale):
+    """CPU seconds of the steps of ``detect_faces``' top-down scan: the eye scan (keeping the
+    level maps), the eye-pair hypotheses, the scan of the other keypoints around them, the
+    assembly; and the number of hypotheses."""
+    from cvfs.keypoints._topdown import EYES, eye_pairs
+
+    clock, fm = time.process_time, load_face_model()
+    others = [k for k in fm.shape.names if k not in EYES]
+    kw = dict(threshold=-np.inf, max_scale=max_scale, min_scale=0.0, nms_radius=None,
+              refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None,
+              max_memory=None)
+    t0 = clock()
+    keep = [] if det._maps_fit(frame, max_scale, others, None) else None
+    found, scale = det._detect(frame, names=list(EYES), keep=keep, **kw)
+    t1 = clock()
+    c, t = eye_pairs(found, scale, fm)
+    t2 = clock()
+    more, more_scale = det._detect_in_regions(frame, others, fm, c, t, max_scale=max_scale,
+                                              max_memory=None, caches=keep)
+    t3 = clock()
+    assemble_faces({**found, **more}, fm, scales={**scale, **more_scale})
+    t4 = clock()
+    return {"eye_scan": t1 - t0, "eye_pairs": t2 - t1, "regions_scan": t3 - t2,
+            "assembly": t4 - t3, "hypotheses": len(c), "maps_kept": keep is not None}
+
+
 _MEMORY_CHILD = """
 import sys, cv2
 from skimage import data
@@ -131,6 +161,25 @@ def _peak_rss(size, max_scale):
     return {"width": w, "height": h, "max_scale": max_scale, "faces": int(out.stdout.split()[-1]),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
             "wall_s": time.perf_counter() - t0}
+
+
+def _faces_timed(det, frame, max_scale, repeats):
+    """``(scan, wall, cpu, faces)`` of ``detect_faces`` with its top-down scan (``"faces"``)
+    and with the full scan (``"faces-f"``, ``top_down=False``), the two alternating in each
+    repeat; the repeat of median CPU time (the statistic least disturbed by other processes on
+    a shared machine)."""
+    times = {"faces": [], "faces-f": []}
+    n_faces = {}
+    for _ in range(repeats):
+        for scan, td in (("faces", True), ("faces-f", False)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            n_faces[scan] = len(det.detect_faces(frame, max_scale=max_scale, top_down=td))
+            times[scan].append((time.perf_counter() - t0, time.process_time() - c0))
+    out = []
+    for scan, t in times.items():
+        wall, cpu = t[int(np.argsort([c for _, c in t])[len(t) // 2])]
+        out.append((scan, wall, cpu, n_faces[scan]))
+    return out
 
 
 def _assembly_seconds(det, frame, max_scale, repeats=5):
@@ -195,23 +244,25 @@ def main(argv=None):
                   f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_det}")
         if args.faces:
             load = os.getloadavg()[0]
-            faces = []
-            wall, cpu = _time(lambda m=ms, f=faces: f.append(det.detect_faces(frame, max_scale=m)),
-                              args.repeats)
-            asm, n_faces = _assembly_seconds(det, frame, ms)
-            rows.append({"max_scale": ms, "scan": "faces", "n_jobs": 1, "windows": n_win,
-                         "load": load, "seconds_per_frame": wall, "cpu_seconds_per_frame": cpu,
-                         "fps": 1 / wall, "fps_cpu": 1 / cpu, "faces": n_faces,
-                         "assembly_cpu_s": asm})
-            print(f"{ms:9.2f} {'faces':>7s} {1:4d} {n_win:9d} {load:5.1f} {wall:7.2f} "
-                  f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_faces} faces (assembly "
-                  f"{1e3 * asm:.1f} ms CPU)")
+            asm, _ = _assembly_seconds(det, frame, ms)
+            for scan, wall, cpu, n_faces in _faces_timed(det, frame, ms, args.repeats):
+                rows.append({"max_scale": ms, "scan": scan, "n_jobs": 1, "windows": n_win,
+                             "load": load, "seconds_per_frame": wall,
+                             "cpu_seconds_per_frame": cpu, "fps": 1 / wall, "fps_cpu": 1 / cpu,
+                             "faces": n_faces, "assembly_cpu_s": asm})
+                print(f"{ms:9.2f} {scan:>7s} {1:4d} {n_win:9d} {load:5.1f} {wall:7.2f} "
+                      f"{cpu:7.2f} {1 / wall:6.2f} {1 / cpu:8.2f} {n_faces} faces (assembly "
+                      f"{1e3 * asm:.1f} ms CPU)")
         if args.profile:
             stages, per_level = _profile(det, frame, ms)
             per_clf = _per_classifier(det, frame, ms)
             profiles.append({"max_scale": ms, "stages_cpu_s": stages,
                              "scan_cpu_s_per_classifier": per_clf, "levels": per_level})
+            td = _profile_top_down(det, frame, ms)
+            profiles[-1]["top_down_cpu_s"] = td
             print("  profile (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+            print("  detect_faces top-down (CPU s): " + "  ".join(
+                f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in td.items()))
             print("  scan alone (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in
                                                       per_clf.items()))
             for lv in per_level:
