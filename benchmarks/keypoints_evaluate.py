@@ -21,8 +21,11 @@ environment) via ``--baselines``. Results go to ``benchmarks/results/keypoints_e
 and PR figures (like the paper's Fig. 7) to ``benchmarks/results/keypoints_pr_<dataset>.png``.
 
 With ``--faces`` it evaluates :meth:`KeypointDetector.detect_faces` (the shipped detectors and
-face model) instead: on each dataset every keypoint's AP from the faces' keypoints (scored by
-the face score) against the same detector's ``detect()`` (one scan gives both), the face-level
+face model) instead: on each dataset every keypoint's AP from the faces' keypoints against the
+same detector's ``detect()`` (one scan gives both), for the faces as assembled (a keypoint scored
+by the face score, or by the face score times the keypoint's calibrated probability) and with
+their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`, the default of
+``detect_faces``; face score times keypoint probability), the face-level
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
 ``benchmarks/results/keypoints_faces_pr_<dataset>.png``, and the number of faces at the default
 threshold on scikit-image's pictures without a person (``NO_FACE``). Results go to
@@ -57,6 +60,7 @@ from cvfs.keypoints.evaluate import (
     recall_at_precision,
 )
 from cvfs.keypoints.faces import assemble_faces, load_face_model
+from cvfs.keypoints.refine import refine_face_keypoints
 from cvfs.viz import save_figure
 from cvfs.viz.keypoints import plot_pr_curves
 
@@ -228,25 +232,32 @@ def _faces_main(args):
             dets.append(found)
             faces.append(assemble_faces(found, fm, scales=scale, threshold=0.0))
         spi = (time.perf_counter() - t0) / len(images)
+        t0 = time.perf_counter()
+        refined = [refine_face_keypoints(det, read_image(im.path), fl)
+                   for im, fl in zip(tqdm(images, desc=f"{ds} refine"), faces, strict=True)]
+        spi_refine = (time.perf_counter() - t0) / len(images)
         kps = [k for k in FACE_EVAL.get(ds, names) if not np.isnan(
             np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
         base_curves = evaluate_detections(dets, images, kps)
-        face_kp = [{k: np.array([(*f.keypoints[k][:2], f.score) for f in fl
-                                 if np.isfinite(f.keypoints[k][0])]).reshape(-1, 3)
-                    for k in kps} for fl in faces]
-        face_curves = evaluate_detections(face_kp, images, kps)
+        face_curves = evaluate_detections(_face_keypoints(faces, kps, False), images, kps)
+        prod_curves = evaluate_detections(_face_keypoints(faces, kps), images, kps)
+        ref_curves = evaluate_detections(_face_keypoints(refined, kps), images, kps)
+        face_kp = _face_keypoints(refined, kps)
         eye_pairs = evaluate_keypoint(
             [np.concatenate([d[k] for k in EYES]) for d in face_kp],
             [im.points[:, [_kidx(k) for k in EYES]].reshape(-1, 2) for im in images],
             [np.repeat(im.ied(), len(EYES)) for im in images])
-        face_curve = evaluate_faces(faces, images)
-        at_thr = [[f for f in fl if f.score >= fm.threshold] for fl in faces]
+        face_curve = evaluate_faces(refined, images)
+        at_thr = [[f for f in fl if f.score >= fm.threshold] for fl in refined]
         thr_curve = evaluate_faces(at_thr, images)
         res = {"max_scale": max_scale, "n_images": len(images), "of": len(all_images),
                "every": every[ds], "n_faces": int(sum(im.n_faces for im in images)),
-               "seconds_per_image": spi,
+               "seconds_per_image": spi, "refine_seconds_per_image": spi_refine,
+               "load_average": os.getloadavg()[0],
                "detect": {k: c.as_dict() for k, c in base_curves.items()},
-               "faces": {k: c.as_dict() for k, c in face_curves.items()},
+               "faces_face_score": {k: c.as_dict() for k, c in face_curves.items()},
+               "faces_face_x_keypoint": {k: c.as_dict() for k, c in prod_curves.items()},
+               "faces": {k: c.as_dict() for k, c in ref_curves.items()},
                "eyes_from_faces_one_class": eye_pairs.as_dict(),
                "face": face_curve.as_dict(),
                "at_default_threshold": {
@@ -256,22 +267,25 @@ def _faces_main(args):
                    "recall": float(thr_curve.recall[-1]) if thr_curve.recall.size else None}}
         results["datasets"][ds] = res
         print(f"\n== {ds}: {len(images)} of {len(all_images)} images (every {every[ds]}), "
-              f"{res['n_faces']} faces, pyramid up to scale {max_scale}, {spi:.2f} s/image ==")
-        print(f"{'keypoint':20s} {'AP detect()':>12s} {'AP faces':>9s}")
+              f"{res['n_faces']} faces, pyramid up to scale {max_scale}, {spi:.2f} s/image "
+              f"+ {spi_refine:.2f} s/image refine (load {res['load_average']:.1f}) ==")
+        print("AP (highest recall at 5% IED): detect(); faces scored by the face score; by face "
+              "score x keypoint probability; refined keypoints (detect_faces)")
+        print(f"{'keypoint':20s} {'detect()':>13s} {'faces':>13s} {'face x kp':>13s} "
+              f"{'refined':>13s}")
         for k in kps:
-            print(f"{k:20s} {base_curves[k].average_precision:12.3f} "
-                  f"{face_curves[k].average_precision:9.3f}")
+            print(f"{k:20s} " + " ".join(
+                f"{c[k].average_precision:6.3f} ({_max_recall(c[k]):.3f})"
+                for c in (base_curves, face_curves, prod_curves, ref_curves)))
         a = res["at_default_threshold"]
-        print(f"eyes from faces as one class: AP {eye_pairs.average_precision:.3f}; max recall "
-              "at 5% IED: detect() " + " / ".join(f"{base_curves[k].recall.max():.3f}"
-                                                   for k in kps if k in EYES))
+        print(f"eyes from faces as one class (refined): AP {eye_pairs.average_precision:.3f}")
         print(f"face AP (both eyes within 10% IED) {face_curve.average_precision:.3f}; at the "
               f"default threshold {fm.threshold:g}: {a['faces']} faces, precision "
               f"{a['precision'] or 0:.3f}, recall {a['recall'] or 0:.3f}")
         curves = {"detect()": dict(base_curves),
-                  "detect_faces": dict(face_curves, face=face_curve)}
+                  "detect_faces": dict(ref_curves, face=face_curve)}
         fig = plot_pr_curves(curves)[0].figure
-        fig.suptitle(f"{ds}: detect() and detect_faces (faces scored by the face score)")
+        fig.suptitle(f"{ds}: detect() and detect_faces (face score x keypoint probability)")
         fig.tight_layout()
         save_figure(fig, out.with_name(f"keypoints_faces_pr_{ds}.png"))
     from skimage import data
@@ -297,6 +311,19 @@ def _faces_main(args):
     atomic_write_text(out, json.dumps(results, indent=1))
     print(f"\nwritten {out}")
     return 0
+
+
+def _face_keypoints(faces, kps, with_keypoint=True):
+    """Per image ``{keypoint: (n, 3)}`` from faces' keypoints, scored by the face score times
+    the keypoint's calibrated probability (``with_keypoint``) or by the face score alone."""
+    return [{k: np.array([(*f.keypoints[k][:2],
+                           f.score * (f.keypoints[k][2] if with_keypoint else 1.0))
+                          for f in fl if np.isfinite(f.keypoints[k][0])]).reshape(-1, 3)
+             for k in kps} for fl in faces]
+
+
+def _max_recall(curve):
+    return float(curve.recall.max()) if curve.recall.size else 0.0
 
 
 def _kidx(name):

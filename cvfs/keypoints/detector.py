@@ -504,12 +504,14 @@ class KeypointDetector:
                             pairs=pairs, max_memory=max_memory)[0]
 
     def detect_faces(self, image, *, threshold=None, max_scale=None, face_model=None,
-                     n_jobs=1, max_memory=None, max_faces=50):
+                     n_jobs=1, max_memory=None, max_faces=50, refine=True):
         """Detect faces: the face model fitted to the keypoint detections, best first.
 
         Every keypoint is detected (:meth:`detect` with ``threshold=-inf``: every window the
         soft cascades keep), its scores become calibrated probabilities and the face shape
-        model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`.
+        model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. With
+        ``refine``, each keypoint of a face is then rescanned at the face's own scale
+        (:func:`cvfs.keypoints.refine.refine_face_keypoints`).
 
         Parameters
         ----------
@@ -525,6 +527,9 @@ class KeypointDetector:
         n_jobs, max_memory :
             As :meth:`detect`.
         max_faces : int, default=50
+        refine : bool, default=True
+            Move each keypoint of a found face to the sub-pixel maximum of a dense rescan of
+            its neighbourhood on levels that bring the face to the detectors' training size.
 
         Returns
         -------
@@ -559,8 +564,13 @@ class KeypointDetector:
                                     min_scale=0.0, nms_radius=None, refine=True, cascade=True,
                                     n_jobs=n_jobs, merge_radius=None, pairs=None,
                                     max_memory=max_memory)
-        return assemble_faces(found, face_model, scales=scale, threshold=threshold,
-                              max_faces=max_faces)
+        faces = assemble_faces(found, face_model, scales=scale, threshold=threshold,
+                               max_faces=max_faces)
+        if refine:
+            from cvfs.keypoints.refine import refine_face_keypoints
+
+            faces = refine_face_keypoints(self, image, faces)
+        return faces
 
     def _detect(self, image, *, threshold, max_scale, min_scale, nms_radius, refine, cascade,
                 n_jobs, merge_radius, pairs, max_memory):
