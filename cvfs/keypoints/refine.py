@@ -148,7 +148,8 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
     radius : float
         Search radius around the current position, in IED.
     max_scale : float
-        Largest resampling factor (smaller faces are rescanned at this scale).
+        Largest middle rescan scale (faces smaller than ``level_ied / max_scale`` are rescanned
+        around this scale).
 
     Returns
     -------
