@@ -33,8 +33,9 @@ def quadratic_peak(patch):
 
     Least-squares fit of ``f(x, y) = a + b x + c y + d x^2 + e x y + g y^2`` to the nine values
     (x, y in {-1, 0, 1}); the offset is the fit's stationary point when the fit is a maximum
-    (negative definite Hessian), clipped to [-1, 1] per axis; otherwise the per-axis parabola
-    vertices (0 on an axis without curvature).
+    (negative definite Hessian); otherwise the per-axis parabola vertices (0 on an axis without
+    curvature). Clipped to [-0.5, 0.5] per axis: beyond that another window would have scored
+    higher than the centre if the fit were right.
 
     Parameters
     ----------
@@ -67,7 +68,7 @@ def quadratic_peak(patch):
     else:
         dx = -b / (2.0 * d) if d < 0 else 0.0
         dy = -c / (2.0 * g) if g < 0 else 0.0
-    return np.clip(np.array([dx, dy]), -1.0, 1.0)
+    return np.clip(np.array([dx, dy]), -0.5, 0.5)
 
 
 def _level(crop, scale):
