@@ -45,8 +45,8 @@ def test_shipped_cascade_scan_equals_reference_scores():
 def test_detect_faces_matches_detect_peaks():
     """detect_faces fits the face model to the scan's peaks: without refinement its keypoints
     are detections of detect(threshold=-inf) on the same frame (same positions within 1e-6 px);
-    the refinement moves them by at most its search radius (0.1 IED) plus half a level pixel
-    (at most 0.13 IED), scores unchanged."""
+    the refinement moves them by at most its search radius (0.1 IED) plus one level pixel
+    (at most 0.15 IED), scores unchanged."""
     det = load_detector()
     img = cv2.resize(data.astronaut(), (320, 240), interpolation=cv2.INTER_AREA)
     faces = det.detect_faces(img, max_scale=1.0, threshold=0.0, refine=False)
@@ -64,4 +64,4 @@ def test_detect_faces_matches_detect_peaks():
             gx, gy, gp = g.keypoints[k]
             assert gp == p or (np.isnan(gp) and np.isnan(p))
             if np.isfinite(x):
-                assert np.hypot(gx - x, gy - y) <= 0.13 * f.ied
+                assert np.hypot(gx - x, gy - y) <= 0.15 * f.ied

@@ -34,8 +34,7 @@ def quadratic_peak(patch):
     Least-squares fit of ``f(x, y) = a + b x + c y + d x^2 + e x y + g y^2`` to the nine values
     (x, y in {-1, 0, 1}); the offset is the fit's stationary point when the fit is a maximum
     (negative definite Hessian); otherwise the per-axis parabola vertices (0 on an axis without
-    curvature). Clipped to [-0.5, 0.5] per axis: beyond that another window would have scored
-    higher than the centre if the fit were right.
+    curvature). Clipped to [-1, 1] per axis, the extent of the patch.
 
     Parameters
     ----------
@@ -68,7 +67,7 @@ def quadratic_peak(patch):
     else:
         dx = -b / (2.0 * d) if d < 0 else 0.0
         dy = -c / (2.0 * g) if g < 0 else 0.0
-    return np.clip(np.array([dx, dy]), -0.5, 0.5)
+    return np.clip(np.array([dx, dy]), -1.0, 1.0)
 
 
 def _level(crop, scale):
