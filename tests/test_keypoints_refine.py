@@ -94,6 +94,10 @@ def test_refine_face_keypoints_moves_only_positions():
                                  probability=lambda k, s: 0.5 * s)
     assert p.keypoints["left_eye_center"][2] == pytest.approx(0.4, abs=0.03)
     assert refine_face_keypoints(_BlobDetector(), img, []) == []
+    # a radius per keypoint name: the same as one radius for all when they agree
+    (r,) = refine_face_keypoints(_BlobDetector(), img, [face],
+                                 radius={"left_eye_center": 0.1, "right_eye_center": 0.1})
+    assert r.keypoints == new.keypoints
 
 
 def test_refine_points_bad_input():
@@ -102,6 +106,9 @@ def test_refine_points_bad_input():
         refine_points(det, img, np.zeros((2, 2)), ["left_eye_center"], np.ones(2))
     with pytest.raises(ValueError, match="unknown keypoints"):
         refine_points(det, img, np.zeros((1, 2)), ["chin"], np.ones(1))
+    with pytest.raises(ValueError, match="one per point"):
+        refine_points(det, img, np.zeros((2, 2)), ["left_eye_center"] * 2, np.ones(2),
+                      radius=[0.1, 0.1, 0.1])
     with pytest.raises(ValueError, match="scale_step"):
         refine_points(det, img, np.zeros((1, 2)), ["left_eye_center"], np.ones(1),
                       scale_step=1.0)

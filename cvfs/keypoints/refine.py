@@ -145,8 +145,8 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
         centred on 0. The defaults (28 px, 5 scales a pyramid step ``2 ** (1/4)`` apart) put the
         face at IED 20-40 level pixels, the detectors' training range.
     scale_step : float
-    radius : float
-        Search radius around the current position, in IED.
+    radius : float or ndarray of shape (n,)
+        Search radius around the current position, in IED (one for all points, or per point).
     max_scale : float
         Largest middle rescan scale (faces smaller than ``level_ied / max_scale`` are rescanned
         around this scale).
@@ -173,17 +173,22 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
     bad = [k for k in set(names) if k not in detector.classifiers]
     if bad:
         raise ValueError(f"unknown keypoints {bad}; the detector finds {detector.keypoints}")
-    if not (int(n_scales) >= 1 and scale_step > 1.0 and radius > 0 and max_scale > 0
+    try:
+        radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(pts),))
+    except ValueError:
+        raise ValueError(f"radius must be a number or one per point ({len(pts)}); got shape "
+                         f"{np.shape(radius)}") from None
+    if not (int(n_scales) >= 1 and scale_step > 1.0 and np.all(radius > 0) and max_scale > 0
             and level_ied > 0):
         raise ValueError("need n_scales >= 1, scale_step > 1, radius > 0, max_scale > 0 and "
                          "level_ied > 0")
     out = np.column_stack([pts, np.full(len(pts), np.nan)])
     js = np.arange(int(n_scales)) - (int(n_scales) - 1) / 2.0
-    for i, (xy, name, ied) in enumerate(zip(pts, names, ieds, strict=True)):
+    for i, (xy, name, ied, rad) in enumerate(zip(pts, names, ieds, radius, strict=True)):
         if not (np.isfinite(xy).all() and np.isfinite(ied) and ied > 0):
             continue
         s0 = min(level_ied / ied, max_scale)
-        found = [f for f in (_scan_at(detector, rgb, name, xy, radius * ied, s0 * scale_step ** j)
+        found = [f for f in (_scan_at(detector, rgb, name, xy, rad * ied, s0 * scale_step ** j)
                              for j in js) if f is not None and np.isfinite(f[2])]
         if not found:
             continue
@@ -211,7 +216,8 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
         ``probability(name, scores)``: a refined keypoint's score becomes that of its best
         rescanned window (e.g. :meth:`FaceModel.probability`); default: scores unchanged.
     **kwargs
-        Passed to :func:`refine_points`.
+        Passed to :func:`refine_points`; ``radius`` may also be a dict of keypoint name ->
+        radius (IED).
 
     Returns
     -------
@@ -227,6 +233,8 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
                 rows.append((fi, k, x, y, f.ied))
     if not rows:
         return list(faces)
+    if isinstance(kwargs.get("radius"), dict):
+        kwargs = dict(kwargs, radius=np.array([kwargs["radius"][r[1]] for r in rows], float))
     ref = refine_points(detector, image, np.array([(r[2], r[3]) for r in rows]),
                         [r[1] for r in rows], np.array([r[4] for r in rows]), **kwargs)
     out = [replace(f, keypoints=dict(f.keypoints)) for f in faces]
