@@ -21,8 +21,11 @@ environment) via ``--baselines``. Results go to ``benchmarks/results/keypoints_e
 and PR figures (like the paper's Fig. 7) to ``benchmarks/results/keypoints_pr_<dataset>.png``.
 
 With ``--faces`` it evaluates :meth:`KeypointDetector.detect_faces` (the shipped detectors and
-face model) instead: on each dataset every keypoint's AP from the faces' keypoints (scored by
-the face score) against the same detector's ``detect()`` (one scan gives both), the face-level
+face model) instead: on each dataset every keypoint's AP from the faces' keypoints against the
+same detector's ``detect()`` (one scan gives both), for the faces as assembled (a keypoint scored
+by the face score, or by the face score times the keypoint's calibrated probability) and with
+their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`, the default of
+``detect_faces``; face score times keypoint probability), the face-level
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
 ``benchmarks/results/keypoints_faces_pr_<dataset>.png``, and the number of faces at the default
 threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
@@ -60,6 +63,7 @@ from cvfs.keypoints.evaluate import (
     recall_at_precision,
 )
 from cvfs.keypoints.faces import assemble_faces, load_face_model
+from cvfs.keypoints.refine import refine_face_keypoints
 from cvfs.viz import save_figure
 from cvfs.viz.keypoints import plot_pr_curves
 
@@ -234,46 +238,57 @@ def _faces_main(args):
             cpu += (t1 - t0, time.process_time() - t1)
             dets.append(found)
         spi, spi_td = cpu / len(images)
+        t0 = time.process_time()
+        refined = [refine_face_keypoints(det, read_image(im.path), fl)
+                   for im, fl in zip(tqdm(images, desc=f"{ds} refine"), faces, strict=True)]
+        spi_refine = (time.process_time() - t0) / len(images)
         kps = [k for k in FACE_EVAL.get(ds, names) if not np.isnan(
             np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
         base_curves = evaluate_detections(dets, images, kps)
+        face_curves = evaluate_detections(_face_keypoints(faces, kps, False), images, kps)
+        prod_curves = evaluate_detections(_face_keypoints(faces, kps), images, kps)
+        scans = {"full, refined": _face_scores(refined, images, kps, fm),
+                 "top-down, refined": _face_scores(faces_td, images, kps, fm)}
         res = {"max_scale": max_scale, "n_images": len(images), "of": len(all_images),
                "every": every[ds], "n_faces": int(sum(im.n_faces for im in images)),
-               "seconds_per_image": spi, "cpu_seconds_per_image": {"full": spi,
-                                                                   "top-down": spi_td},
-               "detect": {k: c.as_dict() for k, c in base_curves.items()}}
-        scans = {"full": _face_scores(faces, images, kps, fm),
-                 "top-down": _face_scores(faces_td, images, kps, fm)}
-        face_curves = scans["top-down"]["curves"]
+               "cpu_seconds_per_image": {"full scan + faces": spi, "refine": spi_refine,
+                                         "detect_faces (top-down, refined)": spi_td},
+               "load_average": os.getloadavg()[0],
+               "detect": {k: c.as_dict() for k, c in base_curves.items()},
+               "faces_face_score": {k: c.as_dict() for k, c in face_curves.items()},
+               "faces_face_x_keypoint": {k: c.as_dict() for k, c in prod_curves.items()}}
         for scan, r in scans.items():
-            key = "" if scan == "top-down" else "_full_scan"
+            key = "" if scan == "top-down, refined" else "_full_scan"
             res["faces" + key] = {k: c.as_dict() for k, c in r["curves"].items() if k != "face"}
             res["eyes_from_faces_one_class" + key] = r["eyes"].as_dict()
             res["face" + key] = r["curves"]["face"].as_dict()
             res["at_default_threshold" + key] = r["at_default_threshold"]
         results["datasets"][ds] = res
         print(f"\n== {ds}: {len(images)} of {len(all_images)} images (every {every[ds]}), "
-              f"{res['n_faces']} faces, pyramid up to scale {max_scale}; CPU s/image: scan and "
-              f"faces {spi:.2f} (full), detect_faces {spi_td:.2f} (top-down) ==")
-        print(f"{'keypoint':20s} {'AP detect()':>12s} {'AP faces full':>14s} "
-              f"{'AP faces top-down':>18s}")
+              f"{res['n_faces']} faces, pyramid up to scale {max_scale}; CPU s/image: full scan "
+              f"and faces {spi:.2f} + refine {spi_refine:.2f}; detect_faces (top-down, refined) "
+              f"{spi_td:.2f} (load {res['load_average']:.1f}) ==")
+        print("AP (highest recall at 5% IED): detect(); full-scan faces scored by the face score; "
+              "by face score x keypoint probability; full scan refined; detect_faces (top-down, "
+              "refined)")
+        print(f"{'keypoint':20s} {'detect()':>13s} {'faces':>13s} {'face x kp':>13s} "
+              f"{'full, refined':>13s} {'detect_faces':>13s}")
         for k in kps:
-            print(f"{k:20s} {base_curves[k].average_precision:12.3f} " + " ".join(
-                f"{r['curves'][k].average_precision:{w}.3f}"
-                for r, w in zip(scans.values(), (14, 18), strict=True)))
-        print("max eye recall at 5% IED: detect() " + " / ".join(
-            f"{base_curves[k].recall.max():.3f}" for k in kps if k in EYES))
+            print(f"{k:20s} " + " ".join(
+                f"{c[k].average_precision:6.3f} ({_max_recall(c[k]):.3f})"
+                for c in (base_curves, face_curves, prod_curves,
+                          *(r["curves"] for r in scans.values()))))
         for scan, r in scans.items():
             a = r["at_default_threshold"]
-            print(f"{scan:>8s}: eyes from faces as one class AP {r['eyes'].average_precision:.3f}"
-                  f"; face AP (both eyes within 10% IED) "
+            print(f"{scan:>18s}: eyes from faces as one class AP "
+                  f"{r['eyes'].average_precision:.3f}; face AP (both eyes within 10% IED) "
                   f"{r['curves']['face'].average_precision:.3f}; at the default threshold "
                   f"{fm.threshold:g}: {a['faces']} faces, precision {a['precision'] or 0:.3f}, "
                   f"recall {a['recall'] or 0:.3f}")
         curves = {"detect()": dict(base_curves),
-                  "detect_faces": dict(face_curves)}
+                  "detect_faces": dict(scans["top-down, refined"]["curves"])}
         fig = plot_pr_curves(curves)[0].figure
-        fig.suptitle(f"{ds}: detect() and detect_faces (faces scored by the face score)")
+        fig.suptitle(f"{ds}: detect() and detect_faces (face score x keypoint probability)")
         fig.tight_layout()
         save_figure(fig, out.with_name(f"keypoints_faces_pr_{ds}.png"))
     from skimage import data
@@ -306,11 +321,9 @@ def _faces_main(args):
 
 
 def _face_scores(faces, images, kps, fm):
-    """Keypoint PR curves of the faces' keypoints (scored by the face score), the face curve,
-    eyes as one class, and the faces at the default threshold."""
-    face_kp = [{k: np.array([(*f.keypoints[k][:2], f.score) for f in fl
-                             if np.isfinite(f.keypoints[k][0])]).reshape(-1, 3)
-                for k in kps} for fl in faces]
+    """Keypoint PR curves of the faces' keypoints (scored by the face score times the keypoint
+    probability), the face curve, eyes as one class, and the faces at the default threshold."""
+    face_kp = _face_keypoints(faces, kps)
     curves = evaluate_detections(face_kp, images, kps)
     curves["face"] = evaluate_faces(faces, images)
     eyes = evaluate_keypoint(
@@ -323,6 +336,19 @@ def _face_scores(faces, images, kps, fm):
         "faces": int(sum(len(f) for f in at_thr)),
         "precision": float(thr_curve.precision[-1]) if thr_curve.precision.size else None,
         "recall": float(thr_curve.recall[-1]) if thr_curve.recall.size else None}}
+
+
+def _face_keypoints(faces, kps, with_keypoint=True):
+    """Per image ``{keypoint: (n, 3)}`` from faces' keypoints, scored by the face score times
+    the keypoint's calibrated probability (``with_keypoint``) or by the face score alone."""
+    return [{k: np.array([(*f.keypoints[k][:2],
+                           f.score * (f.keypoints[k][2] if with_keypoint else 1.0))
+                          for f in fl if np.isfinite(f.keypoints[k][0])]).reshape(-1, 3)
+             for k in kps} for fl in faces]
+
+
+def _max_recall(curve):
+    return float(curve.recall.max()) if curve.recall.size else 0.0
 
 
 def _kidx(name):

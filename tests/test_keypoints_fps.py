@@ -43,11 +43,13 @@ def test_shipped_cascade_scan_equals_reference_scores():
 
 
 def test_detect_faces_matches_detect_peaks():
-    """detect_faces fits the face model to the scan's peaks: its keypoints are detections of
-    detect(threshold=-inf) on the same frame (same positions within 1e-6 px)."""
+    """detect_faces fits the face model to the scan's peaks: without refinement its keypoints
+    are detections of detect(threshold=-inf) on the same frame (same positions within 1e-6 px);
+    the refinement moves them by at most its search radius (0.1 IED) plus one level pixel
+    (at most 0.15 IED), scores unchanged."""
     det = load_detector()
     img = cv2.resize(data.astronaut(), (320, 240), interpolation=cv2.INTER_AREA)
-    faces = det.detect_faces(img, max_scale=1.0, threshold=0.0)
+    faces = det.detect_faces(img, max_scale=1.0, threshold=0.0, refine=False)
     found = det.detect(img, threshold=-np.inf, max_scale=1.0)
     assert faces
     for f in faces:
@@ -55,3 +57,11 @@ def test_detect_faces_matches_detect_peaks():
             if np.isfinite(x):
                 d = np.hypot(found[k][:, 0] - x, found[k][:, 1] - y)
                 assert d.min() < 1e-6
+    refined = det.detect_faces(img, max_scale=1.0, threshold=0.0)
+    assert [f.score for f in refined] == [f.score for f in faces]
+    for f, g in zip(faces, refined, strict=True):
+        for k, (x, y, p) in f.keypoints.items():
+            gx, gy, gp = g.keypoints[k]
+            assert gp == p or (np.isnan(gp) and np.isnan(p))
+            if np.isfinite(x):
+                assert np.hypot(gx - x, gy - y) <= 0.15 * f.ied

@@ -9,6 +9,7 @@ Public API::
     det.detect_faces(rgb)                    # [Face(score, box, keypoints), ...]
 
 Faces (a shape model fitted to the detections, calibrated scores): :mod:`cvfs.keypoints.faces`;
+their keypoints refined by a dense rescan at the face's scale: :mod:`cvfs.keypoints.refine`;
 tracking faces across video frames: :mod:`cvfs.keypoints.tracking`.
 Training: :func:`cvfs.keypoints.train.train_detector`; evaluation with the paper's criteria:
 :mod:`cvfs.keypoints.evaluate`; the LogitBoost baseline: :mod:`cvfs.keypoints.boosting`.

@@ -560,7 +560,8 @@ class KeypointDetector:
                             pairs=pairs, max_memory=max_memory)[0]
 
     def detect_faces(self, image, *, threshold=None, max_scale=None, face_model=None,
-                     n_jobs=1, max_memory=None, max_faces=50, top_down=True):
+                     n_jobs=1, max_memory=None, max_faces=50, top_down=True,
+                     refine=True):
         """Detect faces: the face model fitted to the keypoint detections, best first.
 
         The keypoints are detected (:meth:`detect` with ``threshold=-inf``: every window the
@@ -572,6 +573,8 @@ class KeypointDetector:
         every keypoint everywhere (``top_down=False``), with the same peaks inside those
         regions; a face whose eyes do not form a valid pair of candidates then loses its nose
         and mouth detections.
+        With ``refine``, each keypoint of a face is then rescanned at the face's own scale
+        (:func:`cvfs.keypoints.refine.refine_face_keypoints`).
 
         Parameters
         ----------
@@ -589,6 +592,9 @@ class KeypointDetector:
         max_faces : int, default=50
         top_down : bool, default=True
             Scan the keypoints other than the eyes only around eye pairs (else everywhere).
+        refine : bool, default=True
+            Move each keypoint of a found face to the sub-pixel maximum of a dense rescan of
+            its neighbourhood on levels that bring the face to the detectors' training size.
 
         Returns
         -------
@@ -622,8 +628,13 @@ class KeypointDetector:
         found, scale = self._face_detections(image, face_model, max_scale=max_scale,
                                              n_jobs=n_jobs, max_memory=max_memory,
                                              top_down=top_down)
-        return assemble_faces(found, face_model, scales=scale, threshold=threshold,
-                              max_faces=max_faces)
+        faces = assemble_faces(found, face_model, scales=scale, threshold=threshold,
+                               max_faces=max_faces)
+        if refine:
+            from cvfs.keypoints.refine import refine_face_keypoints
+
+            faces = refine_face_keypoints(self, image, faces)
+        return faces
 
     def _face_detections(self, image, face_model, *, max_scale, n_jobs, max_memory,
                          top_down):

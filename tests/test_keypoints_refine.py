@@ -1,0 +1,117 @@
+"""Keypoint refinement: quadratic sub-pixel peaks and the dense local rescan around faces."""
+
+import math
+
+import numpy as np
+import pytest
+
+from cvfs.keypoints.faces import Face
+from cvfs.keypoints.refine import quadratic_peak, refine_face_keypoints, refine_points
+
+
+def _patch(f):
+    y, x = np.mgrid[-1:2, -1:2].astype(float)
+    return f(x, y)
+
+
+def test_quadratic_peak_exact_on_a_quadratic():
+    """A quadratic with a cross term is fitted exactly: its maximum is recovered."""
+    x0, y0 = 0.3, -0.2
+    p = _patch(lambda x, y: 2.0 - (x - x0) ** 2 - 2.0 * (y - y0) ** 2
+               + 0.5 * (x - x0) * (y - y0))
+    np.testing.assert_allclose(quadratic_peak(p), [x0, y0], atol=1e-12)
+
+
+def test_quadratic_peak_gaussian_and_degenerate():
+    """A sampled Gaussian peak is found to a tenth of a pixel; flat or saddle patches fall back
+    to per-axis vertices (0 without curvature); bad input raises."""
+    g = _patch(lambda x, y: np.exp(-((x + 0.25) ** 2 + (y - 0.35) ** 2) / (2 * 1.5 ** 2)))
+    np.testing.assert_allclose(quadratic_peak(g), [-0.25, 0.35], atol=0.1)
+    np.testing.assert_array_equal(quadratic_peak(np.ones((3, 3))), [0.0, 0.0])
+    ridge = _patch(lambda x, y: -(x - 0.2) ** 2 + 0.0 * y)  # curved in x only
+    np.testing.assert_allclose(quadratic_peak(ridge), [0.2, 0.0], atol=1e-12)
+    with pytest.raises(ValueError, match="3 x 3"):
+        quadratic_peak(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="finite"):
+        quadratic_peak(np.full((3, 3), np.nan))
+
+
+class _BlobDetector:
+    """Stand-in detector: a window's score is the darkness of the level image at its centre."""
+
+    classifiers = {"left_eye_center": None, "right_eye_center": None}
+    keypoints = list(classifiers)
+
+    def __init__(self):
+        self.calls = 0
+
+    def score_level(self, cache, centres, keypoints, *, cascade=True):
+        self.calls += 1
+        assert cascade is False
+        v = 1.0 - cache.image[centres[:, 0], centres[:, 1]].mean(axis=1)
+        return centres, dict.fromkeys(keypoints, v.astype(np.float64))
+
+
+def _blob_image(points, sigma=2.5, size=(90, 120)):
+    y, x = np.mgrid[0:size[0], 0:size[1]].astype(float)
+    img = np.ones(size)
+    for px, py in points:
+        img -= 0.8 * np.exp(-((x - px) ** 2 + (y - py) ** 2) / (2 * sigma ** 2))
+    return np.repeat(img[..., None], 3, axis=2).astype(np.float32)
+
+
+def test_refine_points_finds_sub_pixel_blob_centres():
+    """Rescanning at several scales moves each point from a pixel-off start to the sub-pixel
+    centre of the dark blob under it; NaN rows are returned unchanged."""
+    truth = np.array([[40.3, 45.6], [70.7, 44.2]])
+    img = _blob_image(truth)
+    det = _BlobDetector()
+    start = np.vstack([truth + [[0.8, -0.6], [-0.7, 0.9]], [[np.nan, np.nan]]])
+    out = refine_points(det, img, start, ["left_eye_center", "right_eye_center",
+                                          "left_eye_center"], np.array([30.0, 30.0, 30.0]))
+    assert out.shape == (3, 3)
+    np.testing.assert_allclose(out[:2, :2], truth, atol=0.15)
+    assert np.all(np.abs(out[:2, 2] - 0.8) < 0.05)
+    assert np.isnan(out[2]).sum() == 3
+    assert det.calls == 10  # five scales for each finite point
+
+
+def test_refine_face_keypoints_moves_only_positions():
+    truth = np.array([[40.3, 45.6], [70.7, 44.2]])
+    img = _blob_image(truth)
+    kp = {"left_eye_center": (41.0, 45.0, 0.9), "right_eye_center": (70.0, 45.0, 0.7),
+          "nose_center": (55.0, 60.0, 0.4), "mouth_left_corner": (math.nan,) * 3}
+    face = Face(0.8, (20.0, 20.0, 90.0, 90.0), kp, ied=30.0)
+    (new,) = refine_face_keypoints(_BlobDetector(), img, [face])
+    assert face.keypoints["left_eye_center"] == (41.0, 45.0, 0.9)  # input untouched
+    for i, k in enumerate(("left_eye_center", "right_eye_center")):
+        np.testing.assert_allclose(new.keypoints[k][:2], truth[i], atol=0.15)
+        assert new.keypoints[k][2] == kp[k][2]
+    assert new.keypoints["nose_center"] == kp["nose_center"]  # not a detector keypoint
+    assert math.isnan(new.keypoints["mouth_left_corner"][0])
+    assert (new.score, new.box, new.ied) == (face.score, face.box, face.ied)
+    (p,) = refine_face_keypoints(_BlobDetector(), img, [face],
+                                 probability=lambda k, s: 0.5 * s)
+    assert p.keypoints["left_eye_center"][2] == pytest.approx(0.4, abs=0.03)
+    assert refine_face_keypoints(_BlobDetector(), img, []) == []
+    # a radius per keypoint name: the same as one radius for all when they agree
+    (r,) = refine_face_keypoints(_BlobDetector(), img, [face],
+                                 radius={"left_eye_center": 0.1, "right_eye_center": 0.1})
+    assert r.keypoints == new.keypoints
+
+
+def test_refine_points_bad_input():
+    det, img = _BlobDetector(), _blob_image([])
+    with pytest.raises(ValueError, match="one row each"):
+        refine_points(det, img, np.zeros((2, 2)), ["left_eye_center"], np.ones(2))
+    with pytest.raises(ValueError, match="unknown keypoints"):
+        refine_points(det, img, np.zeros((1, 2)), ["chin"], np.ones(1))
+    with pytest.raises(ValueError, match="one per point"):
+        refine_points(det, img, np.zeros((2, 2)), ["left_eye_center"] * 2, np.ones(2),
+                      radius=[0.1, 0.1, 0.1])
+    with pytest.raises(ValueError, match="scale_step"):
+        refine_points(det, img, np.zeros((1, 2)), ["left_eye_center"], np.ones(1),
+                      scale_step=1.0)
+    with pytest.raises(ValueError):
+        refine_points(det, np.zeros((10, 10, 3)), np.zeros((1, 2)), ["left_eye_center"],
+                      np.ones(1))
