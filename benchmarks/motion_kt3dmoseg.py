@@ -11,7 +11,7 @@ Every clip's labelled trajectories (``cvfs.datasets.kt3dmoseg``) with their visi
 * **cvfs, K chosen** (``--choose-k``): :func:`cvfs.motion.segment_tracks` with ``n_motions=None``.
 * **SSC**: sparse subspace clustering (Elhamifar & Vidal, TPAMI 2013) on the same completed
   trajectories (2F x P matrix): each trajectory is a Lasso combination of the others
-  (scikit-learn ``LassoLars``, the exact Lasso path, coordinates scaled into [-1, 1] as the
+  (scikit-learn ``lars_path_gram``, the exact Lasso path, coordinates scaled into [-1, 1] as the
   paper's normalised Hopkins155 coordinates, affine constraint by an appended constant row of
   weight 10,
   lambda = alpha / mu with alpha = 800 and mu = min_i max_(j != i) |y_i^T y_j| as the paper's
@@ -63,7 +63,7 @@ PUBLISHED = {
 def ssc_labels(W, n_motions, *, alpha=800.0, rho=0.7, affine_weight=10.0, random_state=0):
     """Sparse subspace clustering of the columns of ``W`` (D x P, coordinates in about [-1, 1])."""
     from sklearn.cluster import SpectralClustering
-    from sklearn.linear_model import LassoLars
+    from sklearn.linear_model import lars_path_gram
 
     D, P = W.shape
     Y = np.vstack([W, np.full((1, P), affine_weight)]) if affine_weight else W
@@ -72,14 +72,17 @@ def ssc_labels(W, n_motions, *, alpha=800.0, rho=0.7, affine_weight=10.0, random
     mu = float(gram.max(axis=1).min())
     lam = alpha / mu
     # sklearn minimises 1/(2 n) |y - X c|^2 + a |c|_1; the paper |c|_1 + lam/2 |y - X c|^2
-    lasso = LassoLars(alpha=1.0 / (lam * Y.shape[0]), fit_intercept=False, max_iter=500)
+    a = 1.0 / (lam * Y.shape[0])
+    G = Y.T @ Y
     C = np.zeros((P, P))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i in range(P):
             others = np.r_[0:i, i + 1:P]
-            lasso.fit(Y[:, others], Y[:, i])
-            C[others, i] = lasso.coef_
+            _, _, coefs = lars_path_gram(G[others, i], G[np.ix_(others, others)],
+                                         n_samples=Y.shape[0], alpha_min=a, method="lasso",
+                                         max_iter=500)
+            C[others, i] = coefs[:, -1]
     # keep the largest coefficients making up rho of each column's l1 mass
     A = np.abs(C)
     order = np.argsort(-A, axis=0)
