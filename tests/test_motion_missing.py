@@ -164,3 +164,23 @@ def test_kt3dmoseg_real_clips(real_data):
     assert 0.2 < clip.missing_fraction < 0.23
     assert clip.visible.sum(axis=1).min() >= 2
     assert np.all(np.isfinite(clip.points[clip.visible]))
+
+
+def test_partial_tracks_with_redetection():
+    from cvfs.io.video import SyntheticRigidVideo
+    from cvfs.motion.tracking import track_points
+
+    src = SyntheticRigidVideo(n_motions=2, n_frames=12, seed=0)
+    frames = [src.render(f) for f in range(12)]
+    full = track_points(frames)
+    pts, vis = track_points(frames, partial=True)
+    assert pts.shape[1:] == (12, 2) and vis.shape == pts.shape[:2] and vis.dtype == bool
+    assert np.array_equal(np.isnan(pts[..., 0]), ~vis) and vis.sum(axis=1).min() >= 2
+    assert pts.shape[0] >= full.shape[0]
+    # every observed span is contiguous: a lost track is not picked up again
+    starts = np.diff(vis.astype(np.int8), axis=1)
+    assert np.all((starts == 1).sum(axis=1) + vis[:, 0] <= 1)
+    # re-detection: some tracks start after the first frame
+    assert np.any(~vis[:, 0])
+    with pytest.raises(ValueError, match="min_frames must be an int >= 2"):
+        track_points(frames[:2], partial=True, min_frames=1)

@@ -3,9 +3,9 @@
 Under an affine camera the trajectories of one rigid motion span an affine subspace of dimension
 3 (rank 4 with the mean), so the 2F x P trajectory matrix of K motions has rank at most 4K.
 :func:`complete_trajectories` fills the unobserved entries with the rank-r matrix that best fits
-the observed ones (alternating ridge-regularised least squares, ALS), and :func:`cvfs.motion.segment`
-then ranks the candidates of the completed trajectories. Observed entries are kept as they are;
-only missing ones are replaced by the low-rank fit.
+the observed ones (alternating ridge-regularised least squares, ALS), and
+:func:`cvfs.motion.segment` then ranks the candidates of the completed trajectories. Observed
+entries are kept as they are; only missing ones are replaced by the low-rank fit.
 
 References
 ----------
@@ -191,7 +191,8 @@ def complete_trajectories(points, visible, *, rank=None, n_motions=None, ridge=1
         miss = mask == 0
         prev = None
         n_iter = 0
-        for n_iter in range(1, max_iter + 1):
+        while n_iter < max_iter:
+            n_iter += 1
             S = _ridge_solve(M, mask, Z, ridge).T
             M = _ridge_solve(S.T, mask.T, Z.T, ridge)
             fit = M @ S
