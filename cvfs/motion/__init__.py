@@ -217,16 +217,31 @@ def rank_candidates(points, n_motions, *, model=None):
     return cand.labels, np.asarray(ranker.decision_function(X), dtype=np.float64)
 
 
-def segment(points, n_motions, *, model=None):
+def _complete(points, visible, n_motions):
+    """Trajectories completed where ``visible`` is False (:mod:`cvfs.motion.missing`)."""
+    if visible is None:
+        return points
+    from cvfs.motion.missing import complete_trajectories
+
+    return complete_trajectories(points, visible, n_motions=n_motions)
+
+
+def segment(points, n_motions, *, visible=None, model=None):
     """Segment point trajectories into ``n_motions`` motions.
 
     Parameters
     ----------
     points : array_like of shape (P, F, 2)
         Image coordinates (x, y) of P trajectories over F frames; any scale (they are centred and
-        scaled into [-1, 1] inside). Every trajectory must be complete (no NaN).
+        scaled into [-1, 1] inside). Without ``visible`` every trajectory must be complete (no
+        NaN).
     n_motions : int
         K >= 2; at least 4 trajectories per motion are needed (P >= 4K).
+    visible : array_like of shape (P, F), bool, optional
+        False where a trajectory is not observed (``points`` may hold NaN there); each
+        trajectory must be observed in at least 2 frames. The missing entries are filled by a
+        rank-4K completion of the trajectory matrix
+        (:func:`cvfs.motion.missing.complete_trajectories`) before the candidates are ranked.
     model : None, str, Path or fitted ranker, optional
         None loads the shipped ranker (``cvfs/models/motion_ranker.h5``); a path loads that file; an
         object with ``decision_function`` (e.g. a fitted :class:`~cvfs.motion.ranking.MotionRanker`)
@@ -240,8 +255,10 @@ def segment(points, n_motions, *, model=None):
     Raises
     ------
     ValueError
-        If ``points`` is not (P, F, 2), has NaN/inf or fewer than 2 frames, ``n_motions < 2`` or
-        ``P < 4 n_motions``, or the model was trained on other features.
+        If ``points`` is not (P, F, 2), has NaN/inf (at a visible entry) or fewer than 2 frames,
+        ``visible`` is not a (P, F) boolean mask or leaves a trajectory with fewer than 2
+        observed frames, ``n_motions < 2`` or ``P < 4 n_motions``, or the model was trained on
+        other features.
     TypeError
         If ``n_motions`` is not an int or ``model`` is of an unknown type.
     FileNotFoundError
@@ -251,12 +268,17 @@ def segment(points, n_motions, *, model=None):
     ----------
     FSA paper, appendix, Algorithm 2.
     """
-    labels, scores = rank_candidates(points, n_motions, model=model)
+    if visible is not None:
+        from cvfs.motion.missing import check_visible
+
+        check_visible(points, visible, n_motions)
+    labels, scores = rank_candidates(_complete(points, visible, n_motions), n_motions,
+                                     model=model)
     return labels[int(np.argmax(scores))].astype(np.int64)
 
 
-def segment_tracks(points, n_motions=None, *, model=None, candidates_k=tuple(range(2, 9)),
-                   tau=None, return_scores=False):
+def segment_tracks(points, n_motions=None, *, visible=None, model=None,
+                   candidates_k=tuple(range(2, 9)), tau=None, return_scores=False):
     """Segment trajectories with K given or chosen by the subspace-residual rule.
 
     Parameters
@@ -268,6 +290,9 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=tuple(ran
         (:func:`cvfs.motion.kselect.k_residuals`) by
         :func:`cvfs.motion.kselect.choose_k_penalised`: the K minimising
         ``log r_K + lam K log(P) / P``.
+    visible : array_like of shape (P, F), bool, optional
+        As :func:`segment`; with K chosen, the trajectories are completed once at rank 12
+        (three motions) before K is chosen.
     model : None, str, Path or fitted ranker
     candidates_k : sequence of int, default 2..8
     tau : float, optional
@@ -291,6 +316,11 @@ def segment_tracks(points, n_motions=None, *, model=None, candidates_k=tuple(ran
     ValueError
         As :func:`segment`; also if no K in ``candidates_k`` fits the number of points.
     """
+    if visible is not None:
+        from cvfs.motion.missing import check_visible
+
+        check_visible(points, visible, n_motions)
+        points = _complete(points, visible, 3 if n_motions is None else n_motions)
     ranker = _resolve(model)
     if n_motions is not None:
         labels, scores = rank_candidates(points, n_motions, model=ranker)

@@ -9,6 +9,11 @@ good as soon as, in any frame, (a) LK reports it lost, (b) the forward-backward 
 ``fb_threshold`` pixels), or (c) it leaves the image. Only trajectories that survive every frame
 are returned; nothing is re-detected, so the number of points only decreases.
 
+With ``partial=True`` a lost track keeps its observed frames, new corners are detected in every
+frame (per grid cell, at least ``min_distance`` from the tracks still alive) and tracked from
+there on, and the result is ``(points, visible)``: NaN and False outside each track's span. Such
+partial tracks are what :func:`cvfs.motion.segment` takes with its ``visible`` mask.
+
 References
 ----------
 J.-Y. Bouguet, "Pyramidal implementation of the Lucas Kanade feature tracker", Intel, 2000.
@@ -60,8 +65,17 @@ def _corners(gray, max_points, quality, min_distance, grid):
     return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 2))
 
 
+def _new_corners(gray, alive_pts, max_points, quality, min_distance, grid):
+    """Corners of ``gray`` at least ``min_distance`` from every alive track."""
+    cand = _corners(gray, max_points, quality, min_distance, grid)
+    if cand.size == 0 or alive_pts.size == 0:
+        return cand
+    d2 = ((cand[:, None, :] - alive_pts[None, :, :]) ** 2).sum(axis=2).min(axis=1)
+    return cand[d2 >= float(min_distance) ** 2]
+
+
 def track_points(frames, *, max_points=2000, quality=0.01, min_distance=6, win_size=15,
-                 levels=3, fb_threshold=1.0, grid=16):
+                 levels=3, fb_threshold=1.0, grid=16, partial=False, min_frames=2):
     """Track corners through all frames; keep the trajectories that survive every frame.
 
     Parameters
@@ -83,11 +97,20 @@ def track_points(frames, *, max_points=2000, quality=0.01, min_distance=6, win_s
         LK window (pixels) and pyramid levels.
     fb_threshold : float, default 1.0
         Forward-backward error (pixels) above which a point is dropped.
+    partial : bool, default False
+        Keep lost tracks up to their loss and re-detect new corners in every frame (up to
+        ``max_points`` alive tracks); return ``(points, visible)``.
+    min_frames : int, default 2
+        With ``partial``, tracks observed in fewer frames are dropped.
 
     Returns
     -------
     points : ndarray of shape (P, F, 2)
-        Pixel coordinates (x = column, y = row) of the surviving trajectories, float64.
+        Pixel coordinates (x = column, y = row) of the surviving trajectories, float64 (with
+        ``partial``: of every track observed in ``min_frames`` frames or more, NaN where not
+        observed).
+    visible : ndarray of shape (P, F), bool
+        Only with ``partial``: True where the track is observed.
 
     Raises
     ------
@@ -96,6 +119,9 @@ def track_points(frames, *, max_points=2000, quality=0.01, min_distance=6, win_s
     """
     if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 0:
         raise ValueError(f"grid must be an int >= 0; got {grid!r}")
+    if isinstance(min_frames, bool) or not isinstance(min_frames, (int, np.integer)) \
+            or min_frames < 2:
+        raise ValueError(f"min_frames must be an int >= 2; got {min_frames!r}")
     it = iter(frames)
     head = [f for _, f in zip(range(2), it)]
     if len(head) < 2:
@@ -132,6 +158,20 @@ def track_points(frames, *, max_points=2000, quality=0.01, min_distance=6, win_s
                   & (q[:, 0] >= 0) & (q[:, 0] <= w - 1) & (q[:, 1] >= 0) & (q[:, 1] <= h - 1))
             col[idx] = q
             alive[idx[~ok]] = False
+            if partial:
+                col[idx[~ok]] = np.nan
+        if partial and alive.sum() < max_points:
+            new = _new_corners(gray, col[alive], max_points - int(alive.sum()), quality,
+                               min_distance, grid)
+            if len(new):
+                cols = [np.vstack([c, np.full((len(new), 2), np.nan)]) for c in cols]
+                col = np.vstack([col, new])
+                alive = np.concatenate([alive, np.ones(len(new), dtype=bool)])
         cols.append(col)
         prev_gray = gray
-    return np.stack(cols, axis=1)[alive]
+    if not partial:
+        return np.stack(cols, axis=1)[alive]
+    points = np.stack(cols, axis=1)
+    visible = ~np.isnan(points[..., 0])
+    keep = visible.sum(axis=1) >= min_frames
+    return points[keep], visible[keep]
