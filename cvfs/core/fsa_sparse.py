@@ -43,6 +43,11 @@ __all__ = ["check_sparse", "fsa_fit_sparse", "sparse_decision_function"]
 
 log = logging.getLogger(__name__)
 
+# kept blocks of at most this many cells are handed to the in-memory loop even when denser
+# than their sparse form: a dense pass over them costs less than the fixed per-iteration cost
+# of the sparse loop (benchmarks/uci_tables.py, Table VI)
+_DENSE_CELLS = 1 << 16
+
 
 def check_sparse(X):
     """X as a canonical CSR or CSC matrix of float32 (kept) or float64 (anything else).
@@ -175,9 +180,9 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
 
     from cvfs.core.fsa import (
         _POWER_ITERS,
-        _POWER_ROWS,
         FSAResult,
         _physical_memory,
+        power_rows,
         ranking_arrays,
     )
 
@@ -229,8 +234,7 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
     curv = float(loss.curvature)
     # power-iteration start on the rows the dense fit uses
-    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
-    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
+    sub = power_rows(N, M * itemsize, block_bytes)
     if bins == 0:
         lam = _power_start(X[sub], fp, v, _POWER_ITERS)
     else:  # the dense kernel on the dense rows (n_sub x M, at most one block)
@@ -254,7 +258,8 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
         m = cols.size
         nnz = int(col_nnz[support].sum())
         dense_bytes = N * m * itemsize
-        if dense_bytes <= max_memory and dense_bytes <= nnz * (itemsize + index_bytes):
+        if dense_bytes <= max_memory and (dense_bytes <= nnz * (itemsize + index_bytes)
+                                          or N * m <= _DENSE_CELLS):
             break
         g = np.zeros((m, G))
         h = np.zeros((m, G))
