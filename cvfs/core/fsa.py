@@ -57,8 +57,6 @@ log = logging.getLogger(__name__)
 _BLOCK_BYTES = 64 << 20
 _POWER_ROWS = 256
 _POWER_ITERS = 6
-_POWER_PASSES = 1.0
-_POWER_MIN_ROWS = 32
 
 
 @dataclass
@@ -131,16 +129,6 @@ def _physical_memory():
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 8 << 30
-
-
-def power_rows(n_rows, row_bytes, block_bytes):
-    """Evenly spaced rows of the power-iteration start: at most ``_POWER_ROWS`` and one block,
-    and few enough that its ``_POWER_ITERS`` iterations cost about ``_POWER_PASSES`` gradient
-    passes over all rows (at least ``_POWER_MIN_ROWS``), so the start stays a small part of a
-    short fit on a wide matrix with few rows."""
-    budget = max(_POWER_MIN_ROWS, int(_POWER_PASSES * n_rows / _POWER_ITERS))
-    n_sub = min(n_rows, _POWER_ROWS, budget, max(8, block_bytes // max(row_bytes, 1)))
-    return np.unique(np.linspace(0, n_rows - 1, n_sub).astype(np.int64))
 
 
 def _row_blocks(n_rows, row_bytes, block_bytes):
@@ -358,7 +346,8 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         d0 = np.empty(N)
         l0 = K.loss_rows(loss.code, float(loss.param), np.full(N, intercept), y, d0)
     # rows of the power-iteration start (below): evenly spaced, at most one block
-    sub = power_rows(N, M * itemsize, block_bytes)
+    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
+    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
     in_place = response.bins == 0 and not out_of_core and layout is None  # read in place
     if layout is not None:
         fp, g_first, Xs = layout.column_table(

@@ -114,6 +114,33 @@ def _column_table(X, response, d):
     return fp, gsums, count
 
 
+def _pl_power_start(Xsub, fp, bins, v, n_iter):
+    """:func:`_power_start` for piecewise-linear responses (``v`` of shape (M, bins + 1)): the
+    products by the sparse basis kernels on the CSC rows, the zeros of a column in closed form
+    (the work of a pass over the rows' stored entries, not over their dense form)."""
+    n, M = Xsub.shape
+    csc = Xsub.tocsc()
+    csc = (csc.indptr, csc.indices, csc.data)
+    cols = np.arange(M, dtype=np.int64)
+    zero = np.zeros_like(v)
+    z, d = np.zeros(n), np.zeros(n)
+    lam = 0.0
+    for _ in range(n_iter):
+        t = np.full(n, -float(np.sum(v * fp[:, 2:])))
+        _, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, zero, v, z, t, True)
+        t += t0
+        tsum = float(t.sum())
+        g, h = np.zeros_like(v), np.zeros_like(v)
+        SK.pl_csc_dots(*csc, cols, fp, bins, d, t, 0.0, tsum, g, h, True)
+        K.finalize(h, fp, bins, tsum, n)
+        nh = float(np.sqrt(np.sum(h * h)))
+        if nh == 0.0:
+            return 0.0
+        lam = nh
+        v[:, :] = h / nh
+    return lam
+
+
 def _power_start(Xsub, fp, v, n_iter):
     """Largest eigenvalue of the centred, scaled Gram matrix of the rows ``Xsub`` (sparse,
     n x M) divided by n, by ``n_iter`` power iterations from ``v`` (M, 1; updated in place)."""
@@ -180,9 +207,9 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
 
     from cvfs.core.fsa import (
         _POWER_ITERS,
+        _POWER_ROWS,
         FSAResult,
         _physical_memory,
-        power_rows,
         ranking_arrays,
     )
 
@@ -234,11 +261,12 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
     curv = float(loss.curvature)
     # power-iteration start on the rows the dense fit uses
-    sub = power_rows(N, M * itemsize, block_bytes)
+    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
+    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
     if bins == 0:
         lam = _power_start(X[sub], fp, v, _POWER_ITERS)
-    else:  # the dense kernel on the dense rows (n_sub x M, at most one block)
-        lam = K.power_estimate(X[sub].toarray(), support, fp, bins, v, _POWER_ITERS)
+    else:
+        lam = _pl_power_start(X[sub], fp, bins, v, _POWER_ITERS)
     if is_rank:  # as the dense fit: Gershgorin bound on the weighted pair Laplacian
         degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
         lam *= 2.0 * N * degree.max()
