@@ -14,8 +14,9 @@ as the in-memory solver on a sparse layout:
   by a scatter over them, loss derivatives per row, gradient and power-iteration sums by
   per-column dot products (:mod:`cvfs.core._sparse_kernels`).
 - Hand-over: once the kept columns take no more memory dense than sparse, or make a dense
-  block of at most ``_DENSE_CELLS`` cells (and fit in ``max_memory``), they are made dense (piecewise linear: feature-major bin coordinates) and the
-  in-memory loop :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
+  block of at most ``_DENSE_CELLS`` cells (and fit in ``max_memory``), they are made dense
+  (piecewise linear: feature-major bin coordinates) and the in-memory loop
+  :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
 - Peak memory: the input, plus the CSC copy of the kept columns (CSR input), plus at the
   hand-over their dense block (no larger than their sparse form or ``_DENSE_CELLS`` cells), plus
   O(N + M) vectors.
