@@ -13,11 +13,13 @@ as the in-memory solver on a sparse layout:
   drop, usually under half the columns). Each pass reads only the kept columns' entries: scores
   by a scatter over them, loss derivatives per row, gradient and power-iteration sums by
   per-column dot products (:mod:`cvfs.core._sparse_kernels`).
-- Hand-over: once the kept columns take no more memory dense than sparse (and fit in
-  ``max_memory``) they are made dense (piecewise linear: feature-major bin coordinates) and the
-  in-memory loop :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
+- Hand-over: once the kept columns take no more memory dense than sparse, or make a dense
+  block of at most ``_DENSE_CELLS`` cells (and fit in ``max_memory``), they are made dense
+  (piecewise linear: feature-major bin coordinates) and the in-memory loop
+  :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
 - Peak memory: the input, plus the CSC copy of the kept columns (CSR input), plus at the
-  hand-over their dense block (no larger than their sparse form), plus O(N + M) vectors.
+  hand-over their dense block (no larger than their sparse form or ``_DENSE_CELLS`` cells), plus
+  O(N + M) vectors.
 
 Linear and piecewise-linear responses, every row-separable loss and the pairwise ranking loss.
 The rationale is in ``docs/methods.md``, section "FSA on sparse input";
@@ -42,6 +44,11 @@ from cvfs.core.schedules import annealing_schedule, check_schedule
 __all__ = ["check_sparse", "fsa_fit_sparse", "sparse_decision_function"]
 
 log = logging.getLogger(__name__)
+
+# kept blocks of at most this many cells are handed to the in-memory loop even when denser
+# than their sparse form: a dense pass over them costs less than the fixed per-iteration cost
+# of the sparse loop (benchmarks/uci_tables.py, Table VI)
+_DENSE_CELLS = 1 << 16
 
 
 def check_sparse(X):
@@ -107,6 +114,33 @@ def _column_table(X, response, d):
     SK.pl_basis_sums(X.indptr, X.indices, X.data, csc, N, fp, response.bins, d, sums, gsums)
     fp[:, 2:] = sums / N
     return fp, gsums, count
+
+
+def _pl_power_start(Xsub, fp, bins, v, n_iter):
+    """:func:`_power_start` for piecewise-linear responses (``v`` of shape (M, bins + 1)): the
+    products by the sparse basis kernels on the CSC rows, the zeros of a column in closed form
+    (the work of a pass over the rows' stored entries, not over their dense form)."""
+    n, M = Xsub.shape
+    csc = Xsub.tocsc()
+    csc = (csc.indptr, csc.indices, csc.data)
+    cols = np.arange(M, dtype=np.int64)
+    zero = np.zeros_like(v)
+    z, d = np.zeros(n), np.zeros(n)
+    lam = 0.0
+    for _ in range(n_iter):
+        t = np.full(n, -float(np.sum(v * fp[:, 2:])))
+        _, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, zero, v, z, t, True)
+        t += t0
+        tsum = float(t.sum())
+        g, h = np.zeros_like(v), np.zeros_like(v)
+        SK.pl_csc_dots(*csc, cols, fp, bins, d, t, 0.0, tsum, g, h, True)
+        K.finalize(h, fp, bins, tsum, n)
+        nh = float(np.sqrt(np.sum(h * h)))
+        if nh == 0.0:
+            return 0.0
+        lam = nh
+        v[:, :] = h / nh
+    return lam
 
 
 def _power_start(Xsub, fp, v, n_iter):
@@ -233,8 +267,8 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
     if bins == 0:
         lam = _power_start(X[sub], fp, v, _POWER_ITERS)
-    else:  # the dense kernel on the dense rows (n_sub x M, at most one block)
-        lam = K.power_estimate(X[sub].toarray(), support, fp, bins, v, _POWER_ITERS)
+    else:
+        lam = _pl_power_start(X[sub], fp, bins, v, _POWER_ITERS)
     if is_rank:  # as the dense fit: Gershgorin bound on the weighted pair Laplacian
         degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
         lam *= 2.0 * N * degree.max()
@@ -254,7 +288,8 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
         m = cols.size
         nnz = int(col_nnz[support].sum())
         dense_bytes = N * m * itemsize
-        if dense_bytes <= max_memory and dense_bytes <= nnz * (itemsize + index_bytes):
+        if dense_bytes <= max_memory and (dense_bytes <= nnz * (itemsize + index_bytes)
+                                          or N * m <= _DENSE_CELLS):
             break
         g = np.zeros((m, G))
         h = np.zeros((m, G))
