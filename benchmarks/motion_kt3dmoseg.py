@@ -21,9 +21,8 @@ Every clip's labelled trajectories (``cvfs.datasets.kt3dmoseg``) with their visi
 Tracks observed in fewer than 2 frames cannot be segmented (one in Seq059_Clip01); they are given
 no label and counted as misclassified for every method.
 
-Published numbers: Xu, Cheong, Li, CVPR 2018, KT3DMoSeg table (mean / median misclassification %),
-transcribed into ``PUBLISHED`` below; the paper is not in this repository, so check them against
-it before quoting.
+The numbers published for KT3DMoSeg (Xu, Cheong, Li, CVPR 2018) are not reproduced here: the
+paper is not in this repository; compare the printed table with its KT3DMoSeg table.
 
 Writes ``benchmarks/results/motion_kt3dmoseg.json``.
 """
@@ -46,18 +45,6 @@ from cvfs.datasets.kt3dmoseg import load_kt3dmoseg  # noqa: E402
 from cvfs.motion import normalise_points, segment, segment_tracks  # noqa: E402
 from cvfs.motion.evaluate import misclassification  # noqa: E402
 from cvfs.motion.missing import MIN_OBSERVED, complete_trajectories, trajectory_matrix  # noqa: E402
-
-# Xu, Cheong, Li, "Motion segmentation by exploiting complementary geometric models", CVPR 2018,
-# KT3DMoSeg results (misclassification %, mean / median over the 22 clips); transcribed, to be
-# checked against the paper.
-PUBLISHED = {
-    "LSA (Xu et al. 2018)": (38.30, 38.58),
-    "GPCA (Xu et al. 2018)": (34.60, 33.83),
-    "ALC (Xu et al. 2018)": (24.31, 19.04),
-    "SSC (Xu et al. 2018)": (33.88, 33.54),
-    "LRR (Xu et al. 2018)": (33.67, 36.01),
-    "Subset, T+H+F (Xu et al. 2018)": (8.31, 5.32),
-}
 
 
 def ssc_labels(W, n_motions, *, alpha=800.0, rho=0.7, affine_weight=10.0, random_state=0):
@@ -154,8 +141,6 @@ def main(argv=None):
     for label, key in methods:
         e = np.array([r[key] for r in rows])
         summary.append([label, f"{e.mean():.2f}", f"{np.median(e):.2f}", "here"])
-    for label, (mean, median) in PUBLISHED.items():
-        summary.append([label, f"{mean:.2f}", f"{median:.2f}", "published"])
     print(format_table(["clip", "K", "P", "F", "missing %"] + [m[1] for m in methods],
                        [[r["clip"], r["K"], r["P"], r["F"], f"{r['missing_%']:.1f}"]
                         + [f"{r[m[1]]:.2f}" for m in methods] for r in rows],
@@ -165,8 +150,7 @@ def main(argv=None):
     if args.choose_k:
         right = sum(r["K_chosen"] == r["K"] for r in rows)
         print(f"K chosen correctly on {right}/{len(rows)} clips")
-    write_json(args.out, {"clips": rows, "summary": summary,
-                          "published_source": "Xu, Cheong, Li, CVPR 2018 (transcribed)"})
+    write_json(args.out, {"clips": rows, "summary": summary})
 
 
 if __name__ == "__main__":
