@@ -10,8 +10,8 @@ Both learners run on a ``distributed.LocalCluster`` (``--workers`` worker proces
 each) and read the same row chunks:
 
 - FSA-Lorenz, k = 500, default parameters: ``cvfs.FSAClassifier(loss="lorenz").fit`` on
-  ``dask.array.from_zarr`` (the passes are map-reduce tasks over the chunks; the kept columns
-  are persisted on the workers once they fit).
+  ``dask.array.from_zarr`` (the passes are map-reduce tasks over the chunks; after the first
+  drop the kept columns go to the workers' local disk, and to their memory once they fit).
 - LogitBoost as in ``cvfs.keypoints.boosting`` (piecewise-constant univariate learners on 64
   bins, 10% of the features trained per round, ``--lb-rounds`` = 500 rounds, i.e. at most k
   features): each worker holds the bin codes of its rows; per round the workers return the
@@ -23,7 +23,9 @@ binning of the test set not counted, LogitBoost's binning pass counted), the per
 true features found (PCD), test AUC on ``--n-test`` independent rows, peak RSS of the workers.
 With ``--h5`` the largest N is also converted to HDF5 and fitted out of core in one process
 (``max_memory`` = ``--h5-max-memory``), to compare the time per byte of the two out-of-core
-paths. Writes ``benchmarks/results/large_data.json`` and a figure like the paper's Fig. 1
+paths (``--h5-only``: that fit alone). Each timed FSA fit starts with the store's pages dropped
+from the page cache, so that it reads from disk (run the script in a memory cgroup to act as a
+machine with less memory than the data; the cgroup's peak is reported). Writes ``benchmarks/results/large_data.json`` and a figure like the paper's Fig. 1
 (``--figure``).
 
     python benchmarks/large_data.py --quick                  # M = 2000, N <= 3e4, minutes
