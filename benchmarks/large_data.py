@@ -25,8 +25,8 @@ With ``--h5`` the largest N is also converted to HDF5 and fitted out of core in 
 (``max_memory`` = ``--h5-max-memory``), to compare the time per byte of the two out-of-core
 paths (``--h5-only``: that fit alone). Each timed FSA fit starts with the store's pages dropped
 from the page cache, so that it reads from disk (run the script in a memory cgroup to act as a
-machine with less memory than the data; the cgroup's peak is reported). Writes ``benchmarks/results/large_data.json`` and a figure like the paper's Fig. 1
-(``--figure``).
+machine with less memory than the data; the cgroup's peak is reported). Writes
+``benchmarks/results/large_data.json`` and a figure like the paper's Fig. 1 (``--figure``).
 
     python benchmarks/large_data.py --quick                  # M = 2000, N <= 3e4, minutes
     python benchmarks/large_data.py                          # M = 1e4, N in 1e4 .. 1e5
