@@ -13,7 +13,8 @@ Layouts
     ``max_memory = X.nbytes // 8``. dask-*: ``da.from_zarr`` of a Zarr store with row chunks of
     ``--chunk-rows`` rows, the same ``max_memory``; ``persist`` keeps the default
     ``worker_memory`` (X fits: it is persisted on the workers before the statistics pass),
-    ``stream`` sets ``worker_memory = X.nbytes // 3`` (the first iterations read the store).
+    ``stream`` sets ``worker_memory = X.nbytes // 3`` (after the first drop the kept columns go
+    to the workers' disk until they fit).
     cluster: ``distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``.
 
 Metrics

@@ -10,8 +10,8 @@ Both learners run on a ``distributed.LocalCluster`` (``--workers`` worker proces
 each) and read the same row chunks:
 
 - FSA-Lorenz, k = 500, default parameters: ``cvfs.FSAClassifier(loss="lorenz").fit`` on
-  ``dask.array.from_zarr`` (the passes are map-reduce tasks over the chunks; the kept columns
-  are persisted on the workers once they fit).
+  ``dask.array.from_zarr`` (the passes are map-reduce tasks over the chunks; after the first
+  drop the kept columns go to the workers' local disk, and to their memory once they fit).
 - LogitBoost as in ``cvfs.keypoints.boosting`` (piecewise-constant univariate learners on 64
   bins, 10% of the features trained per round, ``--lb-rounds`` = 500 rounds, i.e. at most k
   features): each worker holds the bin codes of its rows; per round the workers return the
@@ -23,8 +23,10 @@ binning of the test set not counted, LogitBoost's binning pass counted), the per
 true features found (PCD), test AUC on ``--n-test`` independent rows, peak RSS of the workers.
 With ``--h5`` the largest N is also converted to HDF5 and fitted out of core in one process
 (``max_memory`` = ``--h5-max-memory``), to compare the time per byte of the two out-of-core
-paths. Writes ``benchmarks/results/large_data.json`` and a figure like the paper's Fig. 1
-(``--figure``).
+paths (``--h5-only``: that fit alone). Each timed FSA fit starts with the store's pages dropped
+from the page cache, so that it reads from disk (run the script in a memory cgroup to act as a
+machine with less memory than the data; the cgroup's peak is reported). Writes
+``benchmarks/results/large_data.json`` and a figure like the paper's Fig. 1 (``--figure``).
 
     python benchmarks/large_data.py --quick                  # M = 2000, N <= 3e4, minutes
     python benchmarks/large_data.py                          # M = 1e4, N in 1e4 .. 1e5
@@ -174,6 +176,25 @@ def _worker_peak_rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _cpu_seconds():
+    """User + system CPU seconds of this process (all its threads)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def evict_cache(path):
+    """Drop the page cache of the files under ``path`` (posix_fadvise DONTNEED), so that a timed
+    fit reads the store from disk, not from memory cached outside a memory cgroup."""
+    path = Path(path)
+    files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def cgroup_memory():
     """(limit, peak usage) in bytes of this process's memory cgroup (cgroup v1 or v2), or None
     outside one: run the script in a cgroup limited to a few GiB to act as a smaller machine."""
@@ -260,7 +281,7 @@ def warm_up(client):
     lb_kernels()
 
 
-def run_fsa(client, path, k, seed, max_memory):
+def run_fsa(client, path, k, seed, max_memory, worker_memory=None):
     import dask.array as da
     import zarr
 
@@ -268,11 +289,15 @@ def run_fsa(client, path, k, seed, max_memory):
 
     X = da.from_zarr(str(Path(path) / "X"))
     y = np.asarray(zarr.open_group(str(path), mode="r")["y"][:])
-    est = FSAClassifier(k=k, loss="lorenz", random_state=seed, max_memory=max_memory)
+    est = FSAClassifier(k=k, loss="lorenz", random_state=seed, max_memory=max_memory,
+                        worker_memory=worker_memory)
+    evict_cache(path)
+    cpu0 = sum(client.run(_cpu_seconds).values()) + _cpu_seconds()
     t0 = time.perf_counter()
     est.fit(X, y)
     wall = time.perf_counter() - t0
-    return est, wall
+    cpu = sum(client.run(_cpu_seconds).values()) + _cpu_seconds() - cpu0
+    return est, wall, cpu
 
 
 def one_n(args, n, true, X_test, y_test):
@@ -288,8 +313,10 @@ def one_n(args, n, true, X_test, y_test):
     try:
         client.run(limit_threads)
         warm_up(client)
-        est, wall = run_fsa(client, path, args.k, args.seed, int(args.client_memory))
-        rec["fsa"] = {"wall": wall,
+        wm = None if args.fsa_worker_memory is None else int(args.fsa_worker_memory)
+        est, wall, cpu = run_fsa(client, path, args.k, args.seed, int(args.client_memory), wm)
+        rec["fsa"] = {"wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
+                      "spilled_at": est.history_.get("dask", {}).get("spilled_at"),
                       "pcd": 100.0 * np.intersect1d(est.support_, true).size / true.size,
                       "auc": float(roc_auc_score(y_test, est.decision_function(X_test))),
                       "worker_peak_rss": max(client.run(_worker_peak_rss).values()),
@@ -335,26 +362,38 @@ def h5_compare(args, n):
 
     from cvfs import FSAClassifier
 
-    path = _store(args.data_dir, n, args.m, args.seed)
+    path, _ = ensure_store(args.data_dir, n, args.m, args.k, args.seed)
     h5 = path.with_suffix(".h5")
-    root = zarr.open_group(str(path), mode="r")
-    step = max(1, (64 << 20) // (args.m * 4))
-    with h5py.File(h5, "w") as f:
-        dX = f.create_dataset("X", (n, args.m), dtype=np.float32,
-                              chunks=(max(1, (4 << 20) // (args.m * 4)), args.m))
-        for a in range(0, n, step):
-            dX[a:a + step] = root["X"][a:a + step]
-        f["y"] = np.asarray(root["y"][:])
     try:
         with h5py.File(h5, "r") as f:
+            ready = f["X"].shape == (n, args.m) and f["y"].shape == (n,)
+    except (OSError, KeyError):
+        ready = False
+    if not ready:  # converted a few chunks at a time
+        root = zarr.open_group(str(path), mode="r")
+        step = max(1, (64 << 20) // (args.m * 4))
+        with h5py.File(h5, "w") as f:
+            dX = f.create_dataset("X", (n, args.m), dtype=np.float32,
+                                  chunks=(max(1, (4 << 20) // (args.m * 4)), args.m))
+            for a in range(0, n, step):
+                dX[a:a + step] = root["X"][a:a + step]
+            f["y"] = np.asarray(root["y"][:])
+    try:
+        evict_cache(h5)
+        with h5py.File(h5, "r") as f:
             est = FSAClassifier(k=args.k, loss="lorenz", random_state=args.seed,
-                                max_memory=int(args.h5_max_memory))
+                                max_memory=int(args.h5_max_memory), verbose=True)
+            cpu0 = _cpu_seconds()
             t0 = time.perf_counter()
             est.fit(f["X"], f["y"][:])
             wall = time.perf_counter() - t0
+            cpu = _cpu_seconds() - cpu0
     finally:
-        h5.unlink(missing_ok=True)
-    return {"n": n, "wall": wall, "bytes": n * args.m * 4,
+        if not args.keep_data:
+            h5.unlink(missing_ok=True)
+    return {"n": n, "wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
+            "bytes": n * args.m * 4, "peak_rss": _worker_peak_rss(),
+            "out_of_core_iterations": est.history_["out_of_core_iterations"],
             "support": est.support_.tolist()}
 
 
@@ -394,6 +433,8 @@ def make_figure(out, path):
 def print_table(out):
     rows = []
     for r in out["runs"]:
+        if "fsa" not in r:
+            continue
         f, lb = r.get("fsa", {}), r.get("logitboost")
         ratio = lb["wall"] / f["wall"] if lb and f else None
         rows.append([f"{r['n']:.0e}", f"{r['bytes'] / 1e9:.2f}",
@@ -408,10 +449,13 @@ def print_table(out):
                              f"{out['config']['workers']} workers (wall seconds)"))
     if "h5" in out:
         h = out["h5"]
-        f = next(r for r in out["runs"] if r["n"] == h["n"])["fsa"]
-        print(f"\nOut of core at N = {h['n']:.0e}: HDF5 (one process) {h['wall']:.1f} s, "
-              f"Dask {f['wall']:.1f} s; Dask / HDF5 time per byte = "
-              f"{f['wall'] / h['wall']:.2f}; same support: {h['same_support']}")
+        print(f"\nOut of core at N = {h['n']:.0e}: HDF5 (one process) {h['wall']:.1f} s wall, "
+              f"{h['cpu']:.1f} s CPU, {h['out_of_core_iterations']} iterations reading all "
+              f"of X, peak RSS {h['peak_rss'] / 2**30:.2f} GiB")
+        f = next((r for r in out["runs"] if r["n"] == h["n"]), {}).get("fsa")
+        if f is not None:
+            print(f"Dask {f['wall']:.1f} s wall, {f['cpu']:.1f} s CPU; Dask / HDF5 time per "
+                  f"byte = {f['wall'] / h['wall']:.2f}; same support: {h['same_support']}")
 
 
 def parse_args(argv):
@@ -434,6 +478,11 @@ def parse_args(argv):
     p.add_argument("--h5", action="store_true",
                    help="also fit the largest N from an HDF5 copy, out of core")
     p.add_argument("--h5-max-memory", type=float, default=1 << 30)
+    p.add_argument("--h5-only", action="store_true",
+                   help="only the HDF5 fit of the largest N (its Zarr store reused or written)")
+    p.add_argument("--fsa-worker-memory", type=float, default=None,
+                   help="FSA's worker_memory: bytes of kept columns persisted on the workers "
+                        "(default: a quarter of their memory limits)")
     p.add_argument("--data-dir", default=os.environ.get("CVFS_SCRATCH", str(RESULTS / "data")),
                    help="where the Zarr stores go (env CVFS_SCRATCH)")
     p.add_argument("--keep-data", action="store_true", help="keep every store, not only the last")
@@ -458,16 +507,19 @@ def main(argv=None):
     from cvfs.datasets.synthetic import true_features
 
     true = true_features(args.k, args.m)
-    X_test, y_test = test_set(args.n_test, args.m, args.k, args.seed)
+    X_test, y_test = (None, None) if args.h5_only else test_set(args.n_test, args.m, args.k,
+                                                                args.seed)
     out = {"machine": machine_info(), "config": {k: v for k, v in vars(args).items()},
            "runs": []}
-    for n in args.n:
+    for n in [] if args.h5_only else args.n:
         log.info("N = %d: %.2f GB", n, n * args.m * 4e-9)
         out["runs"].append(one_n(args, n, true, X_test, y_test))
         write_json(args.out, out)
-    if args.h5:
+    if args.h5 or args.h5_only:
         out["h5"] = h5_compare(args, max(args.n))
-        out["h5"]["same_support"] = out["runs"][-1]["fsa"]["support"] == out["h5"]["support"]
+        if out["runs"]:
+            out["h5"]["same_support"] = (out["runs"][-1]["fsa"]["support"]
+                                         == out["h5"]["support"])
     if not args.keep_data:
         shutil.rmtree(_store(args.data_dir, max(args.n), args.m, args.seed), ignore_errors=True)
     cg = cgroup_memory()

@@ -144,6 +144,8 @@ class _FSABase(SelectorMixin, BaseEstimator):
         _check_real("smoothness", self.smoothness, 0.0)
         if self.max_memory is not None:
             _check_int("max_memory", self.max_memory, 1)
+        if self.worker_memory is not None:
+            _check_int("worker_memory", self.worker_memory, 1)
         if self.loss not in self._losses:
             raise ValueError(f"loss must be one of {list(self._losses)}, got {self.loss!r}")
         return get_prior(self.prior, self.shrinkage, self.smoothness)
@@ -178,7 +180,8 @@ class _FSABase(SelectorMixin, BaseEstimator):
             X, y, self.k, loss=loss, bins=self.bins, prior=prior, n_iter=self.n_iter,
             mu=self.mu, schedule=schedule, learning_rate=self.learning_rate,
             annealing_boost=self.annealing_boost, fit_intercept=fit_intercept,
-            pairs=pairs, max_memory=self.max_memory, random_state=self.random_state,
+            pairs=pairs, max_memory=self.max_memory, worker_memory=self.worker_memory,
+            random_state=self.random_state,
             verbose=self.verbose,
         )
         self.support_ = res.support
@@ -256,6 +259,10 @@ _DOC_PARAMS = """
         Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
         row blocks, made dense from a scipy.sparse X (CSR/CSC, see :mod:`cvfs.core.fsa_sparse`),
         or gathered from a ``dask.array.Array`` (default: a quarter of physical memory).
+    worker_memory : int or None, default=None
+        Dask X only: bytes the kept columns may use in the workers' memory; larger kept sets are
+        written to the workers' local disk after the first drop (default: a quarter of the
+        workers' memory limits, or of physical memory without a ``distributed.Client``).
     random_state : None, int or Generator, default=None
         Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).
     verbose : bool, default=False
@@ -332,7 +339,8 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
 
     def __init__(self, k=10, loss="logistic", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
-                 smoothness=0.0, max_memory=None, random_state=None, verbose=False,
+                 smoothness=0.0, max_memory=None, worker_memory=None, random_state=None,
+                 verbose=False,
                  class_weight=None):
         self.k = k
         self.loss = loss
@@ -345,6 +353,7 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         self.shrinkage = shrinkage
         self.smoothness = smoothness
         self.max_memory = max_memory
+        self.worker_memory = worker_memory
         self.random_state = random_state
         self.verbose = verbose
         self.class_weight = class_weight
@@ -472,7 +481,8 @@ class FSARegressor(RegressorMixin, _FSABase):
 
     def __init__(self, k=10, loss="squared", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
-                 smoothness=0.0, max_memory=None, random_state=None, verbose=False,
+                 smoothness=0.0, max_memory=None, worker_memory=None, random_state=None,
+                 verbose=False,
                  class_weight=None):
         self.k = k
         self.loss = loss
@@ -485,6 +495,7 @@ class FSARegressor(RegressorMixin, _FSABase):
         self.shrinkage = shrinkage
         self.smoothness = smoothness
         self.max_memory = max_memory
+        self.worker_memory = worker_memory
         self.random_state = random_state
         self.verbose = verbose
         self.class_weight = class_weight
@@ -530,7 +541,8 @@ class FSARanker(_FSABase):
 
     def __init__(self, k=40, n_iter=300, mu=300, learning_rate=None, annealing_boost=None, bins=4,
                  prior="shrinkage", shrinkage=0.01, smoothness=0.0, pair_weights="uniform",
-                 min_gap=None, max_memory=None, random_state=None, verbose=False):
+                 min_gap=None, max_memory=None, worker_memory=None, random_state=None,
+                 verbose=False):
         self.k = k
         self.pair_weights = pair_weights
         self.min_gap = min_gap
@@ -543,6 +555,7 @@ class FSARanker(_FSABase):
         self.shrinkage = shrinkage
         self.smoothness = smoothness
         self.max_memory = max_memory
+        self.worker_memory = worker_memory
         self.random_state = random_state
         self.verbose = verbose
 

@@ -57,7 +57,7 @@ def _same(res, ref):
 
 @pytest.mark.parametrize("case", CASES)
 def test_dask_fit_equals_in_memory(data, references, scheduler, case):
-    """Streamed chunks, then persisted kept columns, then the in-memory loop: same model."""
+    """Kept columns on disk, then persisted, then the in-memory loop: same model."""
     X, y, true = data
     Xd = da.from_array(X, chunks=(250, 100))  # column chunks are merged into whole rows
     res = fsa_fit(Xd, y, 8, loss=case[0], bins=case[1], max_memory=X.nbytes // 8,
@@ -72,8 +72,10 @@ def test_dask_fit_equals_in_memory(data, references, scheduler, case):
     first = h["dask"]["persisted_at"][0]
     assert 2000 * h["n_kept"][first] * 4 <= X.nbytes // 3 < 2000 * 300 * 4
     assert 2000 * h["n_kept"][n_dask - 1] * 4 <= X.nbytes // 8
-    assert h["width"][0] == 0 and h["width"][1] == 300  # iteration 0 from the statistics
-    assert h["width"][first + 1] == h["n_kept"][first]  # pass; then the persisted columns
+    # iteration 0 from the statistics pass; its kept columns (more than a third of X) to disk
+    assert h["width"][0] == 0 and h["dask"]["spilled_at"][0] == 0
+    assert h["width"][1] == h["n_kept"][0] < 300
+    assert h["width"][first + 1] == h["n_kept"][first]  # then the persisted columns
     np.testing.assert_allclose(h["loss"], ref.history["loss"], rtol=1e-6)
 
 
@@ -181,3 +183,68 @@ def test_traffic_per_iteration_is_independent_of_n(scheduler):
         assert np.all(tr["tasks"][e0:e1] <= 3 * n_chunks)
         out.append(moved)
     np.testing.assert_allclose(out[0], out[1], rtol=0.05)
+
+
+def _scratch_dirs(client=None):
+    """This fit's spill directories left behind (here, and on the cluster's workers)."""
+    import glob
+    import tempfile
+
+    found = glob.glob(f"{tempfile.gettempdir()}/cvfs-fsa-*")
+    if client is not None:
+        found += sum(client.run(
+            lambda dask_worker: glob.glob(f"{dask_worker.local_directory}/cvfs-fsa-*")).values(),
+            [])
+    return found
+
+
+@pytest.mark.parametrize("case", [("lorenz", None), ("lorenz", 4)])
+def test_spill_to_disk_equals_persisted(data, references, scheduler, case):
+    """Kept columns too large for ``worker_memory``: written to the workers' disk after the
+    first drop, re-written as they shrink, then persisted in memory and gathered; the model is
+    the one of the fit whose columns stay in memory, and no spill file is left."""
+    X, y, true = data
+    Xd = da.from_array(X, chunks=(250, 300))
+    before = set(_scratch_dirs(scheduler))
+    kw = dict(loss=case[0], bins=case[1], max_memory=X.nbytes // 25)
+    res = fsa_fit(Xd, y, 8, worker_memory=X.nbytes // 12, **kw)
+    mem = fsa_fit(Xd, y, 8, worker_memory=X.nbytes, **kw)  # X persisted from the start
+    assert set(_scratch_dirs(scheduler)) == before
+    np.testing.assert_array_equal(res.support, mem.support)
+    # the same sums, in another order where the kernels read compacted columns
+    np.testing.assert_allclose(res.coef, mem.coef, rtol=1e-8, atol=1e-10)
+    assert res.intercept == pytest.approx(mem.intercept, rel=1e-8, abs=1e-8)
+    _same(res, references[case])
+    h, tr = res.history, res.history["dask"]
+    spilled, persisted = tr["spilled_at"], tr["persisted_at"]
+    assert spilled[0] == 0 and len(spilled) >= 2 and persisted and persisted[0] > spilled[-1]
+    # every pass after a spill reads only the kept columns, from the spill files
+    assert h["width"][1] == h["n_kept"][0] < 300
+    for e0, e1 in zip(spilled, spilled[1:] + [persisted[0]]):
+        assert np.all(h["width"][e0 + 1:e1 + 1] == h["n_kept"][e0])
+        assert 2000 * h["n_kept"][e0] * 4 > X.nbytes // 12
+    passes = tr["passes"]
+    read = [b for p, b in zip(passes["pass"], passes["read_bytes"]) if p == "row"]
+    assert read[0] == 2000 * h["n_kept"][0] * 4  # not the 300 columns of X
+    written = [b for p, b in zip(passes["pass"], passes["written_bytes"]) if p == "spill"]
+    assert written == [2000 * h["n_kept"][e] * 4 for e in spilled]
+
+
+def test_estimators_take_worker_memory(data):
+    from sklearn.base import clone
+
+    X, y, _ = data
+    clf = FSAClassifier(k=8, loss="lorenz", max_memory=X.nbytes // 25,
+                        worker_memory=X.nbytes // 12)
+    assert clone(clf).get_params()["worker_memory"] == X.nbytes // 12
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        clf.fit(da.from_array(X, chunks=(250, 300)), y)
+    assert clf.history_["dask"]["spilled_at"][0] == 0
+    np.testing.assert_array_equal(clf.support_, FSAClassifier(k=8, loss="lorenz").fit(X, y)
+                                  .support_)
+    for est in (FSAClassifier(worker_memory=0), FSARegressor(worker_memory=-5),
+                FSARanker(worker_memory=1.5)):
+        with pytest.raises(ValueError, match="worker_memory"):
+            est.fit(X, y) if not isinstance(est, FSARanker) else est.fit(X, y, np.zeros(2000))

@@ -6,17 +6,25 @@ with the O(M) arguments (``cols``, ``fp``, ``beta``, ``v``: one graph key each, 
 pass) and returns O(m G) partial sums, added in a tree on the workers; the client receives one
 O(m G) result per pass. ``y`` and the ranking pairs go to the workers once, split by chunk.
 
-Layouts of X, in order: the input chunks (read by every pass, e.g. from Zarr); the kept columns
-persisted on the workers beside their ``y`` chunk once N m itemsize <= ``worker_memory`` (again
-whenever the kept count halves); the kept columns gathered into the client's memory once
-N m itemsize <= ``max_memory``, where the in-memory loop takes over. ``docs/methods.md``,
-"FSA on Dask", has the details and what moves per iteration.
+Layouts of X, in order: the input chunks (read by every pass, e.g. from Zarr); after the first
+drop, while the kept columns do not fit ``worker_memory``, each chunk's kept columns in a file
+on its worker's local disk (re-written when the kept count halves or the reads of dropped
+columns have cost as much as a re-write); the kept columns persisted in the workers' memory
+beside their ``y`` chunk once N m itemsize <= ``worker_memory`` (again whenever the kept count
+halves); the kept columns gathered into the client's memory once N m itemsize <=
+``max_memory``, where the in-memory loop takes over. ``docs/methods.md``, "FSA on Dask", has
+the details and what moves per iteration.
 """
 
 import logging
+import os
 import pickle
+import shutil
+import socket
 import sys
+import tempfile
 import time
+import uuid
 
 import numpy as np
 
@@ -219,6 +227,56 @@ def _on_bundle(func, bundle, args):
     return func(bundle[0], bundle[1], args)
 
 
+def _scratch_dir(tag, worker=None):
+    """The directory of the fit ``tag``'s spilled chunks on this worker: under the
+    ``distributed`` worker's local directory, else under the system's temporary directory."""
+    if worker is None and "distributed" in sys.modules:
+        from distributed import get_worker
+
+        try:
+            worker = get_worker()
+        except ValueError:  # not in a distributed task
+            worker = None
+    base = worker.local_directory if worker is not None else tempfile.gettempdir()
+    return os.path.join(base, f"cvfs-fsa-{tag}")
+
+
+def _remove_scratch(tag, dask_worker=None):
+    """Remove the fit ``tag``'s scratch directory on this worker (``client.run`` passes the
+    worker as ``dask_worker``)."""
+    shutil.rmtree(_scratch_dir(tag, dask_worker), ignore_errors=True)
+
+
+def _spill(x, yp, args):
+    """A chunk spilled to local disk: its kept columns written to a ``.npy`` file; the task's
+    result is ((path, host), y and pairs), the file stays on this worker's disk."""
+    cols, tag = args
+    cols = _writable(cols)
+    x = _writable(x)
+    out = np.empty((x.shape[0], cols.size), dtype=x.dtype)
+    K.take_columns(x, cols, out)
+    folder = _scratch_dir(tag)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, uuid.uuid4().hex + ".npy")
+    np.save(path, out)
+    return (path, socket.gethostname()), yp
+
+
+def _on_disk(func, bundle, args):
+    """``func`` on a spilled chunk read back from its file; the file is removed once its
+    columns have moved to a new spill file or to memory."""
+    (path, host), yp = bundle
+    try:
+        x = np.load(path)
+    except FileNotFoundError:
+        raise RuntimeError(f"FSA on Dask: the spilled chunk {path} written on {host} is not on "
+                           f"{socket.gethostname()}") from None
+    out = func(x, yp, args)
+    if func is _spill or func is _bundle:
+        os.remove(path)
+    return out
+
+
 class DaskLayout:
     """The row chunks of a Dask array X and the passes of FSA over them.
 
@@ -232,7 +290,8 @@ class DaskLayout:
     pairs : tuple (pi, pj, pr, pw) of arrays
         Ranking pairs (empty for other losses), global row indices.
     worker_memory : int
-        Bytes the persisted kept columns may use on the workers.
+        Bytes the persisted kept columns may use on the workers; beyond it, the kept columns
+        are spilled to the workers' local disk after the first drop.
     """
 
     def __init__(self, X, y, pairs, worker_memory):
@@ -274,11 +333,14 @@ class DaskLayout:
             parts.append(delayed((np.ascontiguousarray(y[r0:r1]), local), traverse=False))
         self._yp = dask.persist(*parts)
         self._blocks = list(X.to_delayed().ravel())
-        self._persisted = False
+        self._mode = "source"  # where the chunks are: "source", "disk" or "memory"
+        self._tag = uuid.uuid4().hex  # names this fit's scratch directories
+        self._workers = None  # distributed: the worker holding each spilled chunk
         self.width = X.shape[1]
         self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
-                        "seconds": []}
+                        "seconds": [], "read_bytes": [], "written_bytes": []}
         self.persisted_at = []
+        self.spilled_at = []
         if self._fits(self.width):
             self._persist(np.arange(self.width, dtype=np.int64), "start")
 
@@ -295,14 +357,33 @@ class DaskLayout:
         arg = delayed(args, traverse=False)
         sent = len(pickle.dumps(args, protocol=5))
         tasks = []
-        for blk, yp in zip(self._blocks, self._yp):
-            if self._persisted:
-                t = delayed(_on_bundle, pure=False)(func, blk, arg)
-            else:
-                t = delayed(func, pure=False)(blk, yp, arg)
+        for c, (blk, yp) in enumerate(zip(self._blocks, self._yp)):
+            with self._pinned(c):
+                t = self._task(func, blk, yp, arg)
             sent += _task_bytes(t)
             tasks.append(t)
         return tasks, sent
+
+    def _task(self, func, blk, yp, arg):
+        """The delayed ``func`` on one chunk in the current layout."""
+        from dask import delayed
+
+        if self._mode == "memory":
+            return delayed(_on_bundle, pure=False)(func, blk, arg)
+        if self._mode == "disk":
+            return delayed(_on_disk, pure=False)(func, blk, arg)
+        return delayed(func, pure=False)(blk, yp, arg)
+
+    def _pinned(self, c):
+        """Context in which the task of chunk ``c`` is restricted to the worker holding its
+        spill file (distributed only; a no-op otherwise)."""
+        import contextlib
+
+        import dask
+
+        if self._mode != "disk" or self._workers is None:
+            return contextlib.nullcontext()
+        return dask.annotate(workers=[self._workers[c]], allow_other_workers=False)
 
     def map_reduce(self, func, args, reduce=_add, name="pass"):
         """Run ``func`` on every chunk and reduce the results in a tree of fan-in 8 on the
@@ -325,14 +406,17 @@ class DaskLayout:
         self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0)
         return out
 
-    def _record(self, name, sent, received, tasks, t0):
-        """Log one pass: its name, bytes sent and received, tasks, seconds since ``t0``."""
+    def _record(self, name, sent, received, tasks, t0, written=0):
+        """Log one pass: its name, bytes sent and received, tasks, seconds since ``t0``, bytes
+        of X read (from the source, the spill files or memory) and written to the spill files."""
         tr = self.traffic
         tr["seconds"].append(time.perf_counter() - t0)
         tr["pass"].append(name)
         tr["sent_bytes"].append(int(sent))
         tr["received_bytes"].append(int(received))
         tr["tasks"].append(int(tasks))
+        tr["read_bytes"].append(int(self.shape[0] * self.width * self.itemsize))
+        tr["written_bytes"].append(int(written))
 
     def _persist(self, cols, when):
         """Persist the columns ``cols`` of the current layout on the workers, each chunk beside
@@ -342,11 +426,47 @@ class DaskLayout:
 
         tasks, sent = self._tasks(_bundle, cols)
         self._blocks = list(dask.persist(*tasks, optimize_graph=False))
-        self._persisted = True
+        self._record("persist", sent, 0, len(tasks), t0)
+        self._mode = "memory"
+        self._workers = None
         self.width = cols.size
         self.persisted_at.append(when)
-        self._record("persist", sent, 0, len(tasks), t0)
         log.debug("FSA on Dask: %d columns persisted on the workers (%s)", cols.size, when)
+
+    def _spill_to_disk(self, cols, when):
+        """Write the columns ``cols`` of each chunk to a file on the local disk of the worker
+        holding the chunk (replacing its previous spill file); later passes read those files."""
+        t0 = time.perf_counter()
+        import dask
+
+        tasks, sent = self._tasks(_spill, (cols, self._tag))
+        blocks = dask.persist(*tasks, optimize_graph=False)
+        client = _active_client()
+        if client is not None:  # each chunk's later tasks go to the worker with its file
+            from distributed import futures_of, wait
+
+            futures = [futures_of(b)[0] for b in blocks]
+            wait(futures)
+            who = client.who_has(futures)
+            self._workers = [sorted(who[f.key])[0] for f in futures]
+        else:
+            self._workers = None
+        self._blocks = list(blocks)
+        self._record("spill", sent, 0, len(tasks), t0,
+                     written=self.shape[0] * cols.size * self.itemsize)
+        self._mode = "disk"
+        self.width = cols.size
+        self.spilled_at.append(when)
+        log.debug("FSA on Dask: %d columns spilled to the workers' disks (%s)", cols.size, when)
+
+    def cleanup(self):
+        """Remove this fit's spill files on every worker (and here)."""
+        if not self.spilled_at:
+            return
+        client = _active_client()
+        if client is not None:
+            client.run(_remove_scratch, self._tag)
+        _remove_scratch(self._tag)
 
     # ---- passes ----
 
@@ -364,10 +484,7 @@ class DaskLayout:
         for c, (blk, yp) in enumerate(zip(self._blocks, self._yp)):
             args = (int(self.offsets[c]), c, minmax, first, rows)
             sent += len(pickle.dumps(args, protocol=5))
-            if self._persisted:
-                t = delayed(_on_bundle, pure=False)(_chunk_stats, blk, args)
-            else:
-                t = delayed(_chunk_stats, pure=False)(blk, yp, args)
+            t = self._task(_chunk_stats, blk, yp, args)
             sent += _task_bytes(t)
             parts.append(t)
         n_tasks = len(parts)
@@ -398,12 +515,24 @@ class DaskLayout:
         """:func:`cvfs.core.fsa._out_of_core_iterations` with each pass a map-reduce over the
         chunks: iterations until the kept columns fit in ``max_memory``, which are then
         gathered. Returns the iteration reached and the in-memory state."""
+        try:
+            return self._iterations(
+                y, pairs, cols, fp, bins, beta, v, support, intercept, lam, g_first, first,
+                schedule, loss, curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path,
+                max_memory, bar)
+        finally:
+            self.cleanup()
+
+    def _iterations(self, y, pairs, cols, fp, bins, beta, v, support, intercept, lam, g_first,
+                    first, schedule, loss, curv, shrink, smooth, lr_fixed, boost, fit_intercept,
+                    hist, path, max_memory, bar):
         N, M = self.shape
         G = beta.shape[1]
         is_rank = loss.code == K.RANK
         e = 0
         track = True
         lam0 = lam
+        waste = 0  # columns read with zero weight since the last spill
         self.iteration_traffic = np.zeros((schedule.size, 3), np.int64)
         while e < schedule.size and N * cols.size * self.itemsize > max_memory:
             m = cols.size
@@ -428,6 +557,8 @@ class DaskLayout:
                     value, gi = s[0] / N, s[1] / N
             if width == 0:
                 h = np.zeros((m, G))
+            else:
+                waste += width - m
             b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
             keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0,
                                            track and width > 0, curv, shrink, smooth, lr_fixed,
@@ -441,10 +572,22 @@ class DaskLayout:
                 nv = np.linalg.norm(v)
                 v = v / nv if nv > 0 else np.full_like(v, 1.0 / np.sqrt(v.size))
                 m = cols.size
-                if (N * m * self.itemsize > max_memory and self._fits(m)
-                        and (not self._persisted or 2 * m <= self.width)):
-                    self._persist(cols, e)
+                mode = self._mode
+                if N * m * self.itemsize <= max_memory:
+                    pass  # gathered below
+                elif self._fits(m):
+                    if mode != "memory" or 2 * m <= self.width:
+                        self._persist(cols, e)
+                        cols = np.arange(m, dtype=np.int64)
+                        waste = 0
+                elif mode == "source" or (mode == "disk" and (
+                        2 * m <= self.width or waste >= self.width + m)):
+                    # to disk after the first drop; re-written when the kept count halves or
+                    # the reads of dropped columns have cost as much as a re-write (read the
+                    # width, write the kept columns: ski rental)
+                    self._spill_to_disk(cols, e)
                     cols = np.arange(m, dtype=np.int64)
+                    waste = 0
             if path.shape[0]:
                 path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
             tr = self.traffic
@@ -495,6 +638,7 @@ class DaskLayout:
             "sent_bytes": it[:, 0], "received_bytes": it[:, 1], "tasks": it[:, 2],
             "passes": {k: list(v) for k, v in self.traffic.items()},
             "persisted_at": list(self.persisted_at),
+            "spilled_at": list(self.spilled_at),
         }
 
 

@@ -22,8 +22,9 @@ orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels` and
 - Dask: ``X`` may be a ``dask.array.Array`` (e.g. from Zarr); each pass is a map-reduce of the
   same kernels over its row chunks (:mod:`cvfs.core._dask_layout`, on the active
   ``distributed.Client`` or Dask's local scheduler), moving O(M G + chunks) per iteration; the
-  kept columns are persisted on the workers once they fit ``worker_memory`` and gathered into
-  the in-memory loop once they fit ``max_memory``.
+  kept columns are written to the workers' local disk after the first drop, persisted in their
+  memory once they fit ``worker_memory`` and gathered into the in-memory loop once they fit
+  ``max_memory``.
 - In memory: an ndarray is used as it is (C-contiguous float32/float64); the first compaction
   copies the kept columns (peak ~1.5x the size of X), later ones move them within that buffer.
 
@@ -267,9 +268,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     block_bytes : int, default=64 MiB
         Size of a row block read from an out-of-core X.
     worker_memory : int, optional
-        Dask X only: bytes the kept columns persisted on the workers may occupy (default: a
-        quarter of the workers' memory limits, or of physical memory without a
-        ``distributed.Client``); see "FSA on Dask" in ``docs/methods.md``.
+        Dask X only: bytes the kept columns persisted on the workers may occupy; larger kept
+        sets are written to the workers' local disk (default: a quarter of the workers' memory
+        limits, or of physical memory without a ``distributed.Client``); see "FSA on Dask" in
+        ``docs/methods.md``.
     random_state : None, int or Generator
         Seeds the start vector of the power iteration (the only randomness; None means a fixed
         seed, so fits are deterministic by default).
