@@ -316,7 +316,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         schedule = check_schedule(schedule, M, k)
     n_iter = schedule.size
     y = np.ascontiguousarray(y, dtype=np.float64)
-    is_rank = loss.code == K.RANK
+    is_rank = loss.pairwise
     pi, pj, pr, pw = ranking_arrays(pairs if is_rank else None, is_rank)
     fit_intercept = fit_intercept and not is_rank
     layout = None
@@ -344,14 +344,14 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     fused = not is_rank and schedule.size > 0
     if fused:
         d0 = np.empty(N)
-        l0 = K.loss_rows(loss.code, float(loss.param), np.full(N, intercept), y, d0)
+        l0 = K.loss_rows(loss, np.full(N, intercept), y, d0)
     # rows of the power-iteration start (below): evenly spaced, at most one block
     n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
     sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
     in_place = response.bins == 0 and not out_of_core and layout is None  # read in place
     if layout is not None:
         fp, g_first, Xs = layout.column_table(
-            response, (loss.code, float(loss.param), intercept) if fused else None, sub)
+            response, (loss, intercept) if fused else None, sub)
     else:
         fp, g_first, Xs = _column_table(X, response, block_bytes, d0 if fused else None,
                                         None if in_place else sub)
@@ -410,8 +410,8 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         e1 = min(n_iter, e + chunk)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
             X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
-            intercept, lam, track, g_first, first, e, e1, schedule, loss.code,
-            float(loss.param), curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
+            intercept, lam, track, g_first, first, e, e1, schedule, loss, curv, shrink, smooth,
+            lr_fixed, boost, fit_intercept, hist, path)
         if bar is not None:
             bar.update(e1 - e)
         e = e1
@@ -467,7 +467,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
             g[:] = g_first
             value, gi = first
             width = 0
-        elif loss.code == K.RANK:
+        elif loss.pairwise:
             z = np.empty(N)
             t = np.empty(N)
             for r0, r1 in blocks:
@@ -489,8 +489,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
             lsum = dsum = tsum = 0.0
             for r0, r1 in blocks:
                 a, b, c = K.row_pass(_read_block(X, r0, r1, buf), y[r0:r1], cols, fp, bins,
-                                     beta, v, intercept, loss.code, float(loss.param), g, h,
-                                     track)
+                                     beta, v, intercept, loss, g, h, track)
                 lsum += a
                 dsum += b
                 tsum += c
