@@ -36,7 +36,7 @@ def _blas_pass():
     from cvfs.core import _kernels as K
 
     @njit(cache=False)
-    def blas_pass(X, y, W2, z0, t0, code, param, acc):
+    def blas_pass(X, y, W2, z0, t0, loss, acc):
         N = X.shape[0]
         R = K._block_rows(X)
         D = np.empty((R, 2), dtype=X.dtype)
@@ -50,7 +50,7 @@ def _blas_pass():
             Z = np.dot(Xb, W2)
             for i in range(nb):
                 zb[i] = Z[i, 0] + z0
-            lsum += K.loss_rows(code, param, zb[:nb], y[r0:r1], db)
+            lsum += K.loss_rows(loss, zb[:nb], y[r0:r1], db)
             for i in range(nb):
                 D[i, 0] = db[i]
                 D[i, 1] = Z[i, 1] + t0
@@ -76,10 +76,10 @@ def one_case(dtype, n, w, repeats, track, blas_pass, seed=0):
     acc = np.zeros((w, 2))
 
     def rows():
-        K._linear_row_pass(X, y, W2, 0.1, 0.0, loss.code, loss.param, track, acc)
+        K._linear_row_pass(X, y, W2, 0.1, 0.0, loss, track, acc)
 
     def blas():
-        blas_pass(X, y, W2, 0.1, 0.0, loss.code, loss.param, acc)
+        blas_pass(X, y, W2, 0.1, 0.0, loss, acc)
 
     t_rows, t_blas, t_xb = np.inf, np.inf, np.inf
     for _ in range(2):  # alternate, keep the best of each

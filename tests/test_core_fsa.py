@@ -43,9 +43,12 @@ def test_kernel_loss_matches_numpy(name):
     loss = get_loss(name)
     z = rng.normal(0, 3, 100)
     y = rng.normal(size=100) if name == "squared" else rng.choice([-1.0, 1.0], 100)
-    out = np.array([LK.loss_value_grad(loss.code, loss.param, zi, yi) for zi, yi in zip(z, y)])
-    np.testing.assert_allclose(out[:, 0], loss.value(z, y), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(out[:, 1], loss.gradient(z, y), rtol=1e-12, atol=1e-14)
+    out = np.array([LK.loss_value_grad(loss, zi, yi) for zi, yi in zip(z, y)])
+    val, d = naive.loss_value_grad(loss, z, y)
+    np.testing.assert_allclose(out[:, 0], val, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out[:, 1], d, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(loss.value(z, y), val, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(loss.gradient(z, y), d, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
@@ -55,11 +58,12 @@ def test_kernel_row_losses_match_numpy(name):
     z = rng.normal(0, 5, 2000)
     y = rng.normal(size=2000) if name == "squared" else rng.choice([-1.0, 1.0], 2000)
     d = np.empty(2000)
-    total = LK.loss_rows(loss.code, loss.param, z, y, d)
+    total = LK.loss_rows(loss, z, y, d)
     # the logistic rows take exp(-|u|) from the float32 polynomial of _exp_neg_abs (< 2e-7)
     tol = 2e-7 if name == "logistic" else 1e-12
-    np.testing.assert_allclose(total, loss.value(z, y).sum(), rtol=tol)
-    np.testing.assert_allclose(d, loss.gradient(z, y), rtol=tol, atol=1e-15)
+    val, dref = naive.loss_value_grad(loss, z, y)
+    np.testing.assert_allclose(total, val.sum(), rtol=tol)
+    np.testing.assert_allclose(d, dref, rtol=tol, atol=1e-15)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -154,6 +158,9 @@ def test_rank_loss_gradient_matches_finite_differences():
     pairs = (rng.integers(0, 12, 30), rng.integers(0, 12, 30), rng.choice([0, 0.5, 1], 30))
     fd = _fd(lambda t: loss.value(t, pairs), z)
     np.testing.assert_allclose(loss.gradient(z, pairs), fd, rtol=1e-5, atol=1e-8)
+    val, g = naive.rank_value_grad(z, pairs)
+    np.testing.assert_allclose(loss.value(z, pairs), val, rtol=1e-12)
+    np.testing.assert_allclose(loss.gradient(z, pairs), g, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("prior", [Shrinkage(0.1), SecondOrder(0.05, 0.3)])
@@ -241,7 +248,7 @@ def test_kernel_gradient_matches_naive(bins, name):
         pr = pw = np.zeros(0)
     cols = np.arange(6)
     val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, 0.2,
-                                       loss.code, loss.param, True)
+                                       loss, True)
     rval, rg, rgi = naive.fsa_gradient(X, y, fp, bins, beta, 0.2, name,
                                        pairs if name == "rank" else None)
     tol = 2e-7 if name == "logistic" else 1e-9  # logistic rows: float32 exp polynomial
@@ -265,9 +272,9 @@ def test_kernel_gradient_matches_naive(bins, name):
             XT, cols_t = PL.compact_bins(X, cols, fp, bins), sub
         for track in (True, False):
             ref = K.compute_gradient(X, y, pi, pj, pr, pw, sub, fp[sub], bins, beta[sub],
-                                     v[sub], 0.2, loss.code, loss.param, track)
+                                     v[sub], 0.2, loss, track)
             got = K.compute_gradient(XT, y, pi, pj, pr, pw, cols_t, fp[sub], bins, beta[sub],
-                                     v[sub], 0.2, loss.code, loss.param, track, True)
+                                     v[sub], 0.2, loss, track, True)
             # (the two layouts sum the scores in different orders: last-bit differences, which
             # the float32 exp of the logistic rows can turn into ~1e-7 relative ones)
             for a, b in zip(got, ref):
@@ -288,14 +295,14 @@ def test_feature_major_pass_matches_row_pass_for_every_remainder(m):
     beta = rng.normal(0, 0.2, (m, 1))
     v = rng.normal(size=(m, 1))
     XT = K.compact_features(X, cols, False)
-    for code in (get_loss("squared").code, get_loss("lorenz").code):
+    for loss in (get_loss("squared"), get_loss("lorenz")):
         for track in (True, False):
             ref = K.compute_gradient(X, y, np.zeros(0, np.int64), np.zeros(0, np.int64),
                                      np.zeros(0), np.zeros(0), cols, fp[cols], 0, beta, v, 0.1,
-                                     code, 0.0, track)
+                                     loss, track)
             got = K.compute_gradient(XT, y, np.zeros(0, np.int64), np.zeros(0, np.int64),
                                      np.zeros(0), np.zeros(0), np.arange(m), fp[cols], 0, beta,
-                                     v, 0.1, code, 0.0, track, True)
+                                     v, 0.1, loss, track, True)
             for a, b in zip(got, ref):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
             if not track:
@@ -324,11 +331,11 @@ def test_row_kernels_match_numpy(width, dtype, name):
     for track in (True, False):
         W2, z0, t0 = K._linear_weights(X, cols, fp[cols], beta, v, track)
         acc = np.zeros((W, 2))
-        lsum, dsum, tsum = K._linear_row_pass(X, y, W2, z0 + 0.2, t0, loss.code, loss.param,
+        lsum, dsum, tsum = K._linear_row_pass(X, y, W2, z0 + 0.2, t0, loss,
                                               track, acc)
         z = X64 @ W2[:, 0].astype(np.float64) + z0 + 0.2
         t = X64 @ W2[:, 1].astype(np.float64) + t0 if track else np.zeros(N)
-        val, d = loss.value(z, y), loss.gradient(z, y)
+        val, d = naive.loss_value_grad(loss, z, y)
         tol = 1e-4 if dtype == np.float32 else 2e-7 if name == "logistic" else 1e-10
         np.testing.assert_allclose([lsum, dsum, tsum], [np.sum(val), d.sum(), t.sum()],
                                    rtol=tol, atol=tol * N)

@@ -33,7 +33,7 @@ def test_digest_follows_every_source_file(tmp_path):
 def test_cvfs_kernels_carry_the_package_digest():
     from cvfs.core import _loss_kernels as LK
 
-    impl = LK.loss_rows._cache._impl
+    impl = LK.rank_pairs._cache._impl
     loc = impl.locator
     if os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
         assert not isinstance(loc, _jit._PackageStamp)  # the user's choice is kept

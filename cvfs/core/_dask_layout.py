@@ -108,9 +108,9 @@ def _chunk_stats(x, yp, args):
     st = _ColumnStats(M, minmax=minmax)
     d = gacc = None
     if first is not None:
-        code, param, intercept = first
+        loss, intercept = first
         d = np.empty(n)
-        K.loss_rows(code, param, np.full(n, intercept), _writable(yp[0]), d)
+        K.loss_rows(loss, np.full(n, intercept), _writable(yp[0]), d)
         gacc = np.zeros(M)
     if not st.update(x, d, gacc):
         try:
@@ -152,9 +152,9 @@ def _chunk_basis(x, yp, args):
     sums = np.zeros((fp.shape[0], bins + 1))
     d, graw = np.zeros(0), np.zeros((0, bins + 1))
     if first is not None:
-        code, param, intercept = first
+        loss, intercept = first
         d = np.empty(n)
-        K.loss_rows(code, param, np.full(n, intercept), _writable(yp[0]), d)
+        K.loss_rows(loss, np.full(n, intercept), _writable(yp[0]), d)
         graw = np.zeros_like(sums)
     PL.basis_sums(x, fp, bins, sums, d, graw)
     return sums, graw if first is not None else None
@@ -162,19 +162,19 @@ def _chunk_basis(x, yp, args):
 
 def _chunk_row_pass(x, yp, args):
     """:func:`cvfs.core._kernels.row_pass` on one chunk: (g, h, [loss sum, sum d, sum t])."""
-    cols, fp, bins, beta, v, intercept, code, param, track = args
+    cols, fp, bins, beta, v, intercept, loss, track = args
     cols, fp, beta, v = (_writable(a) for a in (cols, fp, beta, v))
     g = np.zeros(beta.shape)
     h = np.zeros(beta.shape)
     a, b, c = K.row_pass(_writable(x), _writable(yp[0]), cols, fp, bins, beta, v, intercept,
-                         code, param, g, h, track)
+                         loss, g, h, track)
     return g, h, np.array([a, b, c])
 
 
 def _chunk_rank(x, yp, args):
     """Scores, pair losses and gradient sums of one chunk whose pairs all lie in it:
     (g, h, [loss sum, sum r, sum w])."""
-    cols, fp, bins, beta, v, intercept, code, param, track = args
+    cols, fp, bins, beta, v, intercept, loss, track = args
     cols, fp, beta, v = (_writable(a) for a in (cols, fp, beta, v))
     x = _writable(x)
     pi, pj, pr, pw = (_writable(a) for a in yp[1])
@@ -472,7 +472,7 @@ class DaskLayout:
 
     def column_table(self, response, first, rows):
         """:func:`cvfs.core.fsa._column_table` over the chunks: (fp, raw first-iteration sums
-        or None, the rows ``rows`` of X). ``first`` = (loss code, parameter, intercept) for the
+        or None, the rows ``rows`` of X). ``first`` = (loss object, intercept) for the
         fused first-iteration gradient, else None."""
         t0 = time.perf_counter()
         M = self.shape[1]
@@ -528,7 +528,7 @@ class DaskLayout:
                     hist, path, max_memory, bar):
         N, M = self.shape
         G = beta.shape[1]
-        is_rank = loss.code == K.RANK
+        is_rank = loss.pairwise
         e = 0
         track = True
         lam0 = lam
@@ -543,8 +543,7 @@ class DaskLayout:
                 value, gi = first
                 width = 0
             else:
-                args = (cols, fp, bins, beta, v, float(intercept), loss.code, float(loss.param),
-                        track)
+                args = (cols, fp, bins, beta, v, float(intercept), loss, track)
                 g, h, s = self.map_reduce(_chunk_rank if is_rank else _chunk_row_pass, args,
                                           name="rank" if is_rank else "row")
                 if is_rank:

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from cvfs._jit import njit
-from cvfs.core._loss_kernels import LOSS_NONE, RANK, loss_rows, rank_pairs
+from cvfs.core._loss_kernels import NO_LOSS, loss_rows, rank_pairs
 from cvfs.core._pl_kernels import (
     compact_bins,
     pl_grad_pass,
@@ -246,7 +246,7 @@ def _row_axpys(Xb, d, t, ag, ah, track):
 
 
 @njit(cache=True)
-def _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc):
+def _linear_row_pass(X, y, W2, z0, t0, loss, track, acc):
     """The linear branch of :func:`row_pass` over the row blocks: scores x_i . W2 (+ z0, t0),
     loss, derivatives d_i and the raw sums acc[:, 0] += d_i x_i, acc[:, 1] += t_i x_i (summed
     in X's dtype over at least FLUSH_ROWS rows -- whole blocks -- then added in float64).
@@ -273,7 +273,7 @@ def _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc):
         _row_dots(Xb, w, v, zx, tx, track)
         for i in range(nb):
             zb[i] = zx[i] + z0
-        lsum += loss_rows(code, param, zb[:nb], y[r0:r1], db)
+        lsum += loss_rows(loss, zb[:nb], y[r0:r1], db)
         for i in range(nb):
             dsum += db[i]
             dx[i] = db[i]
@@ -296,7 +296,7 @@ def _linear_row_pass(X, y, W2, z0, t0, code, param, track, acc):
 
 
 @njit(cache=True)
-def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track):
+def row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
     """One pass for a row-separable loss: scores, loss, and the raw sums g += d_i u_i,
     h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t).
 
@@ -305,10 +305,10 @@ def row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
     kernels; piecewise-linear responses: :func:`cvfs.core._pl_kernels.pl_row_pass`.
     """
     if bins > 0:
-        return pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track)
+        return pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track)
     W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
     acc = np.zeros((X.shape[1], 2))
-    lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0 + intercept, t0, code, param, track, acc)
+    lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0 + intercept, t0, loss, track, acc)
     _gather(acc, cols, g, h)
     return lsum, dsum, tsum
 
@@ -390,7 +390,7 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
-def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
+def row_pass_t(XT, y, cols, fp, beta, v, intercept, loss, g, h, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
     time, within row chunks that stay in L2; they beat the row kernels for the widths described
@@ -421,7 +421,7 @@ def row_pass_t(XT, y, cols, fp, beta, v, intercept, code, param, g, h, track):
         zc[:] = z0
         tc[:] = t0
         _axpy_columns(zc, tc, XT, cols, a, b, track, r0)
-        lsum += loss_rows(code, param, zc, y[r0:r0 + n], dc)
+        lsum += loss_rows(loss, zc, y[r0:r0 + n], dc)
         for i in range(n):
             dsum += dc[i]
             tsum += tc[i]
@@ -527,7 +527,7 @@ def top_groups(beta, n_keep):
 
 
 @njit(cache=True)
-def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, code, param,
+def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, loss,
                      track, transposed=False):
     """Mean loss, its gradient on the centred basis (m, G), d loss / d intercept, and
     H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T W D U_c for ranking pairs
@@ -538,7 +538,7 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, c
     g = np.zeros((m, G))
     h = np.zeros((m, G))
     N = X.shape[1] if transposed else X.shape[0]
-    if code == RANK:
+    if loss.pairwise:
         z = np.empty(N)
         t = np.empty(N)
         r = np.empty(N)
@@ -547,22 +547,22 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, c
             pl_score_pass_t(X, cols, fp, bins, beta, v, intercept, z, t, track)
         else:
             score_pass(X, cols, fp, bins, beta, v, intercept, z, t, track)
-        loss = rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
+        value = rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
         if transposed:
             rsum, wsum = pl_grad_pass_t(X, cols, bins, r, w, g, h, track)
         else:
             rsum, wsum = grad_pass(X, cols, fp, bins, r, w, g, h, track)
         finalize(g, fp, bins, rsum, 1.0)
         finalize(h, fp, bins, wsum, 1.0)
-        return loss, g, 0.0, h
+        return value, g, 0.0, h
     if not transposed:
-        lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g,
+        lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g,
                                     h, track)
     elif bins > 0:
-        lsum, dsum, tsum = pl_row_pass_t(X, y, cols, fp, bins, beta, v, intercept, code, param,
+        lsum, dsum, tsum = pl_row_pass_t(X, y, cols, fp, bins, beta, v, intercept, loss,
                                          g, h, track)
     else:
-        lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, code, param, g, h,
+        lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, loss, g, h,
                                       track)
     finalize(g, fp, bins, dsum, N)
     finalize(h, fp, bins, tsum, N)
@@ -605,7 +605,7 @@ def power_estimate(X, cols, fp, bins, v, n_iter):
     for _ in range(n_iter):
         g = np.zeros((m, G))
         h = np.zeros((m, G))
-        _, _, tsum = row_pass(X, dummy_y, cols, fp, bins, beta, v, 0.0, LOSS_NONE, 0.0, g, h,
+        _, _, tsum = row_pass(X, dummy_y, cols, fp, bins, beta, v, 0.0, NO_LOSS, g, h,
                               True)
         finalize(h, fp, bins, tsum, X.shape[0])
         nh = np.sqrt(np.sum(h * h))
@@ -726,7 +726,7 @@ def compact_features(X, cols, transposed):
 
 @njit(cache=True)
 def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
-             intercept, lam, track, g_first, first, e0, e1, schedule, code, param, curv,
+             intercept, lam, track, g_first, first, e0, e1, schedule, loss, curv,
              shrink, smooth, lr_fixed, boost, fit_intercept, hist, path):
     """Iterations e0..e1-1 of FSA on an in-memory working matrix.
 
@@ -766,16 +766,16 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
             width = X.shape[1]
             g = g_first.copy()
             h = np.zeros_like(g)
-            loss, gi = first
+            value, gi = first
             trk = False
         elif owned:
             width = Xw.shape[0] if transposed else Xw.shape[1]
-            loss, g, gi, h = compute_gradient(Xw, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
-                                              intercept, code, param, track, transposed)
+            value, g, gi, h = compute_gradient(Xw, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
+                                               intercept, loss, track, transposed)
         else:
             width = X.shape[1]
-            loss, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
-                                              intercept, code, param, track, False)
+            value, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
+                                               intercept, loss, track, False)
         if not fused:
             waste += width - m
         b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
@@ -783,7 +783,7 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
                                      shrink, smooth, lr_fixed, b, schedule[e])
         if fit_intercept:
             intercept -= min(lr, 1.0 / curv) * gi
-        hist[e, 0] = loss + pval
+        hist[e, 0] = value + pval
         hist[e, 1] = keep.size
         hist[e, 2] = lr
         hist[e, 3] = 0 if fused else (width if bins == 0 and not transposed else m)
@@ -823,7 +823,7 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
                     due = 2 * cols.size <= width or waste >= copy
                 if due or schedule[e] == schedule[-1]:
                     waste = 0.0
-                    if transposed or (code != RANK and (
+                    if transposed or (not loss.pairwise and (
                             cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.size
                                                          * cols.size * X.itemsize
                                                          <= CACHED_BYTES))):

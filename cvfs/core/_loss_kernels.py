@@ -1,51 +1,236 @@
-"""numba kernels of the losses on scores: values and derivatives per row, and the pairwise
-ranking loss. No validation, no Python objects; the loss classes in :mod:`cvfs.core.losses`
-implement the same formulas by ``code`` (tests compare both), and every kernel has a NumPy twin
-in ``tests/naive.py`` or is compared against those classes.
+"""The loss seam of the FSA kernels: a loss is an object that the numba kernels receive as it is.
+
+A loss is a subclass of :class:`Loss` (the built-in ones are in :mod:`cvfs.core.losses`) with
+numba-compiled static methods:
+
+- ``value_grad(z, y, param) -> (value, d value / dz)`` at one score ``z`` and target ``y``;
+- optionally ``rows(z, y, d, param) -> sum of the values`` over arrays of scores, filling the
+  derivatives ``d`` (a vectorised version; by default a loop over ``value_grad``).
+
+``param`` is the loss object's float attribute ``param`` (e.g. the Huber SVM's half-width).
+A loss object passed to a numba kernel is typed by its class (:class:`LossType`), so every kernel
+is compiled, and cached, once per loss class with that class's functions inlined: the seam costs
+nothing per row. :func:`loss_rows` and :func:`loss_value_grad` are the two entry points the
+kernels call. Also here: the float32 exp of the logistic rows and the pairwise ranking loss.
 """
 
+import hashlib
 import math
 
 import numpy as np
+from numba.core import cgutils, types
+from numba.core.imputils import lower_constant
+from numba.extending import (
+    NativeValue,
+    make_attribute_wrapper,
+    models,
+    overload,
+    overload_attribute,
+    register_model,
+    typeof_impl,
+    unbox,
+)
 
 from cvfs._jit import njit
 
-__all__ = ["HUBER_SVM", "LOGISTIC", "LORENZ", "LOSS_NONE", "RANK", "SQUARED", "loss_rows",
-           "loss_value_grad", "rank_pairs"]
+__all__ = ["NO_LOSS", "Loss", "LossType", "loss_rows", "loss_value_grad", "rank_pairs"]
 
-LOSS_NONE = -1
-SQUARED, LOGISTIC, LORENZ, HUBER_SVM, RANK = 0, 1, 2, 3, 4
+
+class Loss:
+    """Base class of the losses on scores z with targets y.
+
+    Subclasses set ``value_grad`` (and optionally ``rows``) to numba-compiled functions (see the
+    module docstring) and the attributes below; :meth:`value` and :meth:`gradient` evaluate
+    them on arrays.
+
+    Attributes
+    ----------
+    name : str
+    param : float
+        Passed to ``value_grad`` and ``rows`` (0 unless the loss has a parameter).
+    curvature : float
+        Upper bound of d^2 loss / dz^2, from which the solver derives its step size.
+    annealing_boost : float
+        Step multiplier while features are being removed (:mod:`cvfs.core.fsa`).
+    margin : bool
+        True for losses of the margin y z with y in {-1, +1}.
+    pairwise : bool
+        True for the pairwise ranking loss, whose kernels take pairs of rows instead of
+        ``value_grad`` per row.
+    """
+
+    name = "loss"
+    param = 0.0
+    curvature = 1.0
+    annealing_boost = 1.0
+    margin = False
+    pairwise = False
+    rows = None
+
+    def value(self, z, y):
+        """Per-sample loss, ndarray of the broadcast shape of ``z`` and ``y``."""
+        return self._evaluate(z, y)[0]
+
+    def gradient(self, z, y):
+        """d loss / dz per sample, ndarray of the broadcast shape of ``z`` and ``y``."""
+        return self._evaluate(z, y)[1]
+
+    def _evaluate(self, z, y):
+        z, y = np.broadcast_arrays(np.asarray(z, dtype=np.float64),
+                                   np.asarray(y, dtype=np.float64))
+        val = np.empty(z.size)
+        d = np.empty(z.size)
+        loss_values(self, np.ascontiguousarray(z).ravel(), np.ascontiguousarray(y).ravel(), val,
+                    d)
+        return val.reshape(z.shape), d.reshape(z.shape)
+
+    def init_intercept(self, y):
+        """Starting intercept of a fit (0 unless a subclass knows better)."""
+        return 0.0
+
+
+# ---- the numba type of a loss object: its class (by name), and its param as the only value
+
+_CLASSES = {}
+
+
+def _class_key(cls):
+    """The name of a loss class in numba's types (and cache index): module and qualified name,
+    and for classes outside cvfs a digest of their compiled functions' bytecode, so that an
+    edited user loss is not served a cached kernel of its previous version."""
+    key = f"{cls.__module__}.{cls.__qualname__}"
+    if not cls.__module__.startswith("cvfs."):
+        h = hashlib.sha256()
+        for attr in ("value_grad", "rows"):
+            f = getattr(cls, attr, None)
+            f = getattr(f, "py_func", f)
+            if f is not None:
+                h.update(f.__code__.co_code)
+                h.update(repr(f.__code__.co_consts).encode())
+        key += ":" + h.hexdigest()[:16]
+    return key
+
+
+class LossType(types.Type):
+    """numba type of a :class:`Loss` object: one type per loss class."""
+
+    def __init__(self, key):
+        self.loss_key = key
+        super().__init__(name=f"Loss({key})")
+
+
+@typeof_impl.register(Loss)
+def _typeof_loss(val, c):
+    cls = type(val)
+    key = _class_key(cls)
+    _CLASSES[key] = cls
+    return LossType(key)
+
+
+@register_model(LossType)
+class _LossModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("param", types.float64)])
+
+
+make_attribute_wrapper(LossType, "param", "param")
+
+
+@unbox(LossType)
+def _unbox_loss(typ, obj, c):
+    p = c.pyapi.object_getattr_string(obj, "param")
+    f = c.pyapi.number_float(p)
+    value = c.pyapi.float_as_double(f)
+    c.pyapi.decref(f)
+    c.pyapi.decref(p)
+    s = cgutils.create_struct_proxy(typ)(c.context, c.builder)
+    s.param = value
+    return NativeValue(s._getvalue(), is_error=c.pyapi.c_api_error())
+
+
+@lower_constant(LossType)
+def _constant_loss(context, builder, typ, pyval):  # a loss object as a kernel's global
+    s = cgutils.create_struct_proxy(typ)(context, builder)
+    s.param = context.get_constant(types.float64, float(pyval.param))
+    return s._getvalue()
+
+
+@overload_attribute(LossType, "pairwise")
+def _loss_pairwise(loss):
+    flag = bool(_CLASSES[loss.loss_key].pairwise)
+    return lambda loss: flag
+
+
+def _rows(loss, z, y, d):
+    raise NotImplementedError  # numba only
+
+
+def _value_grad(loss, z, y):
+    raise NotImplementedError  # numba only
+
+
+@overload(_rows)
+def _rows_impl(loss, z, y, d):
+    if not isinstance(loss, LossType):
+        return None
+    cls = _CLASSES[loss.loss_key]
+    rows = cls.rows
+    if rows is not None:
+        return lambda loss, z, y, d: rows(z, y, d, loss.param)
+    vg = cls.value_grad
+
+    def impl(loss, z, y, d):
+        total = 0.0
+        for i in range(z.size):
+            val, di = vg(z[i], y[i], loss.param)
+            total += val
+            d[i] = di
+        return total
+
+    return impl
+
+
+@overload(_value_grad)
+def _value_grad_impl(loss, z, y):
+    if not isinstance(loss, LossType):
+        return None
+    vg = _CLASSES[loss.loss_key].value_grad
+    return lambda loss, z, y: vg(z, y, loss.param)
 
 
 @njit(cache=True)
-def loss_value_grad(code, param, z, y):
-    """Loss value and d loss / dz at score ``z`` and target ``y`` (margin losses: y = +-1)."""
-    if code == SQUARED:
-        d = z - y
-        return 0.5 * d * d, d
-    if code == LOSS_NONE:
-        return 0.0, 0.0
-    u = y * z
-    if code == LOGISTIC:
-        if u > 0:
-            e = math.exp(-u)
-            return math.log1p(e), -y * e / (1.0 + e)
-        e = math.exp(u)
-        return -u + math.log1p(e), -y / (1.0 + e)
-    if code == LORENZ:
-        if u >= 1.0:
-            return 0.0, 0.0
-        t = u - 1.0
-        return math.log1p(t * t), y * 2.0 * t / (1.0 + t * t)
-    # HUBER_SVM with half-width param
-    h = param
-    if u > 1.0 + h:
-        return 0.0, 0.0
-    if u < 1.0 - h:
-        return 1.0 - u, -y
-    q = 1.0 + h - u
-    return q * q / (4.0 * h), -y * q / (2.0 * h)
+def loss_value_grad(loss, z, y):
+    """Loss value and d loss / dz at score ``z`` and target ``y``."""
+    return _value_grad(loss, z, y)
 
+
+@njit(cache=True)
+def loss_rows(loss, z, y, d):
+    """Sum of the loss over the rows and its derivative per row (into ``d``)."""
+    return _rows(loss, z, y, d)
+
+
+@njit(cache=True)
+def loss_values(loss, z, y, val, d):
+    """The loss (into ``val``) and its derivative (into ``d``) per element."""
+    for i in range(z.size):
+        val[i], d[i] = _value_grad(loss, z[i], y[i])
+
+
+@njit(cache=True)
+def _no_loss(z, y, param):
+    return 0.0, 0.0
+
+
+class _NoLoss(Loss):
+    """The zero loss: the kernels' passes then compute only the curvature products (the power
+    iteration of :func:`cvfs.core._kernels.power_estimate`)."""
+
+    name = "none"
+    value_grad = staticmethod(_no_loss)
+
+
+NO_LOSS = _NoLoss()
 
 _LOG2E = np.float32(1.4426950408889634)
 _ROUND = np.float32(12582912.0)  # 1.5 * 2**23: x + _ROUND rounds x to an integer in its low bits
@@ -97,79 +282,6 @@ def _exp_neg_abs(u, out):
         pb[i] -= (kb[i] - _ROUND_BITS) << 23
     for i in range(n):
         out[i] *= p32[i]
-
-
-@njit(cache=True)
-def loss_rows(code, param, z, y, d):
-    """Sum of the loss over rows and its derivative per row (into ``d``).
-
-    The Lorenz branch accumulates sum_i log1p(t_i^2) as the log of the running product of
-    (1 + t_i^2), flushed to a log before it could overflow (relative error ~1e-13).
-
-    The logistic branch needs one exp per row (e_i = exp(-|u_i|) by :func:`_exp_neg_abs`):
-    sum_i log1p(e_i) is accumulated as the log of the running product of (1 + e_i) in (1, 2],
-    taken every 512 rows (relative error of the sum ~1e-13; derivatives to ~1e-14).
-    """
-    if code == LORENZ:  # sum of log1p(t^2) as the log of a product, flushed before overflow
-        total = 0.0
-        prod = 1.0
-        for i in range(z.size):
-            u = y[i] * z[i]
-            if u >= 1.0:
-                d[i] = 0.0
-                continue
-            t = u - 1.0
-            q = 1.0 + t * t
-            d[i] = y[i] * 2.0 * t / q
-            prod *= q
-            if prod > 1e250:
-                total += math.log(prod)
-                prod = 1.0
-        return total + math.log(prod)
-    if code != LOGISTIC:
-        total = 0.0
-        for i in range(z.size):
-            val, di = loss_value_grad(code, param, z[i], y[i])
-            total += val
-            d[i] = di
-        return total
-    return _logistic_rows(z, y, d)
-
-
-@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def _logistic_rows(z, y, d):
-    """Logistic branch of :func:`loss_rows`, branch-free so that its loops vectorise (numpy's
-    error model: Python's zero-division check on 1 / (1 + e) would keep the division loop
-    scalar; 1 + e >= 1)."""
-    n = z.size
-    total = 0.0
-    u = np.empty(n)
-    for i in range(n):
-        u[i] = y[i] * z[i]
-        total += max(-u[i], 0.0)
-    _exp_neg_abs(u, d)  # e_i = exp(-|u_i|) (separate arrays: in place would not vectorise)
-    # sum_i log1p(e_i) as the log of products of (1 + e_i) in (1, 2], eight running products
-    # per chunk of 512 rows (one vector register; a single running product is a serial chain)
-    p = np.empty(8)
-    for c0 in range(0, n, 512):
-        c1 = min(n, c0 + 512)
-        p[:] = 1.0
-        i = c0
-        while i + 8 <= c1:
-            for k in range(8):
-                p[k] *= 1.0 + d[i + k]
-            i += 8
-        prod = 1.0
-        for k in range(8):
-            prod *= p[k]
-        while i < c1:
-            prod *= 1.0 + d[i]
-            i += 1
-        total += math.log(prod)
-    for i in range(n):
-        e = d[i]
-        d[i] = -y[i] * (e if u[i] > 0.0 else 1.0) / (1.0 + e)
-    return total
 
 
 @njit(cache=True)

@@ -166,7 +166,7 @@ def basis_sums(X, fp, bins, sums, d, gsums):
 
 
 @njit(cache=True)
-def pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track):
+def pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
     """One pass of a row-separable loss over the rows of X (scores, loss, raw sums
     g += d_i u_i, h += t_i u_i with t = U_c v). Returns (loss sum, sum d, sum t)."""
     m = cols.size
@@ -180,7 +180,7 @@ def pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, code, param, g, h, tra
     for i in range(X.shape[0]):
         _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
         z, t = _pl_dot2(jbuf, abuf, beta, v, track)
-        val, d = loss_value_grad(code, param, z + z0 + intercept, y[i])
+        val, d = loss_value_grad(loss, z + z0 + intercept, y[i])
         lsum += val
         dsum += d
         tsum += t + t0
@@ -338,7 +338,7 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
 
 
 @njit(cache=True)
-def pl_row_pass_t(S, y, cols, fp, bins, beta, v, intercept, code, param, g, h, track):
+def pl_row_pass_t(S, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
     """:func:`pl_row_pass` on the feature-major bin coordinates ``S`` (W, N): the scores of all
     rows by one sweep per kept feature, the loss rows, then the sums by one sweep per feature.
     (The passes are compute-bound: row chunks kept in L2 between the two sweeps measured no
@@ -349,7 +349,7 @@ def pl_row_pass_t(S, y, cols, fp, bins, beta, v, intercept, code, param, g, h, t
     t = np.empty(N)
     d = np.empty(N)
     pl_score_pass_t(S, cols, fp, bins, beta, v, intercept, z, t, track)
-    lsum = loss_rows(code, param, z, y, d)
+    lsum = loss_rows(loss, z, y, d)
     _pl_sums_t(S, cols, bins, d, t, g, h, track)
     return lsum, d.sum(), t.sum()
 

@@ -289,8 +289,6 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big
     Data Learning", TPAMI 2017: Algorithm 1, eq. (3) schedule, eqs. (4)-(9) losses, eq. (13).
     """
-    from tqdm.auto import tqdm
-
     if sp.issparse(X):  # scipy.sparse CSR/CSC: the sparse layout of cvfs.core.fsa_sparse
         from cvfs.core.fsa_sparse import fsa_fit_sparse
 
@@ -301,6 +299,56 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
                               random_state=random_state, record_path=record_path,
                               verbose=verbose)
     t_start = time.perf_counter()
+    p = _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
+               pairs, max_memory, worker_memory)
+    fp, g_first, first, Xs, sub = _statistics(p, block_bytes)
+    v, lam = _start(p, fp, Xs, sub, random_state)
+    hist = np.zeros((p.n_iter, 5))
+    path = np.zeros((p.n_iter, p.M)) if record_path else np.zeros((0, 0))
+    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
+    state = _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, verbose)
+    return _finish(p, state, hist, path if record_path else None, t_start)
+
+
+@dataclass
+class _Problem:
+    """The checked inputs of a dense FSA fit (:func:`_setup`)."""
+
+    X: object
+    y: np.ndarray
+    loss: object
+    prior: object
+    boost: float
+    response: object
+    schedule: np.ndarray
+    pairs: tuple
+    fit_intercept: bool
+    layout: object
+    out_of_core: bool
+    max_memory: int
+    intercept: float
+
+    @property
+    def N(self):
+        return self.X.shape[0]
+
+    @property
+    def M(self):
+        return self.X.shape[1]
+
+    @property
+    def n_iter(self):
+        return self.schedule.size
+
+    @property
+    def in_place(self):
+        """True if the statistics and power passes read an in-memory X in place."""
+        return self.response.bins == 0 and not self.out_of_core and self.layout is None
+
+
+def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
+           pairs, max_memory, worker_memory):
+    """Checks and defaults of :func:`fsa_fit`; X as the layout reads it."""
     loss = get_loss(loss)
     prior = prior if prior is not None else Shrinkage()
     boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
@@ -316,10 +364,9 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         schedule = annealing_schedule(M, k, n_iter, mu)
     else:
         schedule = check_schedule(schedule, M, k)
-    n_iter = schedule.size
     y = np.ascontiguousarray(y, dtype=np.float64)
-    is_rank = loss.code == K.RANK
-    pi, pj, pr, pw = ranking_arrays(pairs if is_rank else None, is_rank)
+    is_rank = loss.pairwise
+    pairs = ranking_arrays(pairs if is_rank else None, is_rank)
     fit_intercept = fit_intercept and not is_rank
     layout = None
     if is_dask_array(X):  # row chunks on a Dask scheduler: cvfs.core._dask_layout
@@ -327,7 +374,7 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
 
         if worker_memory is None:
             worker_memory = default_worker_memory(_physical_memory())
-        layout = DaskLayout(X, y, (pi, pj, pr, pw), worker_memory)
+        layout = DaskLayout(X, y, pairs, worker_memory)
         X = layout.X
     out_of_core = is_out_of_core(X)
     if not out_of_core and layout is None:
@@ -335,114 +382,136 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         X = np.ascontiguousarray(X)
-    itemsize = X.dtype.itemsize
     if max_memory is None:
         max_memory = _physical_memory() // 4
-
     intercept = loss.init_intercept(y) if fit_intercept else 0.0
+    return _Problem(X, y, loss, prior, boost, response, schedule, pairs, fit_intercept, layout,
+                    out_of_core, max_memory, intercept)
+
+
+def _statistics(p, block_bytes):
+    """The statistics pass: the response table fp, the first iteration's gradient g_first and
+    (mean loss, d loss / d intercept) ``first`` when it is fused into the pass, and the rows
+    ``sub`` of the power-iteration start (with their copy Xs unless X is read in place)."""
+    N, M = p.X.shape
     # first iteration of a row-separable loss: beta = 0 makes every score the intercept, so its
     # gradient sums come from the statistics pass (no pass of its own; for piecewise-linear
     # responses from the pass of the basis means)
-    fused = not is_rank and schedule.size > 0
+    fused = not p.loss.pairwise and p.n_iter > 0
     if fused:
         d0 = np.empty(N)
-        l0 = K.loss_rows(loss.code, float(loss.param), np.full(N, intercept), y, d0)
+        l0 = K.loss_rows(p.loss, np.full(N, p.intercept), p.y, d0)
     # rows of the power-iteration start (below): evenly spaced, at most one block
-    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
+    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * p.X.dtype.itemsize)))
     sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
-    in_place = response.bins == 0 and not out_of_core and layout is None  # read in place
-    if layout is not None:
-        fp, g_first, Xs = layout.column_table(
-            response, (loss.code, float(loss.param), intercept) if fused else None, sub)
+    if p.layout is not None:
+        fp, g_first, Xs = p.layout.column_table(
+            p.response, (p.loss, p.intercept) if fused else None, sub)
     else:
-        fp, g_first, Xs = _column_table(X, response, block_bytes, d0 if fused else None,
-                                        None if in_place else sub)
-    if fused:  # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
-        dsum = float(d0.sum())
-        if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
-            raise ValueError("X and y are too large for float64: the loss or its gradient "
-                             "overflows at the start (rescale X or y)")
-        K.finalize(g_first, fp, response.bins, dsum, N)
-        first = (l0 / N, dsum / N)
-    else:
-        first, g_first = (0.0, 0.0), np.zeros((0, 1))
-    G = response.G
+        fp, g_first, Xs = _column_table(p.X, p.response, block_bytes, d0 if fused else None,
+                                        None if p.in_place else sub)
+    if not fused:
+        return fp, np.zeros((0, 1)), (0.0, 0.0), Xs, sub
+    # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
+    dsum = float(d0.sum())
+    if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
+        raise ValueError("X and y are too large for float64: the loss or its gradient "
+                         "overflows at the start (rescale X or y)")
+    K.finalize(g_first, fp, p.response.bins, dsum, N)
+    return fp, g_first, (l0 / N, dsum / N), Xs, sub
+
+
+def _start(p, fp, Xs, sub, random_state):
+    """Start vector v and initial curvature estimate lam from a few power iterations on the
+    row subsample ``sub``."""
+    M, G = p.M, p.response.G
     rng = check_random_state(0 if random_state is None else random_state)
     v = rng.standard_normal((M, G))
     v /= np.linalg.norm(v)
+    cols = np.arange(M, dtype=np.int64)
+    if p.in_place:
+        lam = K.power_estimate_rows(p.X, sub, fp, v, _POWER_ITERS)
+    else:
+        lam = K.power_estimate(Xs, cols, fp, p.response.bins, v, _POWER_ITERS)
+    if p.loss.pairwise:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the Laplacian)
+        pi, pj, _, pw = p.pairs
+        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]),
+                             minlength=p.N)
+        lam *= 2.0 * p.N * degree.max()
+    return v, lam
+
+
+def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, verbose):
+    """The iterations: in row blocks (out of core) or Dask chunks until the kept columns fit
+    in memory, then :func:`cvfs.core._kernels.fsa_loop`. Returns (beta, fp, support,
+    intercept, lam, iterations out of core)."""
+    from tqdm.auto import tqdm
+
+    M, G, n_iter, bins = p.M, p.response.G, p.n_iter, p.response.bins
+    X = p.X
     beta = np.zeros((M, G))
     cols = np.arange(M, dtype=np.int64)
     support = np.arange(M, dtype=np.int64)
-    shrink, smooth = prior.shrinkage, prior.smoothness
-    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
-    curv = float(loss.curvature)
-
-    # start vector and initial curvature from a few power iterations on the row subsample
-    if in_place:
-        lam = K.power_estimate_rows(X, sub, fp, v, _POWER_ITERS)
-    else:
-        lam = K.power_estimate(Xs, cols, fp, response.bins, v, _POWER_ITERS)
-    if is_rank:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the weighted Laplacian)
-        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
-        lam *= 2.0 * N * degree.max()
-
-    hist = np.zeros((n_iter, 5))
-    path = np.zeros((n_iter, M)) if record_path else np.zeros((0, 0))
+    intercept = p.intercept
+    shrink, smooth = p.prior.shrinkage, p.prior.smoothness
+    curv = float(p.loss.curvature)
     bar = tqdm(total=n_iter, desc="FSA", leave=False) if verbose else None
-
     e = 0
     transposed = False
-    if out_of_core:
+    common = (g_first, first, p.schedule, p.loss, curv, shrink, smooth, lr_fixed, p.boost,
+              p.fit_intercept, hist, path, p.max_memory)
+    if p.out_of_core:
         e, X, transposed, cols, fp, beta, v, support, intercept, lam = _out_of_core_iterations(
-            X, y, (pi, pj, pr, pw), cols, fp, response.bins, beta, v, support, intercept, lam,
-            g_first, first, schedule, loss, curv, shrink, smooth, lr_fixed, boost,
-            fit_intercept, hist, path, max_memory, block_bytes, itemsize, bar)
-    elif layout is not None:
-        e, X, transposed, cols, fp, beta, v, support, intercept, lam = layout.iterations(
-            y, (pi, pj, pr, pw), cols, fp, response.bins, beta, v, support, intercept, lam,
-            g_first, first, schedule, loss, curv, shrink, smooth, lr_fixed, boost,
-            fit_intercept, hist, path, max_memory, bar)
+            X, p.y, p.pairs, cols, fp, bins, beta, v, support, intercept, lam, *common,
+            block_bytes, X.dtype.itemsize, bar)
+    elif p.layout is not None:
+        e, X, transposed, cols, fp, beta, v, support, intercept, lam = p.layout.iterations(
+            p.y, p.pairs, cols, fp, bins, beta, v, support, intercept, lam, *common, bar)
     n_ooc = e
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
     # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
     # empty until the first compaction
-    Xw = X if out_of_core or layout is not None else np.empty((0, 0), dtype=X.dtype)
+    Xw = X if p.out_of_core or p.layout is not None else np.empty((0, 0), dtype=X.dtype)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, response.bins, beta, v, support,
-            intercept, lam, track, g_first, first, e, e1, schedule, loss.code,
-            float(loss.param), curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
+            X, Xw, transposed, p.y, *p.pairs, cols, fp, bins, beta, v, support, intercept, lam,
+            track, g_first, first, e, e1, p.schedule, p.loss, curv, shrink, smooth, lr_fixed,
+            p.boost, p.fit_intercept, hist, path)
         if bar is not None:
             bar.update(e1 - e)
         e = e1
     if bar is not None:
         bar.close()
+    return beta, fp, support, intercept, lam, n_ooc
 
-    # de-centre: f(x) = intercept + sum_j u_j(x)^T coef_j on the uncentred basis
+
+def _finish(p, state, hist, path, t_start):
+    """The :class:`FSAResult`: coefficients de-centred, f(x) = intercept + sum_j u_j(x)^T coef_j
+    on the uncentred basis, and the history."""
+    beta, fp, support, intercept, lam, n_ooc = state
     offset = float(np.sum(beta * fp[:, 2:]))
-    coef = beta * fp[:, 1:2] if response.bins == 0 else beta.copy()
+    coef = beta * fp[:, 1:2] if p.response.bins == 0 else beta.copy()
     history = {
         "loss": hist[:, 0].copy(),
         "n_kept": hist[:, 1].astype(np.int64),
         "lr": hist[:, 2].copy(),
         "width": hist[:, 3].astype(np.int64),
         "lam": hist[:, 4].copy(),
-        "data_passes": float(hist[:, 3].sum() / M),
-        "stat_passes": response.n_stat_passes,
+        "data_passes": float(hist[:, 3].sum() / p.M),
+        "stat_passes": p.response.n_stat_passes,
         "out_of_core_iterations": n_ooc,
-        "lipschitz": float(curv * lam),
+        "lipschitz": float(p.loss.curvature * lam),
         "time": time.perf_counter() - t_start,
     }
-    if layout is not None:
-        history["dask"] = layout.report(n_iter)
+    if p.layout is not None:
+        history["dask"] = p.layout.report(p.n_iter)
     table = fp.copy()
-    if response.bins == 0:
+    if p.response.bins == 0:
         table[:, 2] = 0.0
     return FSAResult(coef=coef, intercept=float(intercept - offset), support=support.copy(),
-                     table=table, bins=response.bins, history=history,
-                     path=path if record_path else None)
+                     table=table, bins=p.response.bins, history=history, path=path)
 
 
 def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, intercept, lam,
@@ -469,7 +538,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
             g[:] = g_first
             value, gi = first
             width = 0
-        elif loss.code == K.RANK:
+        elif loss.pairwise:
             z = np.empty(N)
             t = np.empty(N)
             for r0, r1 in blocks:
@@ -491,8 +560,7 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
             lsum = dsum = tsum = 0.0
             for r0, r1 in blocks:
                 a, b, c = K.row_pass(_read_block(X, r0, r1, buf), y[r0:r1], cols, fp, bins,
-                                     beta, v, intercept, loss.code, float(loss.param), g, h,
-                                     track)
+                                     beta, v, intercept, loss, g, h, track)
                 lsum += a
                 dsum += b
                 tsum += c

@@ -231,19 +231,18 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
                 else check_schedule(schedule, M, k))
     n_iter = schedule.size
     y = np.ascontiguousarray(y, dtype=np.float64)
-    is_rank = loss.code == K.RANK
+    is_rank = loss.pairwise
     pi, pj, pr, pw = ranking_arrays(pairs if is_rank else None, is_rank)
     fit_intercept = fit_intercept and not is_rank
     itemsize = X.dtype.itemsize
     if max_memory is None:
         max_memory = _physical_memory() // 4
-    code, param = loss.code, float(loss.param)
 
     intercept = loss.init_intercept(y) if fit_intercept else 0.0
     fused = not is_rank and n_iter > 0  # first gradient from the statistics pass
     d0 = np.zeros(N)
     if fused:
-        l0 = K.loss_rows(code, param, np.full(N, intercept), y, d0)
+        l0 = K.loss_rows(loss, np.full(N, intercept), y, d0)
     fp, g_first, col_nnz = _column_table(X, response, d0)
     if fused:
         dsum = float(d0.sum())
@@ -319,7 +318,7 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
                 value = K.rank_pairs(z, t, pi, pj, pr, pw, d, w, track)
                 t, denom, gi = w, 1.0, 0.0
             else:
-                lsum = K.loss_rows(code, param, z, y, d)
+                lsum = K.loss_rows(loss, z, y, d)
                 denom = N
             dsum, tsum = float(d.sum()), float(t.sum())
             if bins == 0:
@@ -365,7 +364,7 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
             e1 = min(n_iter, e + chunk)
             Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
                 Xw, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
-                intercept, lam, track, g_first, first, e, e1, schedule, code, param, curv,
+                intercept, lam, track, g_first, first, e, e1, schedule, loss, curv,
                 shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
             if bar is not None:
                 bar.update(e1 - e)

@@ -1,4 +1,4 @@
-"""Losses on scores z = f(x), each with its value and gradient with respect to z.
+"""Losses on scores z = f(x): each one class holding its numba-compiled value and derivative.
 
 Classification losses are functions of the margin u = y z with y in {-1, +1}; the FSA paper's
 eqs. (6)-(8). The squared loss is 1/2 (z - y)^2 (eq. 4 up to the factor 1/2). The pairwise ranking
@@ -6,21 +6,27 @@ loss (eq. 9) works on pairs (i, j) with target r_ij in {0, 1/2, 1} (1: i ranks a
 ln(1 + exp(d)) - r_ij d with d = z_i - z_j, minimised where sigmoid(d) = r_ij, so that a higher
 score means better (the paper's r is 1 - ours; its scores rank "worse" higher).
 
-Every loss reports ``curvature``: an upper bound of its second derivative with respect to the
-score, from which the solver derives a stable step size, and ``annealing_boost``: the factor by
-which the solver lengthens that step while features are still being removed (see
-:mod:`cvfs.core.fsa`). The numba
-kernels in :mod:`cvfs.core._kernels` implement the same formulas by ``code``; tests compare both
-with finite differences.
+A loss is a :class:`~cvfs.core._loss_kernels.Loss` subclass: ``value_grad(z, y, param)`` (and
+optionally a vectorised ``rows(z, y, d, param)``) compiled by numba, which the FSA kernels
+receive with the loss object itself; ``curvature``, an upper bound of its second derivative
+with respect to the score, from which the solver derives a stable step size; and
+``annealing_boost``, the factor by which the solver lengthens that step while features are
+still being removed (see :mod:`cvfs.core.fsa`). A user-defined loss is one such class
+(``docs/methods.md``, "Adding a loss"); ``tests/naive.py`` holds NumPy twins of the built-in ones.
 """
 
+import math
+
 import numpy as np
-from scipy.special import expit
+
+from cvfs._jit import njit
+from cvfs.core._loss_kernels import Loss, _exp_neg_abs, rank_pairs
 
 __all__ = [
     "LOSSES",
     "HuberSVM",
     "Logistic",
+    "Loss",
     "Lorenz",
     "PairwiseRank",
     "Squared",
@@ -28,93 +34,147 @@ __all__ = [
 ]
 
 
-class Squared:
+@njit(cache=True)
+def _squared(z, y, param):
+    d = z - y
+    return 0.5 * d * d, d
+
+
+class Squared(Loss):
     """Squared error 1/2 (z - y)^2 for regression (paper eq. 4).
 
-    Attributes
-    ----------
-    code : int
-        Kernel code.
-    curvature : float
-        Upper bound of d^2 loss / dz^2 (1).
-    annealing_boost : float
-        Step multiplier while features are being removed (1: the convex quadratic needs no
-        boost, and a longer step diverges on correlated designs).
+    Curvature 1; annealing boost 1 (the convex quadratic needs no boost, and a longer step
+    diverges on correlated designs).
     """
 
     name = "squared"
-    code = 0
-    param = 0.0
     curvature = 1.0
     annealing_boost = 1.0
-    margin = False
-
-    def value(self, z, y):
-        """Per-sample loss, ndarray of shape (n_samples,)."""
-        return 0.5 * (np.asarray(z) - y) ** 2
-
-    def gradient(self, z, y):
-        """d loss / dz per sample, ndarray of shape (n_samples,)."""
-        return np.asarray(z, dtype=float) - y
+    value_grad = staticmethod(_squared)
 
     def init_intercept(self, y):
         """The minimiser of the mean loss over constant scores."""
         return float(np.mean(y))
 
 
-class _Margin:
-    margin = True
-
-    def value(self, z, y):
-        return self._phi(y * np.asarray(z, dtype=float))
-
-    def gradient(self, z, y):
-        return y * self._dphi(y * np.asarray(z, dtype=float))
-
-    def init_intercept(self, y):
-        return 0.0
+@njit(cache=True)
+def _logistic(z, y, param):
+    u = y * z
+    if u > 0:
+        e = math.exp(-u)
+        return math.log1p(e), -y * e / (1.0 + e)
+    e = math.exp(u)
+    return -u + math.log1p(e), -y / (1.0 + e)
 
 
-class Logistic(_Margin):
-    """Logistic loss ln(1 + exp(-u)), u = y z (paper eq. 6)."""
+@njit(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _logistic_rows(z, y, d, param):
+    """The logistic rows, branch-free so that their loops vectorise (numpy's error model:
+    Python's zero-division check on 1 / (1 + e) would keep the division loop scalar; 1 + e >= 1).
+
+    One exp per row (e_i = exp(-|u_i|) by :func:`cvfs.core._loss_kernels._exp_neg_abs`):
+    sum_i log1p(e_i) is accumulated as the log of the running product of (1 + e_i) in (1, 2],
+    taken every 512 rows (relative error of the sum ~1e-13; derivatives to ~1e-14)."""
+    n = z.size
+    total = 0.0
+    u = np.empty(n)
+    for i in range(n):
+        u[i] = y[i] * z[i]
+        total += max(-u[i], 0.0)
+    _exp_neg_abs(u, d)  # e_i = exp(-|u_i|) (separate arrays: in place would not vectorise)
+    # sum_i log1p(e_i) as the log of products of (1 + e_i) in (1, 2], eight running products
+    # per chunk of 512 rows (one vector register; a single running product is a serial chain)
+    p = np.empty(8)
+    for c0 in range(0, n, 512):
+        c1 = min(n, c0 + 512)
+        p[:] = 1.0
+        i = c0
+        while i + 8 <= c1:
+            for k in range(8):
+                p[k] *= 1.0 + d[i + k]
+            i += 8
+        prod = 1.0
+        for k in range(8):
+            prod *= p[k]
+        while i < c1:
+            prod *= 1.0 + d[i]
+            i += 1
+        total += math.log(prod)
+    for i in range(n):
+        e = d[i]
+        d[i] = -y[i] * (e if u[i] > 0.0 else 1.0) / (1.0 + e)
+    return total
+
+
+class Logistic(Loss):
+    """Logistic loss ln(1 + exp(-u)), u = y z (paper eq. 6). Curvature 1/4."""
 
     name = "logistic"
-    code = 1
-    param = 0.0
     curvature = 0.25
     annealing_boost = 4.0
-
-    def _phi(self, u):
-        return np.logaddexp(0.0, -u)
-
-    def _dphi(self, u):
-        return -expit(-u)
+    margin = True
+    value_grad = staticmethod(_logistic)
+    rows = staticmethod(_logistic_rows)
 
     def init_intercept(self, y):
         p = np.clip(np.mean(y > 0), 1e-6, 1 - 1e-6)
         return float(np.log(p / (1 - p)))
 
 
-class Lorenz(_Margin):
+@njit(cache=True)
+def _lorenz(z, y, param):
+    u = y * z
+    if u >= 1.0:
+        return 0.0, 0.0
+    t = u - 1.0
+    return math.log1p(t * t), y * 2.0 * t / (1.0 + t * t)
+
+
+@njit(cache=True)
+def _lorenz_rows(z, y, d, param):
+    """The Lorenz rows: sum_i log1p(t_i^2) as the log of the running product of (1 + t_i^2),
+    flushed to a log before it could overflow (relative error ~1e-13)."""
+    total = 0.0
+    prod = 1.0
+    for i in range(z.size):
+        u = y[i] * z[i]
+        if u >= 1.0:
+            d[i] = 0.0
+            continue
+        t = u - 1.0
+        q = 1.0 + t * t
+        d[i] = y[i] * 2.0 * t / q
+        prod *= q
+        if prod > 1e250:
+            total += math.log(prod)
+            prod = 1.0
+    return total + math.log(prod)
+
+
+class Lorenz(Loss):
     """Lorenz loss: 0 if u > 1, ln(1 + (u - 1)^2) otherwise (paper eq. 8); robust to label
     noise, non-convex. Its second derivative is at most 2."""
 
     name = "lorenz"
-    code = 2
-    param = 0.0
     curvature = 2.0
     annealing_boost = 10.0
-
-    def _phi(self, u):
-        t = np.minimum(u - 1.0, 0.0)
-        return np.log1p(t * t)
-
-    def _dphi(self, u):
-        t = np.minimum(u - 1.0, 0.0)
-        return 2.0 * t / (1.0 + t * t)
+    margin = True
+    value_grad = staticmethod(_lorenz)
+    rows = staticmethod(_lorenz_rows)
 
 
-class HuberSVM(_Margin):
+@njit(cache=True)
+def _huber_svm(z, y, h):
+    u = y * z
+    if u > 1.0 + h:
+        return 0.0, 0.0
+    if u < 1.0 - h:
+        return 1.0 - u, -y
+    q = 1.0 + h - u
+    return q * q / (4.0 * h), -y * q / (2.0 * h)
+
+
+class HuberSVM(Loss):
     """Huberised hinge (paper eq. 7) with parameter ``h``: 0 if u > 1 + h,
     (1 + h - u)^2 / (4h) if |1 - u| <= h, 1 - u if u < 1 - h. Curvature 1 / (2h).
 
@@ -125,8 +185,9 @@ class HuberSVM(_Margin):
     """
 
     name = "svm"
-    code = 3
     annealing_boost = 10.0
+    margin = True
+    value_grad = staticmethod(_huber_svm)
 
     def __init__(self, h=0.5):
         if not h > 0:
@@ -141,56 +202,43 @@ class HuberSVM(_Margin):
     def curvature(self):
         return 1.0 / (2.0 * self.h)
 
-    def _phi(self, u):
-        h = self.h
-        return np.where(u > 1 + h, 0.0,
-                        np.where(u < 1 - h, 1.0 - u, (1 + h - u) ** 2 / (4 * h)))
 
-    def _dphi(self, u):
-        h = self.h
-        return np.where(u > 1 + h, 0.0, np.where(u < 1 - h, -1.0, -(1 + h - u) / (2 * h)))
-
-
-class PairwiseRank:
+class PairwiseRank(Loss):
     """Pairwise ranking loss (paper eq. 9), averaged over pairs.
 
     For a pair (i, j) with target r_ij = 1 if i should rank above j, 1/2 if tied, 0 if below,
     and d = z_i - z_j, the loss is ln(1 + exp(d)) - r_ij d, whose minimiser satisfies
     sigmoid(d) = r_ij: a higher score means better.
-    Pair gradients are scattered back onto the samples. Curvature: 1/4 per pair.
+    Pair gradients are scattered back onto the samples (the kernels' ``rank_pairs``).
+    Curvature: 1/4 per pair.
     """
 
     name = "rank"
-    code = 4
-    param = 0.0
     curvature = 0.25
     annealing_boost = 1.0
-    margin = False
+    pairwise = True
+    value_grad = staticmethod(_squared)  # not used: the kernels take the pairs
 
     @staticmethod
-    def _weights(pairs):
-        w = np.full(len(pairs[0]), 1.0) if len(pairs) < 4 else np.asarray(pairs[3], float)
-        return w / w.sum()
+    def _pairs(z, pairs):
+        from cvfs.core.fsa import ranking_arrays
+
+        return ranking_arrays(pairs, True)
+
+    def _evaluate_pairs(self, z, pairs):
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        r = np.empty(z.size)
+        w = np.empty(z.size)
+        value = rank_pairs(z, z, *self._pairs(z, pairs), r, w, False)
+        return value, r
 
     def value(self, z, pairs):
         """Weighted mean pair loss; ``pairs`` = (i, j, r) or (i, j, r, weight) arrays."""
-        i, j, r = pairs[:3]
-        d = np.asarray(z, dtype=float)[i] - np.asarray(z, dtype=float)[j]
-        return np.sum(self._weights(pairs) * (np.logaddexp(0.0, d) - r * d))
+        return self._evaluate_pairs(z, pairs)[0]
 
     def gradient(self, z, pairs):
         """d loss / dz, ndarray of shape (n_samples,)."""
-        i, j, r = pairs[:3]
-        z = np.asarray(z, dtype=float)
-        d = z[i] - z[j]
-        s = (expit(d) - r) * self._weights(pairs)
-        g = np.zeros_like(z)
-        np.add.at(g, i, s)
-        np.add.at(g, j, -s)
-        return g
-
-    def init_intercept(self, y):
-        return 0.0
+        return self._evaluate_pairs(z, pairs)[1]
 
 
 LOSSES = {
@@ -203,17 +251,19 @@ LOSSES = {
 
 
 def get_loss(loss):
-    """A loss object from a name in :data:`LOSSES` or a loss instance.
+    """A loss object from a name in :data:`LOSSES` or a :class:`Loss` instance.
 
     Raises
     ------
     ValueError
         If the name is unknown.
+    TypeError
+        If ``loss`` is neither a name nor a :class:`Loss`.
     """
     if isinstance(loss, str):
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
         return LOSSES[loss]()
-    if not hasattr(loss, "code") or not hasattr(loss, "curvature"):
-        raise TypeError(f"loss must be a name or a cvfs.core.losses object, got {loss!r}")
+    if not isinstance(loss, Loss):
+        raise TypeError(f"loss must be a name or a cvfs.core.losses.Loss object, got {loss!r}")
     return loss
