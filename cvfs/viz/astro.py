@@ -156,9 +156,9 @@ def source_figure(image, catalogue, model, truth=None, *, title=None, unit="pixe
     """
     import matplotlib.pyplot as plt
 
-    from cvfs.astro.catalogue import leaves
-
-    catalogue = leaves(np.asarray(catalogue))
+    catalogue = np.asarray(catalogue)
+    if catalogue.dtype.names is not None and "n_children" in catalogue.dtype.names:
+        catalogue = catalogue[catalogue["n_children"] == 0]  # parents repeat their children
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.8))
     _show(axs[0], image, "image", unit)
     plot_detections(image, catalogue, truth, ax=axs[1], title=f"{len(catalogue)} sources",
