@@ -346,9 +346,8 @@ class _Problem:
         return self.response.bins == 0 and not self.out_of_core and self.layout is None
 
 
-def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
-           pairs, max_memory, worker_memory):
-    """Checks and defaults of :func:`fsa_fit`; X as the layout reads it."""
+def _model_parts(loss, prior, annealing_boost, bins):
+    """The loss, prior, annealing boost and response of an FSA fit, checked, with defaults."""
     loss = get_loss(loss)
     prior = prior if prior is not None else Shrinkage()
     boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
@@ -356,6 +355,13 @@ def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fi
     if not (math.isfinite(boost) and boost > 0):
         raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
     response = get_response(bins)
+    return loss, prior, boost, response
+
+
+def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
+           pairs, max_memory, worker_memory):
+    """Checks and defaults of :func:`fsa_fit`; X as the layout reads it."""
+    loss, prior, boost, response = _model_parts(loss, prior, annealing_boost, bins)
     N, M = X.shape
     if N == 0 or M == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")

@@ -36,9 +36,7 @@ from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core import _sparse_kernels as SK
-from cvfs.core.losses import get_loss
-from cvfs.core.priors import Shrinkage
-from cvfs.core.responses import _ColumnStats, get_response
+from cvfs.core.responses import _ColumnStats
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
 __all__ = ["check_sparse", "fsa_fit_sparse", "sparse_decision_function"]
@@ -211,18 +209,13 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
         _POWER_ITERS,
         _POWER_ROWS,
         FSAResult,
+        _model_parts,
         _physical_memory,
         ranking_arrays,
     )
 
     t_start = time.perf_counter()
-    loss = get_loss(loss)
-    prior = prior if prior is not None else Shrinkage()
-    boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
-                  else annealing_boost)
-    if not (math.isfinite(boost) and boost > 0):
-        raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
-    response = get_response(bins)
+    loss, prior, boost, response = _model_parts(loss, prior, annealing_boost, bins)
     bins, G = response.bins, response.G
     X = check_sparse(X)
     N, M = X.shape

@@ -9,7 +9,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["data_home", "models_dir", "require_path"]
+__all__ = ["data_home", "dataset_folder", "models_dir", "require_path"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +55,17 @@ def require_path(relative, what, how_to_get):
     if not path.exists():
         raise FileNotFoundError(f"{what}: {path} does not exist. {how_to_get}")
     return path
+
+
+def dataset_folder(root, relative, what, how_to_get):
+    """A dataset's folder: ``root`` if given (it must exist), else ``relative`` inside the data
+    home (:func:`require_path`); FileNotFoundError naming the dataset otherwise."""
+    if root is None:
+        return require_path(relative, what, how_to_get)
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{what}: data folder {root} does not exist. {how_to_get}")
+    return root
 
 
 def models_dir():

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets._home import require_path
+from cvfs.datasets._home import dataset_folder
 
 __all__ = ["Sequence", "category_of", "hopkins155_home", "list_sequences", "load_hopkins155",
            "load_sequence", "video_of"]
@@ -86,12 +86,7 @@ def hopkins155_home(root=None):
     FileNotFoundError
         If the folder does not exist.
     """
-    if root is None:
-        return require_path("hopkins155", "Hopkins155", _HOW)
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"Hopkins155: data folder {root} does not exist. {_HOW}")
-    return root
+    return dataset_folder(root, "hopkins155", "Hopkins155", _HOW)
 
 
 def video_of(name):

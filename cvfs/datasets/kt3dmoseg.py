@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets._home import require_path
+from cvfs.datasets._home import dataset_folder
 
 __all__ = ["Clip", "kt3dmoseg_home", "list_clips", "load_clip", "load_kt3dmoseg"]
 
@@ -74,12 +74,7 @@ def kt3dmoseg_home(root=None):
     FileNotFoundError
         If the folder does not exist.
     """
-    if root is None:
-        return require_path("motion_kt3dmoseg", "KT3DMoSeg", _HOW)
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"KT3DMoSeg: data folder {root} does not exist. {_HOW}")
-    return root
+    return dataset_folder(root, "motion_kt3dmoseg", "KT3DMoSeg", _HOW)
 
 
 def _clip_file(root, name):

@@ -81,6 +81,21 @@ class Candidates:
         return self.labels.shape[0]
 
 
+def trajectory_array(points, name="points"):
+    """``points`` as a float64 (P, F, 2) array with F >= 2, else a ValueError naming ``name``."""
+    arr = np.asarray(points)
+    if arr.ndim != 3 or arr.shape[2] != 2:
+        raise ValueError(f"{name} must have shape (P, F, 2) (trajectories x frames x xy); "
+                         f"got shape {arr.shape}")
+    if arr.shape[1] < 2:
+        raise ValueError(f"{name} must have at least 2 frames; got F={arr.shape[1]}")
+    try:
+        arr = arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric; got dtype {arr.dtype}") from exc
+    return arr
+
+
 def check_points(points, n_motions, *, name="points"):
     """Validate trajectories and the number of motions at a public boundary.
 
@@ -102,16 +117,7 @@ def check_points(points, n_motions, *, name="points"):
     TypeError
         If ``n_motions`` is not an integer.
     """
-    arr = np.asarray(points)
-    if arr.ndim != 3 or arr.shape[2] != 2:
-        raise ValueError(f"{name} must have shape (P, F, 2) (trajectories x frames x xy); "
-                         f"got shape {arr.shape}")
-    if arr.shape[1] < 2:
-        raise ValueError(f"{name} must have at least 2 frames; got F={arr.shape[1]}")
-    try:
-        arr = arr.astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric; got dtype {arr.dtype}") from exc
+    arr = trajectory_array(points, name)
     dead = np.flatnonzero(np.isnan(arr).all(axis=(1, 2)))
     if dead.size:
         raise ValueError(f"{name}: {dead.size} trajectories are NaN in every frame (indices "

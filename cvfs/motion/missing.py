@@ -21,6 +21,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from cvfs.base import check_random_state
+from cvfs.motion.candidates import trajectory_array
 
 __all__ = ["check_visible", "complete_trajectories", "trajectory_matrix"]
 
@@ -56,16 +57,7 @@ def check_visible(points, visible, n_motions=None, *, name="points"):
     TypeError
         If ``n_motions`` is not an int.
     """
-    arr = np.asarray(points)
-    if arr.ndim != 3 or arr.shape[2] != 2:
-        raise ValueError(f"{name} must have shape (P, F, 2) (trajectories x frames x xy); "
-                         f"got shape {arr.shape}")
-    if arr.shape[1] < 2:
-        raise ValueError(f"{name} must have at least 2 frames; got F={arr.shape[1]}")
-    try:
-        arr = arr.astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric; got dtype {arr.dtype}") from exc
+    arr = trajectory_array(points, name)
     vis = np.asarray(visible)
     if vis.shape != arr.shape[:2]:
         raise ValueError(f"visible must have shape (P, F) = {arr.shape[:2]} (one flag per "
