@@ -10,7 +10,8 @@ Data (``cvfs.datasets.uci``, original public files)
     fitted on the training folds. Repeated stratified 5-fold CV (``--repeats``, seeds 0..).
 
 Methods, for each target k
-    FSA: ``cvfs.FSAClassifier(k=k)`` with default parameters (logistic loss, linear).
+    FSA: ``cvfs.FSAClassifier(k=k)`` with default parameters (logistic loss, linear), or those
+    of ``--fsa-params`` (JSON, e.g. ``'{"loss": "lorenz", "shrinkage": 1}'``).
     FSA-bins: the same with ``bins=5`` (piecewise-linear responses, paper section 2.5.1).
     FGM: ``FGMClassifier(B=ceil(k/5), C=1, max_iter=5)`` (squared hinge): at most k features.
     L1-LR: ``LogisticRegression(l1_ratio=1, solver="liblinear")`` with C bisected until the
@@ -39,6 +40,7 @@ Table VI (``--table6``, on by default with DEXTER)
 """
 
 import argparse
+import json
 import logging
 import math
 import sys
@@ -162,6 +164,9 @@ def main(argv=None):
     ap.add_argument("--table6-repeats", type=int, default=5)
     ap.add_argument("--tune", action="store_true",
                     help="choose each method's loss and regularisation by inner CV (TUNE_GRID)")
+    ap.add_argument("--fsa-params", type=json.loads, default={},
+                    help='fixed FSA and FSA-bins parameters without --tune, as JSON, e.g. '
+                         '\'{"loss": "lorenz", "shrinkage": 1}\'')
     ap.add_argument("--no-table6", action="store_true", help="skip the DEXTER timing table")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "uci_tables.json"))
     args = ap.parse_args(argv)
@@ -182,7 +187,9 @@ def main(argv=None):
                     if args.tune:
                         clf, nsel, t, chosen = fit_tuned(method, k, Xtr, y[tr], fold)
                     else:
-                        (clf, nsel, t), chosen = fit_one(method, k, Xtr, y[tr], fold), None
+                        params = args.fsa_params if method.startswith("FSA") else None
+                        (clf, nsel, t), chosen = fit_one(method, k, Xtr, y[tr], fold,
+                                                         params=params), None
                     err = float(np.mean(clf.predict(Xte) != y[te]))
                     results.append({"dataset": name, "k": k, "method": method, "fold": fold,
                                     "error": err, "n_selected": nsel, "cpu": t["cpu"],
