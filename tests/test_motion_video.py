@@ -239,7 +239,7 @@ def test_partial_tracks_through_an_occlusion_reach_the_segmentation(monkeypatch)
 
 
 def test_segment_command_writes_partial_tracks_with_visibility(tmp_path, capsys):
-    _, frames = _occluded_clip(10)
+    _, frames = _occluded_clip(8)
     video = tmp_path / "occluded.avi"
     write_video(video, frames)
     out = tmp_path / "seg"
@@ -253,7 +253,7 @@ def test_segment_command_writes_partial_tracks_with_visibility(tmp_path, capsys)
 
     with open(out / "occluded_motion_labels.csv") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == summary["tracks"] * 10
+    assert len(rows) == summary["tracks"] * 8
     hidden = [r for r in rows if r["visible"] == "0"]
     shown = [r for r in rows if r["visible"] == "1"]
     assert hidden and shown and all(r["x"] == "" and r["y"] == "" for r in hidden)
