@@ -172,8 +172,8 @@ def test_partial_tracks_with_redetection():
 
     src = SyntheticRigidVideo(n_motions=2, n_frames=12, seed=0)
     frames = [src.render(f) for f in range(12)]
-    full = track_points(frames, grid=4)
-    pts, vis = track_points(frames, grid=4, partial=True)
+    full = track_points(frames, cell=80)
+    pts, vis = track_points(frames, cell=80, partial=True)
     assert pts.shape[1:] == (12, 2) and vis.shape == pts.shape[:2] and vis.dtype == bool
     assert np.array_equal(np.isnan(pts[..., 0]), ~vis) and vis.sum(axis=1).min() >= 2
     assert pts.shape[0] >= full.shape[0]

@@ -120,10 +120,15 @@ def _cmd_motion_evaluate(args):
 
 def _cmd_motion_segment(args):
     from cvfs.cli.commands import motion_segment
+    from cvfs.motion.tracking import TrackerSettings
 
+    given = {"cell": args.cell, "per_cell": args.per_cell, "quality": args.min_quality,
+             "min_distance": args.min_distance, "max_points": args.max_points,
+             "fb_threshold": args.fb_threshold, "partial": args.partial,
+             "min_frames": args.min_frames}
+    tracker = TrackerSettings(**{k: v for k, v in given.items() if v is not None})
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
-                   max_points=args.max_points, grid=args.grid, model=args.model,
-                   strict=args.strict)
+                   tracker=tracker, model=args.model, strict=args.strict)
     return 0
 
 
@@ -265,6 +270,19 @@ def _positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive int; got {text}")
     return value
+
+
+def _min_frames(text):
+    """``--min-frames``: an int (frames) or a float fraction of the clip."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int >= 2 or a fraction in (0, 1); got "
+                                         f"{text!r}") from None
 
 
 def _motions(text):
@@ -493,27 +511,48 @@ def _build_parser():
     q.add_argument("--quiet", action="store_true", help="no progress bars")
     q.set_defaults(func=_cmd_motion_evaluate)
     q = _parser(msub, "segment", "track a video and segment its trajectories by motion",
-                description="Track points through a video (pyramidal Lucas-Kanade; only complete "
-                "trajectories are kept) and\nsegment them by motion with the shipped ranker. "
-                "With --out, writes <name>_motion.avi (tracks coloured\nby motion), "
-                "<name>_motion.png (trajectories on the first frame) and <name>_motion.json\n"
-                "(the summary), replacing the folder's previous set. When one image motion "
-                "explains every track\n(a frozen video, a camera moving over a static scene) "
-                "the result is 'no independent motion'.")
+                description="Track points through a video (pyramidal Lucas-Kanade; full "
+                "trajectories, or with --partial\nlost tracks kept and new ones detected) and "
+                "segment them by motion with the shipped ranker.\nWith --out, writes "
+                "<name>_motion.avi (tracks coloured by motion), <name>_motion.png\n"
+                "(trajectories on the first frame), <name>_motion.json (the summary) and\n"
+                "<name>_motion_labels.csv (track, label, frame, x, y, visible), replacing the "
+                "folder's previous set.\nWhen one image motion explains every track (a frozen "
+                "video, a camera moving over a static\nscene) the result is 'no independent "
+                "motion'.")
     q.add_argument("video", help=_SOURCE_HELP)
     q.add_argument("--motions", type=_motions, default="auto", metavar="K|auto",
-                   help="number of motions K (an int >= 2), or 'auto' (the ranker picks K in "
-                   "2..4)")
+                   help="number of motions K (an int >= 2), or 'auto' (K chosen in 2..8 by the "
+                   "subspace-residual rule)")
     q.add_argument("--out", default=None,
-                   help="output folder for the video, figure and JSON (default: print only)")
+                   help="output folder for the video, figure, JSON and labels (default: print "
+                   "only)")
     q.add_argument("--model", default=None, help="ranker file (default: the shipped one)")
     q.add_argument("--max-frames", type=_positive_int, default=None,
                    help="at most this many frames (default: all)")
-    q.add_argument("--max-points", type=int, default=2000,
-                   help="corners detected on the first frame")
-    q.add_argument("--grid", type=int, default=16,
-                   help="corners are detected in GRID x GRID cells, an equal quota per cell (0: "
-                        "the strongest corners of the whole frame)")
+    # defaults (None) are TrackerSettings' own, filled in when the command runs
+    t = q.add_argument_group("tracker", "corner detection and Lucas-Kanade tracking; defaults: "
+                             "cvfs.motion.tracking.TrackerSettings (cell 40, per-cell 8, "
+                             "min-quality 0.01,\nmin-distance 6, max-points 2000, fb-threshold 1, "
+                             "min-frames 0.5)")
+    t.add_argument("--cell", type=int, default=None,
+                   help="corners are detected in square cells of CELL pixels, up to PER_CELL "
+                   "each (0: the strongest corners of the whole frame)")
+    t.add_argument("--per-cell", type=int, default=None, help="corners per cell")
+    t.add_argument("--min-quality", type=float, default=None,
+                   help="corner quality threshold relative to the cell's best corner")
+    t.add_argument("--min-distance", type=float, default=None,
+                   help="minimum distance between corners (pixels)")
+    t.add_argument("--max-points", type=int, default=None,
+                   help="tracks alive at any time, at most")
+    t.add_argument("--fb-threshold", type=float, default=None,
+                   help="forward-backward error (pixels) above which a track is lost")
+    t.add_argument("--partial", action="store_true", default=None,
+                   help="keep lost tracks (visible up to their loss) and detect new corners in "
+                   "every frame; the missing entries are completed before segmenting")
+    t.add_argument("--min-frames", type=_min_frames, default=None,
+                   help="with --partial, drop tracks observed in fewer frames (an int >= 2, or a "
+                   "fraction of the clip in (0, 1))")
     q.add_argument("--strict", action="store_true",
                    help="a video with fewer decodable frames than its container declares is an "
                    "error (not a warning)")

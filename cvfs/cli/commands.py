@@ -273,7 +273,7 @@ def _write_csv(path, rows):
     atomic_write_text(path, buf.getvalue())
 
 
-def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_points=2000, grid=16,
+def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker=None,
                    model=None, strict=False, tol=1.0, command="cvfs motion segment"):
     """Track points through a video, segment the trajectories by motion, draw and summarise.
 
@@ -288,12 +288,12 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     out : str or Path, optional
         Output folder: ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png``
         (all trajectories on the first frame), ``<name>_motion.json`` (the summary) and
-        ``<name>_motion_labels.csv`` (track, label, frame, x, y, visible per track and frame).
+        ``<name>_motion_labels.csv`` (track, label, frame, x, y, visible per track and frame;
+        x and y empty where the track is not visible).
     max_frames : int, optional
-    max_points : int, default 2000
-    grid : int, default 16
-        Corners detected on the first frame and their grid of cells
-        (:func:`cvfs.motion.tracking.track_points`).
+    tracker : TrackerSettings, optional
+        Corner detection and tracking settings (:class:`cvfs.motion.tracking.TrackerSettings`;
+        ``partial=True`` keeps lost tracks and re-detects new ones).
     model : str or Path, optional
         Ranker file; None loads the shipped ranker.
     strict : bool, default False
@@ -308,22 +308,28 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
     Returns
     -------
     summary : dict
-        source, frames, tracks, n_motions, independent_motion (bool), k_chosen (bool),
-        k_residuals (best subspace residual r_K per K tried, K chosen), k_ratio
-        (r_(K+1) / r_K at the chosen K, or None),
-        points_per_motion, track_seconds, segment_seconds; video, figure, json, labels (paths)
-        when ``out`` is given.
+        source, frames, tracks, visible_fraction, n_motions, independent_motion (bool),
+        k_chosen (bool), k_residuals (best subspace residual r_K per K tried, K chosen),
+        k_ratio (r_(K+1) / r_K at the chosen K, or None), points_per_motion, tracker (the
+        settings), track_seconds, segment_seconds; video, figure, json, labels (paths) when
+        ``out`` is given.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the source does not exist.
+    ValueError
+        If the source cannot be read as video (no decodable frame), has fewer than 2 frames,
+        or too few tracks for K.
     """
     from cvfs.io.video import VideoWriter, open_source
-    from cvfs.motion import explained_by_one_motion, segment_tracks
-    from cvfs.motion.tracking import track_points
+    from cvfs.motion.video import segment_video
     from cvfs.viz import save_figure
     from cvfs.viz.motion import draw_tracks, plot_trajectories
 
     src = open_source(source, max_frames, strict=strict)
     if out is not None:
         check_output_dir(out)
-    t0 = time.perf_counter()
     # frames stream through the tracker; the drawing pass reads the source again, or (a camera)
     # the JPEG-compressed copies kept for it here
     kept = {"first": None, "n": 0, "jpeg": []}
@@ -338,25 +344,20 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
             kept["n"] += 1
             yield frame
 
-    points = track_points(_frames(), max_points=max_points, grid=grid)
-    t1 = time.perf_counter()
-    moving = not explained_by_one_motion(points, tol=tol)
-    k_scores = {}
-    if moving:
-        labels, k, k_scores = segment_tracks(points, n_motions, model=model, return_scores=True)
-    else:
-        labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
-    t2 = time.perf_counter()
-    chosen = n_motions is None and moving
+    res = segment_video(_frames(), n_motions, tracker=tracker, model=model, tol=tol)
+    points, labels, k, moving = res.points, res.labels, res.n_motions, res.independent_motion
+    k_scores, chosen = res.k_residuals, res.k_chosen
     nxt = k_scores.get(k + 1) if chosen else None
     ratio = nxt / max(k_scores[k], 1e-300) if nxt is not None else None
     summary = {"source": str(source), "frames": kept["n"], "tracks": int(points.shape[0]),
+               "visible_fraction": float(res.visible.mean()),
                "n_motions": int(k), "independent_motion": bool(moving),
                "k_chosen": chosen,
-               "k_residuals": {str(kk): v for kk, v in k_scores.items()} if chosen else {},
+               "k_residuals": {str(kk): v for kk, v in k_scores.items()},
                "k_ratio": ratio,
                "points_per_motion": np.bincount(labels, minlength=k).tolist(),
-               "track_seconds": t1 - t0, "segment_seconds": t2 - t1}
+               "tracker": res.tracker.as_dict(),
+               "track_seconds": res.track_seconds, "segment_seconds": res.segment_seconds}
     if out is not None:
         stem = f"{src.name}_motion"
         final = Path(out)
@@ -364,7 +365,8 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, max_poi
                        json=str(final / f"{stem}.json"),
                        labels=str(final / f"{stem}_labels.csv"))
         with atomic_dir(out, command=command) as tmp:
-            atomic_write_text(tmp / f"{stem}_labels.csv", _labels_csv(points, labels))
+            atomic_write_text(tmp / f"{stem}_labels.csv",
+                              _labels_csv(points, labels, res.visible))
             replay = ((f for _, f in src) if src.replayable
                       else (_unjpeg(b) for b in kept["jpeg"]))
             with VideoWriter(tmp / f"{stem}.avi", fps=src.fps) as writer:
@@ -411,16 +413,15 @@ def _unjpeg(data):
     return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
 
 
-def _labels_csv(points, labels):
+def _labels_csv(points, labels, visible):
     """Long table of the tracks: one row per track and frame (track, label, frame, x, y,
-    visible), a header line first."""
+    visible; x and y empty where not visible), a header line first."""
     p, f = points.shape[:2]
     track, frame = np.repeat(np.arange(p), f), np.tile(np.arange(f), p)
     xy = points.reshape(-1, 2)
-    visible = np.isfinite(xy).all(axis=1)
     lines = ["track,label,frame,x,y,visible"]
-    lines += [f"{t},{labels[t]},{fr},{x:.3f},{y:.3f},{int(v)}"
-              for t, fr, (x, y), v in zip(track, frame, xy, visible, strict=True)]
+    lines += [f"{t},{labels[t]},{fr},{x:.3f},{y:.3f},1" if v else f"{t},{labels[t]},{fr},,,0"
+              for t, fr, (x, y), v in zip(track, frame, xy, visible.ravel(), strict=True)]
     return "\n".join(lines) + "\n"
 
 

@@ -66,7 +66,7 @@ def plot_trajectories(points, labels, *, ax=None, image=None, title=None):
     Parameters
     ----------
     points : ndarray of shape (P, F, 2)
-        Image coordinates (x, y).
+        Image coordinates (x, y); NaN where a track is not visible.
     labels : ndarray of shape (P,)
         Motion label of each trajectory.
     ax : matplotlib Axes, optional
@@ -95,7 +95,10 @@ def plot_trajectories(points, labels, *, ax=None, image=None, title=None):
         sel = points[labels == k]
         color = _rgb(int(k))
         ax.add_collection(LineCollection(sel, colors=[color], linewidths=0.6, alpha=0.55))
-        ax.plot(sel[:, -1, 0], sel[:, -1, 1], "o", ms=2.5, color=color, alpha=0.9,
+        # last observed position of each track (NaN gaps break the polylines)
+        last = np.where(np.isfinite(sel[..., 0]), np.arange(sel.shape[1]), -1).max(axis=1)
+        end = sel[np.arange(sel.shape[0]), np.maximum(last, 0)]
+        ax.plot(end[:, 0], end[:, 1], "o", ms=2.5, color=color, alpha=0.9,
                 label=f"motion {int(k)}: {sel.shape[0]} tracks")
     if image is None:
         ax.autoscale()
@@ -104,7 +107,7 @@ def plot_trajectories(points, labels, *, ax=None, image=None, title=None):
     ax.set_xlabel("x (pixels)")
     ax.set_ylabel("y (pixels)")
     ax.legend(loc="upper right", fontsize=8, framealpha=0.85,
-              title="tracks (dot: last frame)", title_fontsize=8)
+              title="tracks (dot: last position)", title_fontsize=8)
     if title:
         ax.set_title(title)
     return ax
@@ -118,6 +121,7 @@ def draw_tracks(frame, points, labels, frame_index, *, tail=10, legend=True):
     frame : ndarray of shape (H, W, 3), uint8
         RGB.
     points : ndarray of shape (P, F, 2)
+        NaN where a track is not visible (it is drawn only in frames where it is).
     labels : ndarray of shape (P,)
     frame_index : int
     tail : int, default 10
@@ -136,7 +140,10 @@ def draw_tracks(frame, points, labels, frame_index, *, tail=10, legend=True):
     lo = max(0, frame_index - tail)
     for p, lab in zip(points, labels, strict=True):
         color = MOTION_COLORS[int(lab) % len(MOTION_COLORS)]
-        seg = np.round(p[lo: frame_index + 1]).astype(np.int32)
+        seg = p[lo: frame_index + 1]
+        seg = np.round(seg[np.isfinite(seg).all(axis=1)]).astype(np.int32)
+        if not np.isfinite(p[frame_index]).all():  # not visible in this frame
+            continue
         if seg.shape[0] > 1:
             cv2.polylines(out, [seg.reshape(-1, 1, 2)], False, color, 1, cv2.LINE_AA)
         cv2.circle(out, (int(seg[-1, 0]), int(seg[-1, 1])), 2, color, -1, cv2.LINE_AA)

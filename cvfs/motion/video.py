@@ -1,0 +1,108 @@
+"""Track a video and segment its tracks by motion: the one implementation behind
+``cvfs motion segment``, ``apps/motion_video.py`` and ``benchmarks/motion_videos.py``."""
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cvfs.motion.tracking import TrackerSettings, track_points
+
+__all__ = ["VideoSegmentation", "segment_video"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class VideoSegmentation:
+    """Tracks of a video and their motions.
+
+    Attributes
+    ----------
+    points : ndarray of shape (P, F, 2)
+        Track positions (x = column, y = row), NaN where not observed.
+    visible : ndarray of shape (P, F), bool
+        True where the track is observed (all True for full trajectories).
+    labels : ndarray of shape (P,), int64
+        Motion of each track, 0..K-1 (all 0 without independent motion).
+    n_motions : int
+        K (1 when one image motion explains every track).
+    independent_motion : bool
+    k_chosen : bool
+        Whether K was chosen (``n_motions=None``) rather than given.
+    k_residuals : dict of int to float
+        Best subspace residual per K tried when K was chosen.
+    tracker : TrackerSettings
+    track_seconds, segment_seconds : float
+    """
+
+    points: np.ndarray
+    visible: np.ndarray
+    labels: np.ndarray
+    n_motions: int
+    independent_motion: bool
+    k_chosen: bool
+    tracker: TrackerSettings
+    k_residuals: dict = field(default_factory=dict)
+    track_seconds: float = 0.0
+    segment_seconds: float = 0.0
+
+
+def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
+    """Track points through frames and segment the tracks by motion.
+
+    Parameters
+    ----------
+    frames : iterable of ndarray
+        RGB or grey frames (:func:`cvfs.motion.tracking.track_points`).
+    n_motions : int or None
+        K; None chooses K by :func:`cvfs.motion.segment_tracks`.
+    tracker : TrackerSettings, optional
+        Default ``TrackerSettings()`` (full trajectories). With ``partial=True`` the partial
+        tracks and their visibility reach :func:`cvfs.motion.segment_tracks`.
+    model : None, str, Path or fitted ranker
+        None loads the shipped ranker.
+    tol : float, default 1.0
+        When one image motion explains every track within ``tol`` pixels
+        (:func:`cvfs.motion.explained_by_one_motion`, on the completed tracks) the result is
+        "no independent motion": K = 1, every label 0.
+
+    Returns
+    -------
+    result : VideoSegmentation
+
+    Raises
+    ------
+    ValueError
+        As :func:`~cvfs.motion.tracking.track_points` and :func:`~cvfs.motion.segment_tracks`
+        (fewer than 2 frames, no corner, too few tracks for K).
+    """
+    from cvfs.motion import explained_by_one_motion, segment_tracks
+
+    tracker = TrackerSettings() if tracker is None else tracker
+    t0 = time.perf_counter()
+    out = track_points(frames, tracker)
+    points, visible = out if tracker.partial else (out, np.ones(out.shape[:2], dtype=bool))
+    t1 = time.perf_counter()
+    complete = points
+    if not visible.all():
+        from cvfs.motion.missing import complete_trajectories
+
+        # one completion (rank 4K, or 12 when K is chosen) for the check and the segmentation
+        complete = complete_trajectories(points, visible,
+                                         n_motions=3 if n_motions is None else n_motions)
+    moving = not explained_by_one_motion(complete, tol=tol)
+    scores = {}
+    if moving:
+        labels, k, scores = segment_tracks(complete, n_motions, model=model, return_scores=True)
+    else:
+        labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
+    t2 = time.perf_counter()
+    chosen = n_motions is None and moving
+    log.info("%d tracks, K=%d%s", points.shape[0], k, " (chosen)" if chosen else "")
+    return VideoSegmentation(points=points, visible=visible, labels=labels, n_motions=int(k),
+                             independent_motion=bool(moving), k_chosen=chosen, tracker=tracker,
+                             k_residuals={int(kk): float(v) for kk, v in scores.items()}
+                             if chosen else {},
+                             track_seconds=t1 - t0, segment_seconds=t2 - t1)
