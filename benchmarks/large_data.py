@@ -147,7 +147,9 @@ def logitboost_dask(client, path, n, m, rounds, bins, fraction, seed, step):
         shards = [client.submit(_shard_update, s, int(chosen[t]), values[t], pure=False)
                   for s in shards]
         moved += values[t].nbytes * len(shards)
-    client.gather(shards)  # the last update has run
+    from distributed import wait
+
+    wait(shards)  # the last update has run (the shards stay on the workers)
     del shards
     return chosen, values, lo, scale, moved
 
@@ -222,7 +224,13 @@ def cgroup_memory():
 
 
 def _start_cluster(n_workers, memory_limit):
+    import dask
     from distributed import Client, LocalCluster
+
+    # no spilling by Dask itself: an update briefly holds two shard objects that share one
+    # array of codes, which Dask would count twice and write to disk (FSA spills on its own)
+    dask.config.set({"distributed.worker.memory.target": False,
+                     "distributed.worker.memory.spill": False})
 
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                            memory_limit=memory_limit, dashboard_address=None)
@@ -334,15 +342,19 @@ def one_n(args, n, true, X_test, y_test):
         try:
             client.run(limit_threads)
             warm_up(client)
+            evict_cache(path)
+            cpu0 = sum(client.run(_cpu_seconds).values()) + _cpu_seconds()
             t0 = time.perf_counter()
             chosen, values, lo, scale, moved = logitboost_dask(
                 client, path, n, args.m, args.lb_rounds, args.lb_bins, args.lb_fraction,
                 args.seed, step)
             wall = time.perf_counter() - t0
+            cpu = sum(client.run(_cpu_seconds).values()) + _cpu_seconds() - cpu0
             F = logitboost_scores(X_test, chosen, values, lo, scale, args.lb_bins)
             feats = np.unique(chosen)
             rec["logitboost"] = {
-                "wall": wall, "n_features": int(feats.size),
+                "wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
+                "n_features": int(feats.size),
                 "pcd": 100.0 * np.intersect1d(feats, true).size / true.size,
                 "auc": float(roc_auc_score(y_test, F)),
                 "bytes_moved_per_round": moved / args.lb_rounds,
