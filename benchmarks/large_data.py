@@ -289,7 +289,7 @@ def warm_up(client):
     lb_kernels()
 
 
-def run_fsa(client, path, k, seed, max_memory, worker_memory=None):
+def run_fsa(client, path, k, seed, max_memory, worker_memory=None, verbose=False):
     import dask.array as da
     import zarr
 
@@ -298,7 +298,7 @@ def run_fsa(client, path, k, seed, max_memory, worker_memory=None):
     X = da.from_zarr(str(Path(path) / "X"))
     y = np.asarray(zarr.open_group(str(path), mode="r")["y"][:])
     est = FSAClassifier(k=k, loss="lorenz", random_state=seed, max_memory=max_memory,
-                        worker_memory=worker_memory)
+                        worker_memory=worker_memory, verbose=verbose)
     evict_cache(path)
     cpu0 = sum(client.run(_cpu_seconds).values()) + _cpu_seconds()
     t0 = time.perf_counter()
@@ -322,7 +322,8 @@ def one_n(args, n, true, X_test, y_test):
         client.run(limit_threads)
         warm_up(client)
         wm = None if args.fsa_worker_memory is None else int(args.fsa_worker_memory)
-        est, wall, cpu = run_fsa(client, path, args.k, args.seed, int(args.client_memory), wm)
+        est, wall, cpu = run_fsa(client, path, args.k, args.seed, int(args.client_memory), wm,
+                                 args.verbose)
         rec["fsa"] = {"wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
                       "spilled_at": est.history_.get("dask", {}).get("spilled_at"),
                       "pcd": 100.0 * np.intersect1d(est.support_, true).size / true.size,
@@ -499,6 +500,7 @@ def parse_args(argv):
                    help="where the Zarr stores go (env CVFS_SCRATCH)")
     p.add_argument("--keep-data", action="store_true", help="keep every store, not only the last")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", action="store_true", help="FSA's progress bars")
     p.add_argument("--quick", action="store_true", help="M = 2000, k = 100, N = 1e4, 3e4")
     p.add_argument("--out", default=str(RESULTS / "large_data.json"))
     p.add_argument("--figure", default=str(RESULTS / "large_data.png"))
