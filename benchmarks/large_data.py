@@ -501,6 +501,10 @@ def parse_args(argv):
     p.add_argument("--keep-data", action="store_true", help="keep every store, not only the last")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", action="store_true", help="FSA's progress bars")
+    p.add_argument("--from-json", default=None,
+                   help="comma-separated result files of earlier runs: no fit, their runs "
+                        "(the last file's run for each N) put together in --out, the table "
+                        "printed and the figure drawn")
     p.add_argument("--quick", action="store_true", help="M = 2000, k = 100, N = 1e4, 3e4")
     p.add_argument("--out", default=str(RESULTS / "large_data.json"))
     p.add_argument("--figure", default=str(RESULTS / "large_data.png"))
@@ -512,8 +516,30 @@ def parse_args(argv):
     return args
 
 
+def combine(files):
+    """The runs of several result files, one per N (the last file's), sorted by N; the config
+    and machine of the last file, without its HDF5 comparison."""
+    import json
+
+    runs, out = {}, None
+    for f in files:
+        out = json.loads(Path(f).read_text())
+        runs.update({r["n"]: r for r in out["runs"]})
+    out["runs"] = [runs[n] for n in sorted(runs)]
+    out.pop("h5", None)  # the HDF5 comparison belongs to the run that made it
+    out["config"]["n"] = sorted(runs)
+    out["combined_from"] = [str(f) for f in files]
+    return out
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_json:
+        out = combine(args.from_json.split(","))
+        write_json(args.out, out)
+        print_table(out)
+        make_figure(out, args.figure)
+        return out
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for name in ("distributed", "dask"):
         logging.getLogger(name).setLevel(logging.WARNING)
