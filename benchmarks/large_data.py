@@ -455,9 +455,13 @@ def print_table(out):
                      None if ratio is None else f"{ratio:.1f}",
                      f"{f['pcd']:.1f}", None if not lb else f"{lb['pcd']:.1f}",
                      f"{f['auc']:.4f}", None if not lb else f"{lb['auc']:.4f}",
-                     f"{f['worker_peak_rss'] / 2**30:.2f}"])
+                     f"{f['worker_peak_rss'] / 2**30:.2f}",
+                     f"{f['cpu']:.0f}" if "cpu" in f else None,
+                     f"{lb['cpu']:.0f}" if lb and "cpu" in lb else None,
+                     f"{f['loadavg'][1]:.1f}" if "loadavg" in f else None])
     print(format_table(["N", "GB", "FSA s", "LB s", "LB/FSA", "FSA PCD", "LB PCD", "FSA AUC",
-                        "LB AUC", "FSA worker GiB"], rows,
+                        "LB AUC", "FSA worker GiB", "FSA CPU s", "LB CPU s", "load 5 min"],
+                       rows,
                        title=f"Fig. 1: M = {out['config']['m']}, k = {out['config']['k']}, "
                              f"{out['config']['workers']} workers (wall seconds)"))
     if "h5" in out:
