@@ -147,7 +147,9 @@ def logitboost_dask(client, path, n, m, rounds, bins, fraction, seed, step):
         shards = [client.submit(_shard_update, s, int(chosen[t]), values[t], pure=False)
                   for s in shards]
         moved += values[t].nbytes * len(shards)
-    client.gather(shards)  # the last update has run
+    from distributed import wait
+
+    wait(shards)  # the last update has run (the shards stay on the workers)
     del shards
     return chosen, values, lo, scale, moved
 
@@ -222,7 +224,13 @@ def cgroup_memory():
 
 
 def _start_cluster(n_workers, memory_limit):
+    import dask
     from distributed import Client, LocalCluster
+
+    # no spilling by Dask itself: an update briefly holds two shard objects that share one
+    # array of codes, which Dask would count twice and write to disk (FSA spills on its own)
+    dask.config.set({"distributed.worker.memory.target": False,
+                     "distributed.worker.memory.spill": False})
 
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                            memory_limit=memory_limit, dashboard_address=None)
@@ -281,7 +289,7 @@ def warm_up(client):
     lb_kernels()
 
 
-def run_fsa(client, path, k, seed, max_memory, worker_memory=None):
+def run_fsa(client, path, k, seed, max_memory, worker_memory=None, verbose=False):
     import dask.array as da
     import zarr
 
@@ -290,7 +298,7 @@ def run_fsa(client, path, k, seed, max_memory, worker_memory=None):
     X = da.from_zarr(str(Path(path) / "X"))
     y = np.asarray(zarr.open_group(str(path), mode="r")["y"][:])
     est = FSAClassifier(k=k, loss="lorenz", random_state=seed, max_memory=max_memory,
-                        worker_memory=worker_memory)
+                        worker_memory=worker_memory, verbose=verbose)
     evict_cache(path)
     cpu0 = sum(client.run(_cpu_seconds).values()) + _cpu_seconds()
     t0 = time.perf_counter()
@@ -314,7 +322,8 @@ def one_n(args, n, true, X_test, y_test):
         client.run(limit_threads)
         warm_up(client)
         wm = None if args.fsa_worker_memory is None else int(args.fsa_worker_memory)
-        est, wall, cpu = run_fsa(client, path, args.k, args.seed, int(args.client_memory), wm)
+        est, wall, cpu = run_fsa(client, path, args.k, args.seed, int(args.client_memory), wm,
+                                 args.verbose)
         rec["fsa"] = {"wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
                       "spilled_at": est.history_.get("dask", {}).get("spilled_at"),
                       "pcd": 100.0 * np.intersect1d(est.support_, true).size / true.size,
@@ -334,15 +343,19 @@ def one_n(args, n, true, X_test, y_test):
         try:
             client.run(limit_threads)
             warm_up(client)
+            evict_cache(path)
+            cpu0 = sum(client.run(_cpu_seconds).values()) + _cpu_seconds()
             t0 = time.perf_counter()
             chosen, values, lo, scale, moved = logitboost_dask(
                 client, path, n, args.m, args.lb_rounds, args.lb_bins, args.lb_fraction,
                 args.seed, step)
             wall = time.perf_counter() - t0
+            cpu = sum(client.run(_cpu_seconds).values()) + _cpu_seconds() - cpu0
             F = logitboost_scores(X_test, chosen, values, lo, scale, args.lb_bins)
             feats = np.unique(chosen)
             rec["logitboost"] = {
-                "wall": wall, "n_features": int(feats.size),
+                "wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
+                "n_features": int(feats.size),
                 "pcd": 100.0 * np.intersect1d(feats, true).size / true.size,
                 "auc": float(roc_auc_score(y_test, F)),
                 "bytes_moved_per_round": moved / args.lb_rounds,
@@ -442,9 +455,13 @@ def print_table(out):
                      None if ratio is None else f"{ratio:.1f}",
                      f"{f['pcd']:.1f}", None if not lb else f"{lb['pcd']:.1f}",
                      f"{f['auc']:.4f}", None if not lb else f"{lb['auc']:.4f}",
-                     f"{f['worker_peak_rss'] / 2**30:.2f}"])
+                     f"{f['worker_peak_rss'] / 2**30:.2f}",
+                     f"{f['cpu']:.0f}" if "cpu" in f else None,
+                     f"{lb['cpu']:.0f}" if lb and "cpu" in lb else None,
+                     f"{f['loadavg'][1]:.1f}" if "loadavg" in f else None])
     print(format_table(["N", "GB", "FSA s", "LB s", "LB/FSA", "FSA PCD", "LB PCD", "FSA AUC",
-                        "LB AUC", "FSA worker GiB"], rows,
+                        "LB AUC", "FSA worker GiB", "FSA CPU s", "LB CPU s", "load 5 min"],
+                       rows,
                        title=f"Fig. 1: M = {out['config']['m']}, k = {out['config']['k']}, "
                              f"{out['config']['workers']} workers (wall seconds)"))
     if "h5" in out:
@@ -487,6 +504,11 @@ def parse_args(argv):
                    help="where the Zarr stores go (env CVFS_SCRATCH)")
     p.add_argument("--keep-data", action="store_true", help="keep every store, not only the last")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", action="store_true", help="FSA's progress bars")
+    p.add_argument("--from-json", default=None,
+                   help="comma-separated result files of earlier runs: no fit, their runs "
+                        "(the last file's run for each N) put together in --out, the table "
+                        "printed and the figure drawn")
     p.add_argument("--quick", action="store_true", help="M = 2000, k = 100, N = 1e4, 3e4")
     p.add_argument("--out", default=str(RESULTS / "large_data.json"))
     p.add_argument("--figure", default=str(RESULTS / "large_data.png"))
@@ -498,8 +520,30 @@ def parse_args(argv):
     return args
 
 
+def combine(files):
+    """The runs of several result files, one per N (the last file's), sorted by N; the config
+    and machine of the last file, without its HDF5 comparison."""
+    import json
+
+    runs, out = {}, None
+    for f in files:
+        out = json.loads(Path(f).read_text())
+        runs.update({r["n"]: r for r in out["runs"]})
+    out["runs"] = [runs[n] for n in sorted(runs)]
+    out.pop("h5", None)  # the HDF5 comparison belongs to the run that made it
+    out["config"]["n"] = sorted(runs)
+    out["combined_from"] = [str(f) for f in files]
+    return out
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_json:
+        out = combine(args.from_json.split(","))
+        write_json(args.out, out)
+        print_table(out)
+        make_figure(out, args.figure)
+        return out
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for name in ("distributed", "dask"):
         logging.getLogger(name).setLevel(logging.WARNING)
