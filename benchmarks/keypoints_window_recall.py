@@ -1,4 +1,4 @@
-"""Can the eye detectors see an annotated eye at all? Window recall at the ideal scale, by face size.
+"""Can the eye detectors see an annotated eye at all? Window recall at the ideal scale by IED.
 
 For every annotated eye the image around it is resampled as the pyramid does to the scale that
 puts the face at the middle of the detectors' training range (inter-eye distance, IED, of 28
@@ -25,9 +25,9 @@ import time
 
 import cv2
 import numpy as np
+from _bench import format_table, limit_threads, machine_info, write_json
 from tqdm.auto import tqdm
 
-from _bench import format_table, limit_threads, machine_info, write_json
 from cvfs.datasets.faces import keypoint_index, load_caltech_webfaces, load_mtfl
 from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
