@@ -239,7 +239,8 @@ def _faces_main(args):
             dets.append(found)
         spi, spi_td = cpu / len(images)
         t0 = time.process_time()
-        refined = [refine_face_keypoints(det, read_image(im.path), fl)
+        refined = [refine_face_keypoints(det, read_image(im.path), fl,
+                                         fill_missing=fm.probability)
                    for im, fl in zip(tqdm(images, desc=f"{ds} refine"), faces, strict=True)]
         spi_refine = (time.process_time() - t0) / len(images)
         kps = [k for k in FACE_EVAL.get(ds, names) if not np.isnan(

@@ -103,6 +103,10 @@ def test_assembly_two_faces(face_model):
             else:
                 np.testing.assert_allclose((x, y), pts[k], atol=1e-9)
     assert fa.ied == pytest.approx(40, rel=0.05) and fb.ied == pytest.approx(25, rel=0.05)
+    # every keypoint's fitted-model position, the missing nose's too
+    assert set(fa.predicted) == set(FACE_KEYPOINTS)
+    np.testing.assert_allclose(fa.predicted["nose_center"], a[2], atol=0.05 * 40)
+    np.testing.assert_allclose(fb.predicted["left_eye_center"], b[0], atol=0.05 * 25)
     assert fb.roll == pytest.approx(np.degrees(0.2), abs=2)
     # the swapped eye (a left-eye detection on B's right eye) is not B's left eye
     assert fb.keypoints["left_eye_center"][2] == pytest.approx(0.7)

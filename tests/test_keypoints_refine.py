@@ -115,3 +115,34 @@ def test_refine_points_bad_input():
     with pytest.raises(ValueError):
         refine_points(det, np.zeros((10, 10, 3)), np.zeros((1, 2)), ["left_eye_center"],
                       np.ones(1))
+
+
+def test_refine_face_keypoints_fills_missing_at_predicted_position():
+    """A keypoint the face lacks is searched around its fitted-model position and scored by the
+    given probability; without ``fill_missing``, or without a prediction, it stays NaN."""
+    truth = np.array([[40.3, 45.6], [70.7, 44.2]])
+    img = _blob_image(truth)
+    kp = {"left_eye_center": (41.0, 45.0, 0.9), "right_eye_center": (math.nan,) * 3}
+    pred = {"left_eye_center": (41.0, 45.0), "right_eye_center": (66.0, 47.0)}
+    face = Face(0.8, (20.0, 20.0, 90.0, 90.0), kp, ied=30.0, predicted=pred)
+    (same,) = refine_face_keypoints(_BlobDetector(), img, [face])
+    assert math.isnan(same.keypoints["right_eye_center"][0])
+    (new,) = refine_face_keypoints(_BlobDetector(), img, [face],
+                                   fill_missing=lambda k, s: 0.5 * s)
+    np.testing.assert_allclose(new.keypoints["right_eye_center"][:2], truth[1], atol=0.15)
+    assert new.keypoints["right_eye_center"][2] == pytest.approx(0.4, abs=0.03)
+    assert new.keypoints["left_eye_center"][2] == 0.9  # found keypoints keep their score
+    # the default fill radius (0.25 IED = 7.5 px) does not reach a blob 12 px away
+    far = Face(0.8, face.box, kp, ied=30.0,
+               predicted={"right_eye_center": (58.7, 44.2)})
+    (f,) = refine_face_keypoints(_BlobDetector(), img, [far], fill_missing=lambda k, s: s)
+    assert abs(f.keypoints["right_eye_center"][0] - 70.7) > 3.0
+    (nopred,) = refine_face_keypoints(_BlobDetector(), img,
+                                      [Face(0.8, face.box, kp, ied=30.0)],
+                                      fill_missing=lambda k, s: s)
+    assert math.isnan(nopred.keypoints["right_eye_center"][0])
+    with pytest.raises(ValueError, match="fill_missing"):
+        refine_face_keypoints(_BlobDetector(), img, [face], fill_missing=0.5)
+    with pytest.raises(ValueError, match="fill_radius"):
+        refine_face_keypoints(_BlobDetector(), img, [face], fill_missing=lambda k, s: s,
+                              fill_radius=0.0)

@@ -633,7 +633,8 @@ class KeypointDetector:
         if refine:
             from cvfs.keypoints.refine import refine_face_keypoints
 
-            faces = refine_face_keypoints(self, image, faces)
+            faces = refine_face_keypoints(self, image, faces,
+                                          fill_missing=face_model.probability)
         return faces
 
     def _face_detections(self, image, face_model, *, max_scale, n_jobs, max_memory,

@@ -78,6 +78,10 @@ class Face:
         Angle of the line from the left to the right eye, degrees (image y down).
     evidence : float
         Consensus score of the fitted face model (before calibration).
+    predicted : dict of str -> tuple of float
+        ``name -> (x, y)``: every keypoint's position in the fitted face model (also where the
+        keypoint is not found; :func:`cvfs.keypoints.refine.refine_face_keypoints` searches
+        there for missing keypoints).
     """
 
     score: float
@@ -86,6 +90,7 @@ class Face:
     ied: float = float("nan")
     roll: float = 0.0
     evidence: float = 0.0
+    predicted: dict = field(default_factory=dict)
 
     def as_dict(self):
         """JSON-friendly dictionary (NaN keypoints become ``null``)."""
@@ -537,6 +542,8 @@ def assemble_faces(detections, model, *, scales=None, threshold=None, max_faces=
         if any(_iou(box, bx) > overlap for bx in boxes):
             continue
         kps = {}
+        zp = cf * zs + tf
+        predicted = {name: (float(zp[k].real), float(zp[k].imag)) for k, name in enumerate(names)}
         for k, name in enumerate(names):
             if rows2[k] >= 0:
                 x, y, p, _ = cands[k][rows2[k]]
@@ -546,7 +553,7 @@ def assemble_faces(detections, model, *, scales=None, threshold=None, max_faces=
                 kps[name] = (math.nan, math.nan, math.nan)
         boxes.append(box)
         kept.append(Face(score, tuple(float(v) for v in box), kps, float(ied),
-                         float(np.degrees(np.angle(cf))), float(ev2.sum())))
+                         float(np.degrees(np.angle(cf))), float(ev2.sum()), predicted))
     kept.sort(key=lambda f: -f.score)
     return kept
 

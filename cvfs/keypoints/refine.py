@@ -202,7 +202,8 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
     return out
 
 
-def refine_face_keypoints(detector, image, faces, names=None, probability=None, **kwargs):
+def refine_face_keypoints(detector, image, faces, names=None, probability=None, *,
+                          fill_missing=None, fill_radius=0.25, **kwargs):
     """Faces with their keypoints moved by :func:`refine_points`.
 
     Parameters
@@ -215,6 +216,14 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
     probability : callable, optional
         ``probability(name, scores)``: a refined keypoint's score becomes that of its best
         rescanned window (e.g. :meth:`FaceModel.probability`); default: scores unchanged.
+    fill_missing : callable, optional
+        ``fill_missing(name, scores)`` (e.g. :meth:`FaceModel.probability`): a keypoint the face
+        lacks (NaN) is searched within ``fill_radius`` IED of its position in the fitted face
+        model (``Face.predicted``) and takes the best window there, scored by this
+        probability, so every face reports every keypoint its model places; default: missing
+        keypoints stay NaN.
+    fill_radius : float
+        Search radius (IED) around a missing keypoint's predicted position.
     **kwargs
         Passed to :func:`refine_points`; ``radius`` may also be a dict of keypoint name ->
         radius (IED).
@@ -226,19 +235,37 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
     """
     from dataclasses import replace
 
-    rows = []
+    if fill_missing is not None and not callable(fill_missing):
+        raise ValueError(f"fill_missing must be a callable (name, scores) -> probabilities or "
+                         f"None; got {fill_missing!r}")
+    if not fill_radius > 0:
+        raise ValueError(f"fill_radius must be > 0; got {fill_radius!r}")
+    rows, fill = [], []
     for fi, f in enumerate(faces):
         for k, (x, y, _) in f.keypoints.items():
-            if (names is None or k in names) and k in detector.classifiers and math.isfinite(x):
+            if not ((names is None or k in names) and k in detector.classifiers):
+                continue
+            if math.isfinite(x):
                 rows.append((fi, k, x, y, f.ied))
-    if not rows:
+            elif fill_missing is not None and k in getattr(f, "predicted", {}):
+                fill.append((fi, k, *f.predicted[k], f.ied))
+    if not rows and not fill:
         return list(faces)
-    if isinstance(kwargs.get("radius"), dict):
-        kwargs = dict(kwargs, radius=np.array([kwargs["radius"][r[1]] for r in rows], float))
+    radius = kwargs.pop("radius", 0.1)
+    if isinstance(radius, dict):
+        radius = np.array([radius[r[1]] for r in rows], float)
+    radius = np.concatenate([np.broadcast_to(np.asarray(radius, float), (len(rows),)),
+                             np.full(len(fill), float(fill_radius))])
+    rows = rows + fill
     ref = refine_points(detector, image, np.array([(r[2], r[3]) for r in rows]),
-                        [r[1] for r in rows], np.array([r[4] for r in rows]), **kwargs)
+                        [r[1] for r in rows], np.array([r[4] for r in rows]), radius=radius,
+                        **kwargs)
     out = [replace(f, keypoints=dict(f.keypoints)) for f in faces]
-    for (fi, k, _, _, _), (x, y, s) in zip(rows, ref, strict=True):
+    for i, ((fi, k, _, _, _), (x, y, s)) in enumerate(zip(rows, ref, strict=True)):
+        if i >= len(rows) - len(fill):  # a missing keypoint: kept only where a window scored
+            if math.isfinite(s):
+                out[fi].keypoints[k] = (float(x), float(y), float(fill_missing(k, s)))
+            continue
         p = out[fi].keypoints[k][2]
         if probability is not None and math.isfinite(s):
             p = float(probability(k, s))
