@@ -129,7 +129,7 @@ def video_rows(data, lam, mu):
         src = open_source(str(Path(data) / "hopkins155_videos" / f"{name}.avi"))
         pts = track_points((f for _, f in src))
         # segment_tracks uses DEFAULT_LAMBDA/MU; K is re-chosen with lam, mu fitted here
-        labels, k0, _ = segment_tracks(pts, None, candidates_k=K_RANGE)
+        labels, k0 = segment_tracks(pts, None, candidates_k=K_RANGE)
         res, planar = k_residuals(normalise_points(pts), K_RANGE, return_planar=True)
         k = choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu)
         if k != k0:
