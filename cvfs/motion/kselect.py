@@ -213,7 +213,7 @@ def choose_k_penalised(residuals, n_points, lam=DEFAULT_LAMBDA, *, planar=None, 
 
 def fit_penalty(residual_list, n_points, true_k, *, grid=None, planar_list=None, mu_grid=None,
                 k_min=2):
-    """``lam`` (and ``mu``) of :func:`choose_k_penalised` with the most sequences given their true K.
+    """``lam`` (and ``mu``) of :func:`choose_k_penalised` giving most sequences their true K.
 
     Parameters
     ----------
