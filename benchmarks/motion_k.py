@@ -4,14 +4,15 @@ Usage::
 
     python benchmarks/motion_k.py [--data DIR] [--skip-videos] [--skip-pool] [--seeds 3]
 
-1. Hopkins155 (155 sequences, K = 2 or 3): ``r_K`` (:func:`cvfs.motion.kselect.k_residuals`,
-   best of 20 seeded K-subspaces restarts, K = 1..5) of every sequence; 10-fold cross-validation
-   by video (the folds of Table VII, fold seed 0): the penalty ``lam`` of
+1. Hopkins155 (155 sequences, K = 2 or 3): ``r_K`` and the planar ``q_K``
+   (:func:`cvfs.motion.kselect.k_residuals`, best of 20 seeded K-subspaces restarts and, for
+   K = 2, 3, the spectral candidates; K = 1..5) of every sequence; 10-fold cross-validation by
+   video (the folds of Table VII, fold seed 0): ``lam`` and ``mu`` of
    :func:`~cvfs.motion.kselect.choose_k_penalised` (:func:`~cvfs.motion.kselect.fit_penalty`)
-   and, for comparison, the threshold ``tau`` of the ratio rule
-   :func:`~cvfs.motion.kselect.choose_k` (:func:`~cvfs.motion.kselect.fit_threshold`) are
+   and, for comparison, ``lam`` alone (no planar term) and the threshold ``tau`` of the ratio
+   rule :func:`~cvfs.motion.kselect.choose_k` (:func:`~cvfs.motion.kselect.fit_threshold`) are
    fitted on the nine training folds and K chosen on the test fold.
-   The residuals are cached in ``out/motion_k_ksub_residuals.json``.
+   The residuals are cached in ``out/motion_k_residuals_planar.json``.
 2. The five videos of ``hopkins155_videos/``: tracked (:func:`cvfs.motion.tracking.track_points`),
    K chosen and segmented by :func:`cvfs.motion.segment_tracks` (``lam`` fitted on all of
    Hopkins155); error on the tracks within 5 px of a truth track in the first frame (label of the
@@ -50,6 +51,7 @@ from cvfs.motion.candidates import (  # noqa: E402
 from cvfs.motion.evaluate import misclassification, video_folds  # noqa: E402
 from cvfs.motion.kselect import (  # noqa: E402
     DEFAULT_LAMBDA,
+    DEFAULT_MU,
     choose_k,
     choose_k_penalised,
     fit_penalty,
@@ -68,46 +70,56 @@ def _fmt(rows):
 
 
 def hopkins_residuals(seqs, cache):
+    """``(r_K, q_K)`` of every sequence, cached by sequence name."""
     done = {}
     if cache.is_file():
         stored = json.loads(cache.read_text())
-        done = {n: {int(k): v for k, v in r.items()} for n, r in stored.items()}
+        done = {n: tuple({int(k): v for k, v in d.items()} for d in (r["r"], r["q"]))
+                for n, r in stored.items()}
     for s in tqdm([s for s in seqs if s.name not in done], desc="Hopkins155 r_K"):
-        done[s.name] = k_residuals(normalise_points(s.points), K_RANGE)
+        done[s.name] = k_residuals(normalise_points(s.points), K_RANGE, return_planar=True)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps(done))
-    return [done[s.name] for s in seqs]
+        cache.write_text(json.dumps({n: {"r": r, "q": q} for n, (r, q) in done.items()}))
+    return [done[s.name][0] for s in seqs], [done[s.name][1] for s in seqs]
 
 
-def hopkins_cv(seqs, residuals):
-    """K chosen on each test fold by both rules, fitted on the nine training folds."""
+def hopkins_cv(seqs, residuals, planar):
+    """K chosen on each test fold by the three rules, fitted on the nine training folds."""
     folds = video_folds([s.video for s in seqs], [s.raw_footage for s in seqs], 10, 0)
     true_k = np.array([s.n_motions for s in seqs])
     n_pts = np.array([len(s.points) for s in seqs])
-    chosen = {"penalised": np.empty_like(true_k), "ratio": np.empty_like(true_k)}
-    lams, taus = [], []
+    chosen = {"penalised": np.empty_like(true_k), "penalised, no q_K": np.empty_like(true_k),
+              "ratio": np.empty_like(true_k)}
+    lams, mus, lams_plain, taus = [], [], [], []
     for f in range(10):
         train = np.flatnonzero(folds != f)
-        lam, _ = fit_penalty([residuals[i] for i in train], n_pts[train], true_k[train])
+        lam, _, mu = fit_penalty([residuals[i] for i in train], n_pts[train], true_k[train],
+                                 planar_list=[planar[i] for i in train])
+        lam_plain, _ = fit_penalty([residuals[i] for i in train], n_pts[train], true_k[train])
         tau, _ = fit_threshold([residuals[i] for i in train], true_k[train])
         lams.append(lam)
+        mus.append(mu)
+        lams_plain.append(lam_plain)
         taus.append(tau)
         for i in np.flatnonzero(folds == f):
-            chosen["penalised"][i] = choose_k_penalised(residuals[i], n_pts[i], lam)
+            chosen["penalised"][i] = choose_k_penalised(residuals[i], n_pts[i], lam,
+                                                        planar=planar[i], mu=mu)
+            chosen["penalised, no q_K"][i] = choose_k_penalised(residuals[i], n_pts[i],
+                                                                lam_plain)
             chosen["ratio"][i] = choose_k(residuals[i], tau)
     rows = []
     for name, mask in (("2 motions", true_k == 2), ("3 motions", true_k == 3),
                        ("all", np.ones_like(true_k, bool))):
         rows.append([name, int(mask.sum())] + [100 * float(np.mean(c[mask] == true_k[mask]))
                                                 for c in chosen.values()])
-    lam_all, acc_all = fit_penalty(residuals, n_pts, true_k)
+    lam_all, acc_all, mu_all = fit_penalty(residuals, n_pts, true_k, planar_list=planar)
     names = [s.name for s in seqs]
-    return rows, {"lams": lams, "taus": taus,
+    return rows, {"lams": lams, "mus": mus, "lams_no_q": lams_plain, "taus": taus,
                   "chosen": dict(zip(names, chosen["penalised"].tolist(), strict=True)),
-                  "lam_all": lam_all, "train_accuracy_all": acc_all}
+                  "lam_all": lam_all, "mu_all": mu_all, "train_accuracy_all": acc_all}
 
 
-def video_rows(data, lam):
+def video_rows(data, lam, mu):
     from cvfs.io.video import open_source
     from cvfs.motion.tracking import track_points
 
@@ -116,9 +128,10 @@ def video_rows(data, lam):
     for name in tqdm(VIDEOS, desc="videos"):
         src = open_source(str(Path(data) / "hopkins155_videos" / f"{name}.avi"))
         pts = track_points((f for _, f in src))
-        # segment_tracks uses DEFAULT_LAMBDA; K is re-chosen here with lam fitted on Hopkins155
-        labels, k0, res = segment_tracks(pts, None, candidates_k=K_RANGE, return_scores=True)
-        k = choose_k_penalised(res, len(pts), lam)
+        # segment_tracks uses DEFAULT_LAMBDA/MU; K is re-chosen with lam, mu fitted here
+        labels, k0 = segment_tracks(pts, None, candidates_k=K_RANGE)
+        res, planar = k_residuals(normalise_points(pts), K_RANGE, return_planar=True)
+        k = choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu)
         if k != k0:
             labels = segment_tracks(pts, k)[0]
         seq = truths[name]
@@ -142,7 +155,7 @@ def pool_errors(points, truth, k):
             misclassification(both[int(np.argmin(res))], truth))
 
 
-def synthetic_rows(seeds, lam):
+def synthetic_rows(seeds, lam, mu):
     rows = []
     for k in tqdm(range(2, 7), desc="synthetic"):
         errs, hits, pools = [], [], []
@@ -151,8 +164,9 @@ def synthetic_rows(seeds, lam):
             labels, _ = segment_tracks(pts, k)
             errs.append(misclassification(labels, truth))
             pools.append(pool_errors(pts, truth, k))
-            res = k_residuals(normalise_points(pts), range(2, k + 2))
-            hits.append(choose_k_penalised(res, len(pts), lam) == k)
+            res, planar = k_residuals(normalise_points(pts), range(2, k + 2),
+                                      return_planar=True)
+            hits.append(choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu) == k)
         pools = 100 * np.mean(pools, axis=0)
         rows.append([k, seeds, 100 * float(np.mean(errs)), 100 * float(np.max(errs)),
                      float(pools[0]), float(pools[1]), float(pools[2]),
@@ -171,7 +185,7 @@ def hopkins_pool_rows(seqs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
-    ap.add_argument("--cache", default=str(REPO / "out" / "motion_k_ksub_residuals.json"))
+    ap.add_argument("--cache", default=str(REPO / "out" / "motion_k_residuals_planar.json"))
     ap.add_argument("--skip-videos", action="store_true")
     ap.add_argument("--skip-pool", action="store_true")
     ap.add_argument("--seeds", type=int, default=3)
@@ -181,21 +195,23 @@ def main(argv=None):
 
     data = Path(args.data) if args.data else Path(data_home())
     seqs = load_hopkins155(data / "hopkins155")
-    residuals = hopkins_residuals(seqs, Path(args.cache))
-    cv_rows, cv_info = hopkins_cv(seqs, residuals)
-    print("Hopkins155: K chosen correctly, 10-fold CV by video (lam / tau fitted on training "
+    residuals, planar = hopkins_residuals(seqs, Path(args.cache))
+    cv_rows, cv_info = hopkins_cv(seqs, residuals, planar)
+    print("Hopkins155: K chosen correctly, 10-fold CV by video (lam, mu / tau fitted on training "
           "folds)")
-    print(format_table(["sequences", "n", "K correct % (penalised)", "K correct % (ratio)"],
+    print(format_table(["sequences", "n", "K correct % (penalised)",
+                        "K correct % (penalised, no q_K)", "K correct % (ratio)"],
                        _fmt(cv_rows)))
-    print(f"lam per fold {np.round(cv_info['lams'], 2).tolist()}; all 155: "
-          f"{cv_info['lam_all']:.2f} (DEFAULT_LAMBDA {DEFAULT_LAMBDA}); tau per fold "
-          f"{np.round(cv_info['taus'], 3).tolist()}")
-    lam = cv_info["lam_all"]
-    vids = [] if args.skip_videos else video_rows(data, lam)
+    print(f"lam per fold {np.round(cv_info['lams'], 2).tolist()}, mu per fold "
+          f"{np.round(cv_info['mus'], 3).tolist()}; all 155: lam {cv_info['lam_all']:.2f}, "
+          f"mu {cv_info['mu_all']:.3f} (DEFAULT_LAMBDA {DEFAULT_LAMBDA}, DEFAULT_MU "
+          f"{DEFAULT_MU}); tau per fold {np.round(cv_info['taus'], 3).tolist()}")
+    lam, mu = cv_info["lam_all"], cv_info["mu_all"]
+    vids = [] if args.skip_videos else video_rows(data, lam, mu)
     if vids:
         print(format_table(["video", "true K", "chosen K", "tracks", "matched", "error %"],
                            _fmt(vids)))
-    syn = synthetic_rows(args.seeds, lam)
+    syn = synthetic_rows(args.seeds, lam, mu)
     print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
     print(format_table(["K", "problems", "mean error % (K given)", "max error %",
                         "oracle spectral %", "oracle + K-subspaces %",

@@ -116,3 +116,34 @@ def test_fit_penalty_separates_training_sequences():
     lam, acc = fit_penalty(res, [200, 200], [2, 3])
     assert acc == 1.0
     assert choose_k_penalised(res[0], 200, lam) == 2 and choose_k_penalised(res[1], 200, lam) == 3
+
+
+def test_planar_term_of_the_penalised_rule():
+    r = {1: 1.0, 2: 0.3, 3: 0.2, 4: 0.19}
+    q = {1: 2.0, 2: 1.0, 3: 0.2, 4: 0.19}
+    # log r_3 - log r_2 = -0.41 alone does not pay for a motion (lam log(P)/P = 0.46) ...
+    assert choose_k_penalised(r, 100, 10.0) == 2
+    # ... with the planar gain log q_3 - log q_2 = -1.61 weighted by mu = 0.5 it does
+    assert choose_k_penalised(r, 100, 10.0, planar=q, mu=0.5) == 3
+    assert choose_k_penalised(r, 100, 10.0, planar=q, mu=0.0) == 2
+    with pytest.raises(ValueError, match="planar must hold every K"):
+        choose_k_penalised(r, 100, planar={1: 1.0, 2: 1.0})
+
+
+def test_fit_penalty_with_planar_residuals_fits_mu():
+    res = [{1: 1.0, 2: 0.3, 3: 0.2, 4: 0.19}, {1: 1.0, 2: 0.3, 3: 0.2, 4: 0.19}]
+    planar = [{1: 2.0, 2: 1.0, 3: 0.9, 4: 0.88}, {1: 2.0, 2: 1.0, 3: 0.2, 4: 0.19}]
+    # the same r_K, told apart by q_K alone
+    lam, acc, mu = fit_penalty(res, [100, 100], [2, 3], planar_list=planar)
+    assert acc == 1.0 and mu > 0
+    assert [choose_k_penalised(r, 100, lam, planar=q, mu=mu) for r, q in zip(res, planar)] \
+        == [2, 3]
+
+
+def test_k_residuals_planar_is_the_same_labelling(four_motions):
+    pts, _ = four_motions
+    r, q = k_residuals(pts, range(2, 5), return_planar=True)
+    assert sorted(q) == sorted(r) == [1, 2, 3, 4]
+    # a 2-D fit of the same clusters leaves at least the 3-D residual
+    assert all(q[k] >= r[k] for k in r)
+    assert r == k_residuals(pts, range(2, 5))

@@ -287,18 +287,20 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
     n_motions : int or None
         K; None chooses K among ``candidates_k`` (those the points allow, 4 trajectories per
         motion) from the best subspace residual ``r_K`` of each K
+        and the planar residual ``q_K`` of the same labelling
         (:func:`cvfs.motion.kselect.k_residuals`) by
         :func:`cvfs.motion.kselect.choose_k_penalised`: the K minimising
-        ``log r_K + lam K log(P) / P``.
+        ``log r_K + mu log q_K + lam K log(P) / P``.
     visible : array_like of shape (P, F), bool, optional
         As :func:`segment`; with K chosen, the trajectories are completed once at rank 12
         (three motions) before K is chosen.
     model : None, str, Path or fitted ranker
     candidates_k : sequence of int, default 2..8
     tau : float, optional
-        None uses the penalised rule with ``lam = cvfs.motion.kselect.DEFAULT_LAMBDA`` (fitted on
-        Hopkins155, cross-validated in ``benchmarks/motion_k.py``); a float uses the
-        residual-ratio rule :func:`cvfs.motion.kselect.choose_k` with this threshold instead.
+        None uses the penalised rule with ``cvfs.motion.kselect.DEFAULT_LAMBDA`` and
+        ``DEFAULT_MU`` (fitted on Hopkins155, cross-validated in ``benchmarks/motion_k.py``); a
+        float uses the residual-ratio rule :func:`cvfs.motion.kselect.choose_k` with this
+        threshold instead.
     return_scores : bool, default False
         Also return the best subspace residual ``r_K`` per K tried (K given: the chosen
         candidate's ranking score for that K alone).
@@ -333,9 +335,9 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
     if not ks:
         raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
                          f"{tuple(candidates_k)} (4 per motion needed)")
-    residuals = k_residuals(normalise_points(arr), ks)
+    residuals, planar = k_residuals(normalise_points(arr), ks, return_planar=True)
     tried = {kk: residuals[kk] for kk in ks}
-    k = choose_k_penalised(tried, n_pts) if tau is None else choose_k(tried, tau)
+    k = choose_k_penalised(tried, n_pts, planar=planar) if tau is None else choose_k(tried, tau)
     log.info("K residuals %s: K=%d", residuals, k)
     labels, scores = rank_candidates(arr, k, model=ranker)
     out = (labels[int(np.argmax(scores))].astype(np.int64), k)

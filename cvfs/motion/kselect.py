@@ -3,13 +3,16 @@
 Under an affine camera the velocity vectors (eq. 26) of one rigid motion lie near an affine 3-D
 subspace. For each K in a range, ``r_K`` is the lowest, over restarts of seeded K-subspaces
 (:func:`~cvfs.motion.candidates.ksubspace_candidates`), mean squared distance of the velocity
-vectors to the K affine 3-D subspaces of the clusters. ``r_K`` falls steeply while K is below
-the true number of motions (a cluster mixing two motions does not fit one subspace) and only by a
-fraction once it reaches it (an extra subspace fits noise). Two rules choose K from ``r_K``:
+vectors to the K affine 3-D subspaces of the clusters; for K = 2, 3 the spectral candidates of
+:func:`~cvfs.motion.candidates.generate_candidates` (the pool ranked for those K) join the
+restarts. ``r_K`` falls steeply while K is below the true number of motions (a cluster mixing two
+motions does not fit one subspace) and only by a fraction once it reaches it (an extra subspace
+fits noise). ``q_K`` is the same labelling's mean squared distance to affine 2-D subspaces.
+Two rules choose K:
 
 * :func:`choose_k_penalised` (the default of :func:`cvfs.motion.segment_tracks`): the K
-  minimising ``log r_K + lam K log(P) / P``, P the number of trajectories, a BIC-style penalty
-  per motion; ``lam`` is fitted by :func:`fit_penalty`.
+  minimising ``log r_K + mu log q_K + lam K log(P) / P``, P the number of trajectories, a
+  BIC-style penalty per motion; ``lam`` and ``mu`` are fitted by :func:`fit_penalty`.
 * :func:`choose_k`: the smallest K whose next ratio ``r_(K+1) / r_K`` exceeds a threshold
   ``tau`` (:func:`fit_threshold`).
 
@@ -28,33 +31,46 @@ from cvfs.motion.candidates import (
     velocity_matrix,
 )
 
-__all__ = ["DEFAULT_LAMBDA", "DEFAULT_TAU", "choose_k", "choose_k_penalised", "fit_penalty",
+__all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "SPECTRAL_K", "choose_k",
+           "choose_k_penalised", "fit_penalty",
            "fit_threshold", "k_residuals", "subspace_residual"]
 
 # residual-ratio threshold of choose_k (fit_threshold gives 0.46 on most Hopkins155 folds)
 DEFAULT_TAU = 0.47
-# fitted on all 155 Hopkins155 sequences by fit_penalty on k_residuals (benchmarks/motion_k.py)
-DEFAULT_LAMBDA = 52.41
+# fitted together on all 155 Hopkins155 sequences by fit_penalty with the planar residuals
+# (benchmarks/motion_k.py); without q_K pass lam explicitly
+DEFAULT_LAMBDA = 65.33
+DEFAULT_MU = 0.356
+# the K whose spectral candidates join the K-subspaces restarts in k_residuals (the ranked K)
+SPECTRAL_K = (2, 3)
 
 
 def subspace_residual(Y, labels, dim=3):
-    """Mean squared distance of the rows of Y to the affine ``dim``-subspace of their cluster."""
-    total = 0.0
+    """Mean squared distance of the rows of Y to the affine ``dim``-subspace of their cluster.
+
+    ``dim`` may be a tuple: one residual per dimension (ndarray).
+    """
+    dims = np.atleast_1d(dim).astype(int)
+    total = np.zeros(dims.size)
     for k in np.unique(labels):
         members = Y[labels == k]
         R = members - members.mean(axis=0)
-        s = np.linalg.svd(R, compute_uv=False)
-        total += float(np.sum(s[dim:] ** 2))
-    return total / Y.shape[0]
+        s2 = np.linalg.svd(R, compute_uv=False) ** 2
+        total += np.array([s2[d:].sum() for d in dims])
+    total /= Y.shape[0]
+    return float(total[0]) if np.ndim(dim) == 0 else total
 
 
-def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, random_state=0):
+def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, random_state=0,
+                spectral_k=SPECTRAL_K, return_planar=False):
     """Best subspace residual ``r_K`` for every K (and K = 1) that the number of points allows.
 
     ``r_K`` is the lowest :func:`subspace_residual` of the velocity vectors over the labellings
-    of seeded K-subspaces (:func:`~cvfs.motion.candidates.ksubspace_candidates`), falling back to
-    the spectral candidates (affinity exponent 2) when no restart keeps every cluster large
-    enough to fit.
+    of seeded K-subspaces (:func:`~cvfs.motion.candidates.ksubspace_candidates`) and, for K in
+    ``spectral_k``, the spectral candidates of
+    :func:`~cvfs.motion.candidates.generate_candidates` (default pool, no K-subspaces); for
+    other K the spectral candidates (affinity exponent 2) are the fallback when no restart keeps
+    every cluster large enough to fit.
 
     Parameters
     ----------
@@ -64,26 +80,39 @@ def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS
     n_restarts : int, default ``DEFAULT_KSUBSPACE_RESTARTS``
         K-subspaces restarts per K.
     random_state : int, default 0
+    spectral_k : tuple of int, default ``SPECTRAL_K``
+        K whose spectral candidates join the restarts.
+    return_planar : bool, default False
+        Also return ``q_K``, the residual of the same labelling to affine 2-D subspaces.
 
     Returns
     -------
     residuals : dict of int to float
         ``{1: r_1, K: r_K, ...}`` for K with ``4 K <= P``.
+    planar : dict of int to float
+        ``{1: q_1, K: q_K, ...}``; only with ``return_planar``.
     """
     points, _ = check_points(points, 2)
     Y = velocity_matrix(points).T
     with threadpool_limits(limits=1, user_api="blas"):
-        out = {1: subspace_residual(Y, np.zeros(Y.shape[0], dtype=np.int64))}
+        one = subspace_residual(Y, np.zeros(Y.shape[0], dtype=np.int64), (3, 2))
+        out, planar = {1: float(one[0])}, {1: float(one[1])}
         for k in ks:
             k = int(k)
             if 4 * k > points.shape[0]:
                 break
             labels = ksubspace_candidates(Y, k, n_restarts=n_restarts, random_state=random_state)
-            if not len(labels):
+            if k in spectral_k:
+                spec = generate_candidates(points, k, ksubspaces=0,
+                                           random_state=random_state).labels
+                labels = np.vstack([labels, spec]) if len(labels) else spec
+            elif not len(labels):
                 labels = generate_candidates(points, k, alphas=(2.0,), ksubspaces=0,
                                              random_state=random_state).labels
-            out[k] = min(subspace_residual(Y, lab) for lab in labels)
-    return out
+            res = np.array([subspace_residual(Y, lab, (3, 2)) for lab in labels])
+            best = int(np.argmin(res[:, 0]))
+            out[k], planar[k] = float(res[best, 0]), float(res[best, 1])
+    return (out, planar) if return_planar else out
 
 
 def choose_k(residuals, tau=DEFAULT_TAU, *, k_min=2):
@@ -135,13 +164,17 @@ def fit_threshold(residual_list, true_k, *, grid=None, k_min=2):
     return float(grid[best[len(best) // 2]]), float(acc.max())
 
 
-def choose_k_penalised(residuals, n_points, lam=DEFAULT_LAMBDA, *, k_min=2):
-    """The K >= ``k_min`` minimising ``log r_K + lam K log(P) / P`` (a BIC-style penalty).
+def choose_k_penalised(residuals, n_points, lam=DEFAULT_LAMBDA, *, planar=None, mu=DEFAULT_MU,
+                       k_min=2):
+    """The K >= ``k_min`` minimising ``log r_K + mu log q_K + lam K log(P) / P``.
 
     Each motion adds a subspace whose parameters lower the residual of any fit; the penalty per
     motion shrinks as ``log(P) / P`` with the number of trajectories P (as the BIC penalty per
-    point does), so a small gain counts for more on a large sequence. ``lam`` is fitted on
-    training sequences (:func:`fit_penalty`).
+    point does), so a small gain counts for more on a large sequence. The planar residual
+    ``q_K`` (same labelling, affine 2-D subspaces) adds how well each cluster's main directions
+    are found: a motion split in two still leaves each part's 2-D fit poor, a new independent
+    motion improves it. ``lam`` and ``mu`` are fitted on training sequences
+    (:func:`fit_penalty`).
 
     Parameters
     ----------
@@ -150,24 +183,37 @@ def choose_k_penalised(residuals, n_points, lam=DEFAULT_LAMBDA, *, k_min=2):
     n_points : int
         P, the number of trajectories.
     lam : float, default ``DEFAULT_LAMBDA``
+    planar : dict of int to float, optional
+        ``q_K`` from :func:`k_residuals` (``return_planar=True``); None drops the ``mu`` term.
+    mu : float, default ``DEFAULT_MU``
     k_min : int, default 2
 
     Returns
     -------
     k : int
+
+    Raises
+    ------
+    ValueError
+        No K >= ``k_min``, ``n_points < 2``, or ``planar`` lacks a K of ``residuals``.
     """
     ks = sorted(k for k in residuals if k >= k_min)
     if not ks:
         raise ValueError(f"residuals: no K >= {k_min}; got {sorted(residuals)}")
     if int(n_points) < 2:
         raise ValueError(f"n_points must be >= 2; got {n_points}")
+    if planar is not None and not set(ks) <= set(planar):
+        raise ValueError(f"planar must hold every K of residuals {ks}; got {sorted(planar)}")
     pen = float(lam) * np.log(n_points) / n_points
-    score = [np.log(max(residuals[k], 1e-300)) + pen * k for k in ks]
+    score = [np.log(max(residuals[k], 1e-300)) + pen * k
+             + (float(mu) * np.log(max(planar[k], 1e-300)) if planar is not None else 0.0)
+             for k in ks]
     return ks[int(np.argmin(score))]
 
 
-def fit_penalty(residual_list, n_points, true_k, *, grid=None, k_min=2):
-    """``lam`` of :func:`choose_k_penalised` with the most sequences given their true K.
+def fit_penalty(residual_list, n_points, true_k, *, grid=None, planar_list=None, mu_grid=None,
+                k_min=2):
+    """``lam`` (and ``mu``) of :func:`choose_k_penalised` giving most sequences their true K.
 
     Parameters
     ----------
@@ -177,18 +223,53 @@ def fit_penalty(residual_list, n_points, true_k, *, grid=None, k_min=2):
         P of each training sequence.
     true_k : sequence of int
     grid : array_like, optional
-        Candidate penalties; default 500 values from 1 to 1000 (log-spaced).
+        Candidate penalties; default 500 values from 1 to 1000 (log-spaced; 120 with
+        ``planar_list``).
+    planar_list : list of dict, optional
+        ``q_K`` of each training sequence; fits ``mu`` too (grid search over both).
+    mu_grid : array_like, optional
+        Candidate ``mu``; default 0 and +-61 log-spaced magnitudes from 0.01 to 10.
 
     Returns
     -------
     lam : float
-        The middle of the best range (ties).
+        The middle of the best range (ties, in grid order).
     accuracy : float
         Fraction of training sequences given their true K at ``lam``.
+    mu : float
+        Only with ``planar_list``.
     """
-    grid = np.geomspace(1.0, 1000.0, 500) if grid is None else np.asarray(grid, float)
-    acc = np.array([np.mean([choose_k_penalised(r, p, lam, k_min=k_min) == k
-                             for r, p, k in zip(residual_list, n_points, true_k, strict=True)])
-                    for lam in grid])
-    best = np.flatnonzero(acc == acc.max())
-    return float(grid[best[len(best) // 2]]), float(acc.max())
+    true_k = np.asarray(true_k)
+    if planar_list is None:
+        grid = np.geomspace(1.0, 1000.0, 500) if grid is None else np.asarray(grid, float)
+        acc = np.array([np.mean([choose_k_penalised(r, p, lam, k_min=k_min) == k
+                                 for r, p, k in zip(residual_list, n_points, true_k,
+                                                    strict=True)])
+                        for lam in grid])
+        best = np.flatnonzero(acc == acc.max())
+        return float(grid[best[len(best) // 2]]), float(acc.max())
+    grid = np.geomspace(1.0, 1000.0, 120) if grid is None else np.asarray(grid, float)
+    if mu_grid is None:
+        mag = np.geomspace(0.01, 10.0, 30)
+        mu_grid = np.concatenate([-mag[::-1], [0.0], mag])
+    mu_grid = np.asarray(mu_grid, float)
+    # scores are linear in (lam, mu): tabulate log r, log q and K log(P)/P per sequence and K
+    ks = range(k_min, 1 + max(max(r) for r in residual_list))
+    n = len(residual_list)
+    logr = np.full((n, len(ks)), np.inf)
+    logq = np.zeros((n, len(ks)))
+    pen = np.zeros((n, len(ks)))
+    for i, (r, q, p) in enumerate(zip(residual_list, planar_list, n_points, strict=True)):
+        for j, k in enumerate(ks):
+            if k in r:
+                logr[i, j] = np.log(max(r[k], 1e-300))
+                logq[i, j] = np.log(max(q[k], 1e-300))
+                pen[i, j] = k * np.log(p) / p
+    acc = np.empty((grid.size, mu_grid.size))
+    for a, lam in enumerate(grid):
+        score = logr[None] + mu_grid[:, None, None] * logq[None] + lam * pen[None]
+        chosen = np.asarray(ks)[np.argmin(score, axis=2)]
+        acc[a] = np.mean(chosen == true_k[None], axis=1)
+    best = np.argwhere(acc == acc.max())
+    a, m = best[len(best) // 2]
+    return float(grid[a]), float(acc.max()), float(mu_grid[m])
