@@ -1,8 +1,8 @@
-"""Choosing the number of motions K: Hopkins155 by cross-validation, the five videos, synthetic.
+"""Choosing the number of motions K: Hopkins155 by cross-validation, and synthetic scenes.
 
 Usage::
 
-    python benchmarks/motion_k.py [--data DIR] [--skip-videos] [--skip-pool] [--seeds 3]
+    python benchmarks/motion_k.py [--data DIR] [--skip-pool] [--seeds 3]
 
 1. Hopkins155 (155 sequences, K = 2 or 3): ``r_K`` and the planar ``q_K``
    (:func:`cvfs.motion.kselect.k_residuals`, best of 20 seeded K-subspaces restarts and, for
@@ -13,17 +13,15 @@ Usage::
    rule :func:`~cvfs.motion.kselect.choose_k` (:func:`~cvfs.motion.kselect.fit_threshold`) are
    fitted on the nine training folds and K chosen on the test fold.
    The residuals are cached in ``out/motion_k_residuals_planar.json``.
-2. The five videos of ``hopkins155_videos/``: tracked (:func:`cvfs.motion.tracking.track_points`),
-   K chosen and segmented by :func:`cvfs.motion.segment_tracks` (``lam`` fitted on all of
-   Hopkins155); error on the tracks within 5 px of a truth track in the first frame (label of the
-   nearest truth track).
-3. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
+2. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
    motion, 20 frames, noise 0.002), K = 2..6, ``--seeds`` problems each: error with K given
    (:func:`cvfs.motion.segment_tracks`), the oracle (best candidate) of the spectral pool alone
    and with the seeded K-subspaces candidates, the error of the lowest-residual K-subspaces
    candidate, and the rate at which K is chosen correctly.
-4. Hopkins155 three-motion sequences (unless ``--skip-pool``): the same oracle / lowest-residual
+3. Hopkins155 three-motion sequences (unless ``--skip-pool``): the same oracle / lowest-residual
    errors for K = 3 (the ranked pool there has no K-subspaces candidates).
+
+K chosen on the five shared videos: ``benchmarks/motion_videos.py``.
 
 Writes ``benchmarks/results/motion_k.json``.
 """
@@ -61,7 +59,6 @@ from cvfs.motion.kselect import (  # noqa: E402
 )
 from cvfs.motion.synthetic import make_rigid_motions  # noqa: E402
 
-VIDEOS = ("cars1", "people2", "1RT2RCR", "2T3RCR", "three-cars")
 K_RANGE = range(2, 6)
 
 
@@ -119,30 +116,6 @@ def hopkins_cv(seqs, residuals, planar):
                   "lam_all": lam_all, "mu_all": mu_all, "train_accuracy_all": acc_all}
 
 
-def video_rows(data, lam, mu):
-    from cvfs.io.video import open_source
-    from cvfs.motion.tracking import track_points
-
-    rows = []
-    truths = {s.name: s for s in load_hopkins155(Path(data) / "hopkins155", names=list(VIDEOS))}
-    for name in tqdm(VIDEOS, desc="videos"):
-        src = open_source(str(Path(data) / "hopkins155_videos" / f"{name}.avi"))
-        pts = track_points((f for _, f in src))
-        # segment_tracks uses DEFAULT_LAMBDA/MU; K is re-chosen with lam, mu fitted here
-        labels, k0 = segment_tracks(pts, None, candidates_k=K_RANGE)
-        res, planar = k_residuals(normalise_points(pts), K_RANGE, return_planar=True)
-        k = choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu)
-        if k != k0:
-            labels = segment_tracks(pts, k)[0]
-        seq = truths[name]
-        d = np.linalg.norm(pts[:, None, 0] - seq.pixels[None, :, 0], axis=2)
-        near = d.argmin(axis=1)
-        ok = d[np.arange(len(pts)), near] < 5.0
-        err = misclassification(labels[ok], seq.labels[near[ok]]) if ok.sum() else float("nan")
-        rows.append([name, seq.n_motions, k, len(pts), int(ok.sum()), 100 * err])
-    return rows
-
-
 def pool_errors(points, truth, k):
     """Oracle of the spectral pool, of the pool with K-subspaces, and the lowest-residual error."""
     pts = normalise_points(points)
@@ -186,7 +159,6 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
     ap.add_argument("--cache", default=str(REPO / "out" / "motion_k_residuals_planar.json"))
-    ap.add_argument("--skip-videos", action="store_true")
     ap.add_argument("--skip-pool", action="store_true")
     ap.add_argument("--seeds", type=int, default=3)
     args = ap.parse_args(argv)
@@ -207,10 +179,6 @@ def main(argv=None):
           f"mu {cv_info['mu_all']:.3f} (DEFAULT_LAMBDA {DEFAULT_LAMBDA}, DEFAULT_MU "
           f"{DEFAULT_MU}); tau per fold {np.round(cv_info['taus'], 3).tolist()}")
     lam, mu = cv_info["lam_all"], cv_info["mu_all"]
-    vids = [] if args.skip_videos else video_rows(data, lam, mu)
-    if vids:
-        print(format_table(["video", "true K", "chosen K", "tracks", "matched", "error %"],
-                           _fmt(vids)))
     syn = synthetic_rows(args.seeds, lam, mu)
     print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
     print(format_table(["K", "problems", "mean error % (K given)", "max error %",
@@ -224,8 +192,8 @@ def main(argv=None):
                             "median oracle + K-subspaces", "median lowest residual"],
                            _fmt(pool)))
     write_json(REPO / "benchmarks" / "results" / "motion_k.json",
-               {"hopkins_cv": cv_rows, "hopkins_info": cv_info, "videos": vids,
-                "synthetic": syn, "hopkins_pool_k3": pool})
+               {"hopkins_cv": cv_rows, "hopkins_info": cv_info, "synthetic": syn,
+                "hopkins_pool_k3": pool})
 
 
 if __name__ == "__main__":
