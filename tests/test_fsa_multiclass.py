@@ -213,8 +213,8 @@ def test_binary_class_weight_uses_one_score_column():
     heavy = FSAClassifier(k=3, n_iter=200, class_weight={0: 100, 1: 1}).fit(X, y)
     assert np.mean(heavy.predict(X) == 0) > 0.8 > np.mean(plain.predict(X) == 0)
     assert heavy.predict_proba(X).shape == (400, 2)
-    with pytest.raises(ValueError, match="Only binary classification is supported with piece"):
-        FSAClassifier(bins=3, class_weight="balanced").fit(X, y)
+    pl = FSAClassifier(k=3, n_iter=200, bins=3, class_weight="balanced").fit(X, y)
+    assert pl.coef_.shape == (3, 4)
 
 
 def test_sparse_input_is_densified_within_max_memory():

@@ -21,7 +21,14 @@ import math
 import numpy as np
 
 from cvfs._jit import njit
-from cvfs.core._loss_kernels import NO_LOSS, loss_rows, rank_pairs
+from cvfs.core._loss_kernels import (
+    NO_LOSS,
+    loss_rows,
+    rank_pairs,
+    row_weight,
+    total_weight,
+    weight_rows,
+)
 from cvfs.core._pl_kernels import (
     compact_bins,
     pl_grad_pass,
@@ -279,7 +286,7 @@ def _linear_row_pass(X, y, W2, z0, t0, loss, track, acc):
             dx[i] = db[i]
         if track:
             for i in range(nb):
-                t = tx[i] + t0
+                t = (tx[i] + t0) * row_weight(y, r0 + i)
                 tsum += t
                 tx[i] = t
         _row_axpys(Xb, dx, tx, ag, ah, track)
@@ -422,6 +429,8 @@ def row_pass_t(XT, y, cols, fp, beta, v, intercept, loss, g, h, track):
         tc[:] = t0
         _axpy_columns(zc, tc, XT, cols, a, b, track, r0)
         lsum += loss_rows(loss, zc, y[r0:r0 + n], dc)
+        if track:
+            weight_rows(y[r0:r0 + n], tc)
         for i in range(n):
             dsum += dc[i]
             tsum += tc[i]
@@ -564,9 +573,10 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, l
     else:
         lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, loss, g, h,
                                       track)
-    finalize(g, fp, bins, dsum, N)
-    finalize(h, fp, bins, tsum, N)
-    return lsum / N, g, dsum / N, h
+    n = total_weight(y)
+    finalize(g, fp, bins, dsum, n)
+    finalize(h, fp, bins, tsum, n)
+    return lsum / n, g, dsum / n, h
 
 
 @njit(cache=True)
@@ -817,14 +827,14 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
                 # waits until those reads, the next iteration's included, have cost as much
                 # (ski rental)
                 copy = width + cols.size
-                if not owned and y.size * cols.size * X.itemsize > FRESH_BYTES:
+                if not owned and y.shape[0] * cols.size * X.itemsize > FRESH_BYTES:
                     due = waste + width - cols.size >= copy + FRESH_COST * cols.size
                 else:
                     due = 2 * cols.size <= width or waste >= copy
                 if due or schedule[e] == schedule[-1]:
                     waste = 0.0
                     if transposed or (not loss.pairwise and (
-                            cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.size
+                            cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.shape[0]
                                                          * cols.size * X.itemsize
                                                          <= CACHED_BYTES))):
                         Xw = compact_features(Xw if owned else X, cols, transposed)
