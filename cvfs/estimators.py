@@ -99,6 +99,33 @@ def ranking_pairs(y, groups=None, weights="uniform", min_gap=None):
     return pi, pj, r, pw / pw.sum()
 
 
+def _repeated_pairs(y, groups, weights, min_gap, sw):
+    """The pairs of :func:`ranking_pairs` for rows with sample weights ``sw``, as the rows
+    repeated by integer weights give them: base weights that the solver multiplies by
+    sw_i sw_j, the ties among the copies of a row as self pairs (i, i, 1/2) of base weight
+    (sw_i - 1) / (2 sw_i) (zero gradient and curvature, they count only in the normalisation;
+    ``min_gap=None`` only), and ``weights="group"`` dividing by each group's repeated pair
+    mass."""
+    if weights not in ("uniform", "group"):
+        raise ValueError(f"pair weights must be 'uniform' or 'group', got {weights!r}")
+    y = np.asarray(y, dtype=np.float64)
+    pi, pj, r, _ = ranking_pairs(y, groups, "uniform", min_gap)
+    base = np.ones(pi.size)
+    if min_gap is None:
+        rows = np.flatnonzero(sw > 1)
+        pi, pj = np.r_[pi, rows], np.r_[pj, rows]
+        r = np.r_[r, np.full(rows.size, 0.5)]
+        base = np.r_[base, (sw[rows] - 1.0) / (2.0 * sw[rows])]
+    if pi.size == 0:
+        return pi, pj, r, base
+    if weights == "group":
+        g = (np.zeros(y.size, np.int64) if groups is None
+             else np.unique(np.asarray(groups), return_inverse=True)[1].ravel())
+        mass = np.bincount(g[pi], sw[pi] * sw[pj] * base, minlength=g.max() + 1)
+        base = base / np.where(mass > 0, mass, 1.0)[g[pi]]
+    return pi, pj, r, base / base.sum()
+
+
 def _binary_classes(y):
     """The two sorted labels of binary targets y (1-D). Numeric labels with two finite integral
     values are what scikit-learn's ``type_of_target`` calls binary and take a direct path (that
@@ -589,7 +616,10 @@ class FSARanker(_FSABase):
                     f"got shape {groups.shape}"
                 )
         weight = check_sample_weight(sample_weight, X.shape[0])
-        pairs = ranking_pairs(y, groups, self.pair_weights, self.min_gap)
+        if weight is None:
+            pairs = ranking_pairs(y, groups, self.pair_weights, self.min_gap)
+        else:
+            pairs = _repeated_pairs(y, groups, self.pair_weights, self.min_gap, weight)
         if pairs[0].size == 0:
             raise ValueError("FSARanker needs at least one group with two or more samples"
                              + ("" if self.min_gap is None else

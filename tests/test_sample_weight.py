@@ -156,10 +156,17 @@ def test_estimators_take_sample_weight_and_class_weight():
     b = FSAClassifier(k=5, n_iter=100).fit(Xc[rep], y3[rep])
     np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-9)
-    # the ranker weights pairs by w_i w_j
+    # the ranker: pairs weighted by w_i w_j, ties among the copies of a row in the normalisation
     groups = np.repeat(np.arange(10), N // 10)
-    r = FSARanker(k=5, n_iter=60, bins=None).fit(X, y, groups=groups, sample_weight=w + 1)
-    assert r.support_.size == 5
+    yi = np.round(y)
+    for pair_weights in ("uniform", "group"):
+        a = FSARanker(k=5, n_iter=60, bins=None, pair_weights=pair_weights).fit(
+            X, yi, groups=groups, sample_weight=w)
+        rep = np.repeat(np.arange(N), w)
+        b = FSARanker(k=5, n_iter=60, bins=None, pair_weights=pair_weights).fit(
+            X[rep], yi[rep], groups=groups[rep])
+        np.testing.assert_array_equal(a.support_, b.support_)
+        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize("weights, message", [

@@ -51,7 +51,8 @@ from cvfs.core.priors import Shrinkage
 from cvfs.core.responses import _ColumnStats, get_response
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
-__all__ = ["FSAResult", "check_sample_weight", "fsa_fit", "is_out_of_core", "power_rows"]
+__all__ = ["FSAResult", "check_sample_weight", "fsa_fit", "is_out_of_core", "pair_degree",
+           "power_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +248,15 @@ def check_sample_weight(sample_weight, N):
     if not w.sum() > 0:
         raise ValueError("sample_weight sums to zero: at least one row needs a positive weight")
     return w
+
+
+def pair_degree(pi, pj, pw, N, sw=None):
+    """Weighted degree of each row in the ranking pairs; with sample weights, per copy of the
+    row (divided by w_i: a pair's weight carries w_i w_j), the degree in the repeated rows."""
+    degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
+    if sw is not None:
+        degree = degree / np.where(sw > 0, sw, 1.0)
+    return degree
 
 
 def power_rows(N, M, itemsize, block_bytes, sw=None):
@@ -526,8 +536,7 @@ def _start(p, fp, Xs, sub, random_state):
         lam = K.power_estimate(Xs, cols, fp, p.response.bins, v, _POWER_ITERS)
     if p.loss.pairwise:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the Laplacian)
         pi, pj, _, pw = p.pairs
-        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]),
-                             minlength=p.N)
+        degree = pair_degree(pi, pj, pw, p.N, p.sw)
         lam *= 2.0 * p.n_total * degree.max()
     return v, lam
 
@@ -564,12 +573,13 @@ def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, v
     # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
     # empty until the first compaction
     Xw = X if p.out_of_core or p.layout is not None else np.empty((0, 0), dtype=X.dtype)
+    steps = (p.schedule, bins, curv, lr_fixed, p.boost, p.fit_intercept)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
+        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, Xw, transposed, p.yk, *p.pairs, cols, fp, bins, beta, v, support, intercept, lam,
-            track, g_first, first, e, e1, p.schedule, p.loss, curv, shrink, smooth, lr_fixed,
-            p.boost, p.fit_intercept, hist, path)
+            X, p.yk, p.pairs, p.loss, (shrink, smooth), steps, (g_first, first), state, hist,
+            path, (e, e1))
         if bar is not None:
             bar.update(e1 - e)
         e = e1

@@ -44,6 +44,7 @@ from cvfs.core.fsa import (
     _physical_memory,
     check_sample_weight,
     fit_history,
+    pair_degree,
     power_rows,
     ranking_arrays,
 )
@@ -362,7 +363,7 @@ def _sparse_start(p, fp, random_state, block_bytes):
         lam = _pl_power_start(p.X[sub], fp, p.response.bins, v, _POWER_ITERS)
     if p.loss.pairwise:  # as the dense fit: Gershgorin bound on the weighted pair Laplacian
         pi, pj, _, pw = p.pairs
-        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
+        degree = pair_degree(pi, pj, pw, N, p.sw)
         lam *= 2.0 * p.n_total * degree.max()
     return v, lam
 
@@ -482,13 +483,14 @@ def _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbo
         Xw = PL.compact_bins(Xw, cols, fp, bins)
     log.debug("FSA: %d kept columns made dense after %d sparse iterations", cols.size, e)
     chunk = p.n_iter if not verbose else max(1, p.n_iter // 50)
+    prior = (p.prior.shrinkage, p.prior.smoothness)
+    steps = (p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost, p.fit_intercept)
     while e < p.n_iter:
         e1 = min(p.n_iter, e + chunk)
+        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            Xw, Xw, transposed, p.yk, *p.pairs, cols, fp, bins, beta, v, support,
-            intercept, lam, track, g_first, first, e, e1, p.schedule, p.loss,
-            float(p.loss.curvature), p.prior.shrinkage, p.prior.smoothness, lr_fixed, p.boost,
-            p.fit_intercept, hist, path)
+            Xw, p.yk, p.pairs, p.loss, prior, steps, (g_first, first), state, hist, path,
+            (e, e1))
         if bar is not None:
             bar.update(e1 - e)
         e = e1
