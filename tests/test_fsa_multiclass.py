@@ -155,7 +155,7 @@ def test_multiclass_errors(tmp_path):
     with h5py.File(tmp_path / "m.h5", "w") as f:
         f["X"] = X
     with h5py.File(tmp_path / "m.h5", "r") as f:
-        with pytest.raises(ValueError, match="multiclass and weighted FSA need X in memory"):
+        with pytest.raises(ValueError, match="multiclass FSA needs X in memory"):
             FSAClassifier().fit(f["X"], y)
     with pytest.raises(ValueError, match="Unknown label type"):
         FSAClassifier().fit(X, np.linspace(0, 1, 60))
