@@ -432,7 +432,7 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
             limit = self.max_memory if self.max_memory is not None else _physical_memory() // 4
             dense_bytes = X.shape[0] * X.shape[1] * X.dtype.itemsize
             if dense_bytes > limit:
-                raise ValueError(f"{what}: multiclass and weighted FSA make a sparse X dense, "
+                raise ValueError(f"{what}: multiclass FSA makes a sparse X dense, "
                                  f"which needs {dense_bytes} bytes > max_memory={limit}")
             X = X.toarray()
         if is_dask_array(X) or (not isinstance(X, np.ndarray) and is_out_of_core(X)):
