@@ -229,7 +229,7 @@ def test_sparse_input_is_densified_within_max_memory():
     sparse = FSAClassifier(k=3).fit(sp.csr_matrix(X), y)
     np.testing.assert_array_equal(sparse.support_, dense.support_)
     np.testing.assert_allclose(sparse.coef_, dense.coef_)
-    with pytest.raises(ValueError, match="make a sparse X dense"):
+    with pytest.raises(ValueError, match="makes a sparse X dense"):
         FSAClassifier(k=3, max_memory=1000).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(sparse.decision_function(sp.csc_matrix(X)),
                                dense.decision_function(X))
