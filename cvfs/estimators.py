@@ -18,7 +18,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from cvfs.core._dask_layout import is_dask_array
-from cvfs.core.fsa import _physical_memory, decision_function, fsa_fit, is_out_of_core
+from cvfs.core.fsa import (
+    _physical_memory,
+    check_sample_weight,
+    decision_function,
+    fsa_fit,
+    is_out_of_core,
+)
 from cvfs.core.fsa_multiclass import fsa_multiclass_fit
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import get_prior
@@ -91,6 +97,33 @@ def ranking_pairs(y, groups=None, weights="uniform", min_gap=None):
     pw = np.concatenate(pw)
     r = np.where(y[pi] > y[pj], 1.0, np.where(y[pi] < y[pj], 0.0, 0.5))
     return pi, pj, r, pw / pw.sum()
+
+
+def _repeated_pairs(y, groups, weights, min_gap, sw):
+    """The pairs of :func:`ranking_pairs` for rows with sample weights ``sw``, as the rows
+    repeated by integer weights give them: base weights that the solver multiplies by
+    sw_i sw_j, the ties among the copies of a row as self pairs (i, i, 1/2) of base weight
+    (sw_i - 1) / (2 sw_i) (zero gradient and curvature, they count only in the normalisation;
+    ``min_gap=None`` only), and ``weights="group"`` dividing by each group's repeated pair
+    mass."""
+    if weights not in ("uniform", "group"):
+        raise ValueError(f"pair weights must be 'uniform' or 'group', got {weights!r}")
+    y = np.asarray(y, dtype=np.float64)
+    pi, pj, r, _ = ranking_pairs(y, groups, "uniform", min_gap)
+    base = np.ones(pi.size)
+    if min_gap is None:
+        rows = np.flatnonzero(sw > 1)
+        pi, pj = np.r_[pi, rows], np.r_[pj, rows]
+        r = np.r_[r, np.full(rows.size, 0.5)]
+        base = np.r_[base, (sw[rows] - 1.0) / (2.0 * sw[rows])]
+    if pi.size == 0:
+        return pi, pj, r, base
+    if weights == "group":
+        g = (np.zeros(y.size, np.int64) if groups is None
+             else np.unique(np.asarray(groups), return_inverse=True)[1].ravel())
+        mass = np.bincount(g[pi], sw[pi] * sw[pj] * base, minlength=g.max() + 1)
+        base = base / np.where(mass > 0, mass, 1.0)[g[pi]]
+    return pi, pj, r, base / base.sum()
 
 
 def _binary_classes(y):
@@ -172,7 +205,7 @@ class _FSABase(SelectorMixin, BaseEstimator):
         return validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=y_numeric,
                              ensure_all_finite=False, accept_sparse=("csr", "csc"))
 
-    def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True):
+    def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True, sample_weight=None):
         prior = self._check_params()
         # a schedule set by cvfs.model_selection.staircase (a fit warm on a previous support)
         schedule = getattr(self, "_schedule", None)
@@ -180,8 +213,8 @@ class _FSABase(SelectorMixin, BaseEstimator):
             X, y, self.k, loss=loss, bins=self.bins, prior=prior, n_iter=self.n_iter,
             mu=self.mu, schedule=schedule, learning_rate=self.learning_rate,
             annealing_boost=self.annealing_boost, fit_intercept=fit_intercept,
-            pairs=pairs, max_memory=self.max_memory, worker_memory=self.worker_memory,
-            random_state=self.random_state,
+            pairs=pairs, sample_weight=sample_weight, max_memory=self.max_memory,
+            worker_memory=self.worker_memory, random_state=self.random_state,
             verbose=self.verbose,
         )
         self.support_ = res.support
@@ -311,8 +344,9 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
     logistic loss becomes the softmax cross-entropy, Lorenz and hinge become one-vs-rest sums
     with a shared support. ``coef_`` then has shape (C, k), ``intercept_`` shape (C,),
     ``decision_function`` shape (n_samples, C) and ``response_table_`` is None.
-    ``class_weight`` weights the loss terms (and the column statistics and curvature) of each
-    class; a weighted binary fit also runs that solver with one score column.
+    ``sample_weight`` (in ``fit``) and ``class_weight`` weight the loss terms, the column
+    statistics and the curvature estimate (their product when both are given): integer weights
+    fit as rows repeated that many times.
 
     Parameters
     ----------
@@ -322,8 +356,8 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         + _DOC_PARAMS.format(k=10, n_iter=500, bins=None, shrinkage="1e-3")
         + """    class_weight : dict, "balanced" or None, default=None
         Weights of the classes' loss terms, as scikit-learn's ``compute_sample_weight``
-        ("balanced": inversely proportional to the class frequencies); linear responses and
-        in-memory X only.
+        ("balanced": inversely proportional to the class frequencies), multiplied into
+        ``sample_weight``.
 """
         + _DOC_ATTRS
         + """    classes_ : ndarray of shape (n_classes,)
@@ -358,37 +392,39 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         self.verbose = verbose
         self.class_weight = class_weight
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on X of shape (n_samples, n_features) and labels y of shape (n_samples,).
 
         Two classes: the binary FSA solver (X an array, memmap, HDF5 dataset, scipy.sparse
-        matrix or Dask array). More classes, or ``class_weight`` set: the solver of
-        :mod:`cvfs.core.fsa_multiclass` (weighted mean loss) on a dense in-memory X, linear
-        responses.
+        matrix or Dask array). More classes: the solver of :mod:`cvfs.core.fsa_multiclass` on a
+        dense in-memory X, linear responses. ``sample_weight`` (n_samples,): non-negative row
+        weights, times the ``class_weight`` of each row's class (not for a Dask X).
 
         Raises
         ------
         ValueError
-            If y has fewer than two classes, a parameter is invalid, or y has more than two
-            classes (or ``class_weight`` is set) with ``bins`` set or X an HDF5 dataset.
+            If y has fewer than two classes, a parameter or the weights are invalid, or y has
+            more than two classes with ``bins`` set or X an HDF5 dataset.
+        NotImplementedError
+            For weights with a Dask X.
         """
+        from sklearn.utils.class_weight import compute_sample_weight
+
         X, y = self._validate_X_y(X, y, y_numeric=False)
+        weight = check_sample_weight(sample_weight, X.shape[0])
+        if self.class_weight is not None:
+            cw = compute_sample_weight(self.class_weight, y)
+            weight = cw if weight is None else weight * cw
         classes = _multiclass_classes(y)
         if classes is None:
             self.classes_ = _binary_classes(y)
-            if self.class_weight is None:
-                return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
-                                      get_loss(self.loss))
-        return self._fit_multiclass(X, y, self.classes_ if classes is None else classes)
+            return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
+                                  get_loss(self.loss), sample_weight=weight)
+        return self._fit_multiclass(X, y, classes, weight)
 
-    def _fit_multiclass(self, X, y, classes):
-        from sklearn.utils.class_weight import compute_sample_weight
-
-        from cvfs.core.fsa_multiclass import BinaryMargin
-
+    def _fit_multiclass(self, X, y, classes, weight):
         prior = self._check_params()
-        what = (f"y has {classes.size} classes" if classes.size > 2
-                else f"class_weight={self.class_weight!r}")
+        what = f"y has {classes.size} classes"
         if self.bins is not None:
             raise ValueError(f"Only binary classification is supported with piecewise-linear "
                              f"responses (bins={self.bins!r}); {what} (use bins=None)")
@@ -396,26 +432,22 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
             limit = self.max_memory if self.max_memory is not None else _physical_memory() // 4
             dense_bytes = X.shape[0] * X.shape[1] * X.dtype.itemsize
             if dense_bytes > limit:
-                raise ValueError(f"{what}: multiclass and weighted FSA make a sparse X dense, "
+                raise ValueError(f"{what}: multiclass FSA makes a sparse X dense, "
                                  f"which needs {dense_bytes} bytes > max_memory={limit}")
             X = X.toarray()
         if is_dask_array(X) or (not isinstance(X, np.ndarray) and is_out_of_core(X)):
             kind = "a Dask array" if is_dask_array(X) else "an HDF5 dataset"
-            raise ValueError(f"{what}: multiclass and weighted FSA need X in memory (an "
-                             f"ndarray or np.memmap), got {kind}")
-        weight = (None if self.class_weight is None
-                  else compute_sample_weight(self.class_weight, y))
-        binary = classes.size == 2
+            raise ValueError(f"{what}: multiclass FSA needs X in memory (an ndarray or "
+                             f"np.memmap), got {kind}")
         res = fsa_multiclass_fit(
-            X, np.searchsorted(classes, y), classes.size, self.k,
-            loss=BinaryMargin(self.loss) if binary else self.loss, prior=prior,
+            X, np.searchsorted(classes, y), classes.size, self.k, loss=self.loss, prior=prior,
             n_iter=self.n_iter, mu=self.mu, schedule=getattr(self, "_schedule", None),
             learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
             sample_weight=weight, random_state=self.random_state, verbose=self.verbose)
         self.classes_ = classes
         self.support_ = res.support
-        self.coef_ = res.coef[:, 0] if binary else np.ascontiguousarray(res.coef.T)
-        self.intercept_ = float(res.intercept[0]) if binary else res.intercept
+        self.coef_ = np.ascontiguousarray(res.coef.T)
+        self.intercept_ = res.intercept
         self.response_table_ = None
         self.history_ = res.history
         return self
@@ -482,8 +514,7 @@ class FSARegressor(RegressorMixin, _FSABase):
     def __init__(self, k=10, loss="squared", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
                  smoothness=0.0, max_memory=None, worker_memory=None, random_state=None,
-                 verbose=False,
-                 class_weight=None):
+                 verbose=False):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -498,12 +529,15 @@ class FSARegressor(RegressorMixin, _FSABase):
         self.worker_memory = worker_memory
         self.random_state = random_state
         self.verbose = verbose
-        self.class_weight = class_weight
 
-    def fit(self, X, y):
-        """Fit on X of shape (n_samples, n_features) and real targets y of shape (n_samples,)."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X of shape (n_samples, n_features) and real targets y of shape (n_samples,);
+        ``sample_weight`` (n_samples,): non-negative row weights of the loss, the column
+        statistics and the curvature estimate (not for a Dask X)."""
         X, y = self._validate_X_y(X, y, y_numeric=True)
-        return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss(self.loss))
+        weight = check_sample_weight(sample_weight, X.shape[0])
+        return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss(self.loss),
+                              sample_weight=weight)
 
     def predict(self, X):
         """Predictions, ndarray of shape (n_samples,)."""
@@ -559,9 +593,11 @@ class FSARanker(_FSABase):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Fit on X of shape (n_samples, n_features), relevance y (higher = better) and an
-        optional group label per sample (pairs never cross groups).
+        optional group label per sample (pairs never cross groups). ``sample_weight``
+        (n_samples,): non-negative row weights; pair (i, j) is weighted by w_i w_j (as when
+        rows are repeated by integer weights) and the column statistics are weighted.
 
         Raises
         ------
@@ -579,13 +615,17 @@ class FSARanker(_FSABase):
                     f"groups must be 1-D with X.shape[0]={X.shape[0]} entries, "
                     f"got shape {groups.shape}"
                 )
-        pairs = ranking_pairs(y, groups, self.pair_weights, self.min_gap)
+        weight = check_sample_weight(sample_weight, X.shape[0])
+        if weight is None:
+            pairs = ranking_pairs(y, groups, self.pair_weights, self.min_gap)
+        else:
+            pairs = _repeated_pairs(y, groups, self.pair_weights, self.min_gap, weight)
         if pairs[0].size == 0:
             raise ValueError("FSARanker needs at least one group with two or more samples"
                              + ("" if self.min_gap is None else
                                 f" whose targets differ by more than min_gap={self.min_gap}"))
         return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss("rank"), pairs=pairs,
-                              fit_intercept=False)
+                              fit_intercept=False, sample_weight=weight)
 
     def decision_function(self, X):
         """Ranking scores (higher = better), ndarray of shape (n_samples,)."""

@@ -19,6 +19,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from cvfs.core.fsa import check_sample_weight
 from cvfs.estimators import FSAClassifier, FSARegressor
 
 __all__ = ["FSAClassifierCV", "FSARegressorCV"]
@@ -48,7 +49,7 @@ class _OnColumns:
         return self.est.score(X[:, self.cols], y)
 
 
-def staircase(estimator, X, y, ks):
+def staircase(estimator, X, y, ks, sample_weight=None):
     """Fit ``estimator`` (an FSA estimator) at every k of ``ks`` in one pass down the grid.
 
     Parameters
@@ -59,6 +60,8 @@ def staircase(estimator, X, y, ks):
     y : ndarray of shape (n_samples,)
     ks : sequence of int
         Decreasing.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Row weights passed to every fit.
 
     Returns
     -------
@@ -80,7 +83,8 @@ def staircase(estimator, X, y, ks):
             est._schedule = np.r_[np.full(hold, cols.size, np.int64),
                                   annealing_schedule(cols.size, int(k), n_step - hold,
                                                      estimator.get_params()["mu"])]
-        est.fit(X if step == 0 else X[:, cols], y)  # no copy of the full matrix
+        # no copy of the full matrix
+        est.fit(X if step == 0 else X[:, cols], y, sample_weight=sample_weight)
         fits.append((int(k), est, cols))
         cols = cols[np.sort(est.support_)]
     return fits
@@ -103,13 +107,16 @@ class _FSACVBase(BaseEstimator):
             raise ValueError(f"every k of ks exceeds n_features={n_features}; got {self.ks!r}")
         return ks[ks <= n_features]
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Cross-validate every k of ``ks``, keep the best mean validation score, refit.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None
+            Row weights of every fit (the training rows of each fold, all rows in the refit);
+            the validation scores are unweighted.
 
         Returns
         -------
@@ -123,13 +130,15 @@ class _FSACVBase(BaseEstimator):
         """
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._is_classifier)
         ks = self._check_ks(X.shape[1])
+        sw = check_sample_weight(sample_weight, X.shape[0])
         base = self._make_estimator()
         cv = check_cv(self.cv, y, classifier=self._is_classifier)
         scorer = check_scoring(base, scoring=self.scoring)
         scores, times = [], []
         for train, test in cv.split(X, y):
             t0 = time.perf_counter()
-            fits = staircase(base, X[train], y[train], ks)
+            fits = staircase(base, X[train], y[train], ks,
+                             None if sw is None else sw[train])
             times.append(time.perf_counter() - t0)
             scores.append([scorer(_OnColumns(est, cols), X[test], y[test])
                            for _, est, cols in fits])
@@ -144,7 +153,7 @@ class _FSACVBase(BaseEstimator):
         best = int(np.argmin(rank))
         self.k_ = int(ks[best])
         self.best_score_ = float(mean[best])
-        self.best_estimator_ = clone(base).set_params(k=self.k_).fit(X, y)
+        self.best_estimator_ = clone(base).set_params(k=self.k_).fit(X, y, sample_weight=sw)
         for name in ("support_", "coef_", "intercept_", "classes_"):
             if hasattr(self.best_estimator_, name):
                 setattr(self, name, getattr(self.best_estimator_, name))

@@ -49,8 +49,9 @@ def centred_basis(X, fp, bins):
     return U - fp[:, 2:].reshape(1, -1)
 
 
-def fsa_gradient(X, y, fp, bins, beta, intercept, loss, pairs=None):
-    """Mean loss and its gradient on the centred basis (m, G) and the intercept."""
+def fsa_gradient(X, y, fp, bins, beta, intercept, loss, pairs=None, sample_weight=None):
+    """Mean loss and its gradient on the centred basis (m, G) and the intercept; with
+    ``sample_weight`` w the weighted mean sum_i w_i loss_i / sum_i w_i."""
     U = centred_basis(X, fp, bins)
     z = U @ beta.ravel() + intercept
     loss = get_loss(loss)
@@ -58,14 +59,20 @@ def fsa_gradient(X, y, fp, bins, beta, intercept, loss, pairs=None):
         val, d = rank_value_grad(z, pairs)
         return val, (U.T @ d).reshape(beta.shape), 0.0
     val, d = loss_value_grad(loss, z, y)
-    return (val.mean(), (U.T @ d / len(y)).reshape(beta.shape), d.mean())
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+    W = w.sum()
+    return ((w @ val) / W, (U.T @ (w * d) / W).reshape(beta.shape), (w @ d) / W)
 
 
-def curvature_operator(X, fp, bins, pairs=None):
-    """U_c^T U_c / N, or U_c^T D^T D U_c / P for ranking pairs."""
+def curvature_operator(X, fp, bins, pairs=None, sample_weight=None):
+    """U_c^T U_c / N (U_c^T diag(w) U_c / sum w with ``sample_weight`` w), or
+    U_c^T D^T D U_c / P for ranking pairs."""
     U = centred_basis(X, fp, bins)
     if pairs is None:
-        return U.T @ U / U.shape[0]
+        if sample_weight is None:
+            return U.T @ U / U.shape[0]
+        w = np.asarray(sample_weight, float)
+        return U.T @ (U * w[:, None]) / w.sum()
     i, j = pairs[:2]
     w = np.full(len(i), 1.0) if len(pairs) < 4 else np.asarray(pairs[3], float)
     D = U[i] - U[j]

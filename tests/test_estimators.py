@@ -8,19 +8,12 @@ from cvfs.datasets.synthetic import make_ar1_classification, make_ar1_regression
 from cvfs.estimators import ranking_pairs
 
 
-def _expected_failures(estimator):
-    if isinstance(estimator, FSAClassifier) and estimator.bins is not None:
-        return {"check_class_weight_classifiers":
-                "class_weight needs linear responses (bins=None)"}
-    return {}
-
-
 @parametrize_with_checks([
     FSAClassifier(k=3, n_iter=60),
     FSAClassifier(k=3, n_iter=60, loss="lorenz", bins=3),
     FSARegressor(k=3, n_iter=60),
     FSARanker(k=3, n_iter=60, bins=None),
-], expected_failed_checks=_expected_failures)
+])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -21,7 +21,14 @@ import math
 import numpy as np
 
 from cvfs._jit import njit
-from cvfs.core._loss_kernels import NO_LOSS, loss_rows, rank_pairs
+from cvfs.core._loss_kernels import (
+    NO_LOSS,
+    loss_rows,
+    rank_pairs,
+    row_weight,
+    total_weight,
+    weight_rows,
+)
 from cvfs.core._pl_kernels import (
     compact_bins,
     pl_grad_pass,
@@ -279,7 +286,7 @@ def _linear_row_pass(X, y, W2, z0, t0, loss, track, acc):
             dx[i] = db[i]
         if track:
             for i in range(nb):
-                t = tx[i] + t0
+                t = (tx[i] + t0) * row_weight(y, r0 + i)
                 tsum += t
                 tx[i] = t
         _row_axpys(Xb, dx, tx, ag, ah, track)
@@ -422,6 +429,8 @@ def row_pass_t(XT, y, cols, fp, beta, v, intercept, loss, g, h, track):
         tc[:] = t0
         _axpy_columns(zc, tc, XT, cols, a, b, track, r0)
         lsum += loss_rows(loss, zc, y[r0:r0 + n], dc)
+        if track:
+            weight_rows(y[r0:r0 + n], tc)
         for i in range(n):
             dsum += dc[i]
             tsum += tc[i]
@@ -564,9 +573,10 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, l
     else:
         lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, loss, g, h,
                                       track)
-    finalize(g, fp, bins, dsum, N)
-    finalize(h, fp, bins, tsum, N)
-    return lsum / N, g, dsum / N, h
+    n = total_weight(y)
+    finalize(g, fp, bins, dsum, n)
+    finalize(h, fp, bins, tsum, n)
+    return lsum / n, g, dsum / n, h
 
 
 @njit(cache=True)
@@ -725,10 +735,16 @@ def compact_features(X, cols, transposed):
 
 
 @njit(cache=True)
-def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
-             intercept, lam, track, g_first, first, e0, e1, schedule, loss, curv,
-             shrink, smooth, lr_fixed, boost, fit_intercept, hist, path):
-    """Iterations e0..e1-1 of FSA on an in-memory working matrix.
+def fsa_loop(X, y, pairs, loss, prior, steps, start, state, hist, path, span):
+    """Iterations span = (e0, e1) of FSA on an in-memory working matrix.
+
+    Arguments: the caller's matrix ``X``, the targets ``y`` ((N,) or (N, 2) weighted rows, see
+    :mod:`cvfs.core._loss_kernels`), the ranking ``pairs`` (pi, pj, pr, pw) (empty arrays
+    otherwise), the ``loss`` object, the ``prior`` constants (shrinkage, smoothness), the
+    ``steps`` constants (schedule, bins, curvature bound of the loss, fixed step or 0,
+    annealing boost, fit_intercept), the ``start`` (g_first, (mean loss, d loss / d
+    intercept)), and the ``state`` (Xw, transposed, cols, fp, beta, v, support, intercept,
+    lam, track), returned updated.
 
     ``hist`` (n_iter, 5) receives per iteration: objective (mean loss + prior) before the
     step, kept count after it, step size, columns read (the working matrix's width for the
@@ -738,27 +754,24 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
     otherwise) unless it has zero rows. ``track`` says whether the power iteration is still
     running (it stops once the kept set and the estimate are stable). If ``g_first`` (M, G)
     is not empty, iteration 0 takes its gradient from it and (mean loss, d loss / d intercept)
-    from ``first`` (computed from the statistics pass: with beta = 0 every score is the
-    intercept) instead of reading X; it leaves the curvature estimate as it is and records
-    width 0.
+    from the start instead of reading X (with beta = 0 every score is the intercept); it leaves
+    the curvature estimate as it is and records width 0.
 
-    Linear responses: the working matrix is compacted to the kept columns when they are at
-    most half its width, when the zero-weight reads since the last compaction have cost as
-    much as a copy, and at the final size; with a row-separable loss and few enough kept
-    columns they are then stored feature-major (``transposed``, shape (W, N)).
-    Piecewise-linear responses: at the first drop the kept features are stored feature-major
-    as bin coordinates (``transposed``), whose later passes read only the kept rows ``cols``.
     The working matrix is the caller's ``X`` (only read) until the first compaction, then the
     solver's own buffer ``Xw`` (empty until then, or the kept columns an out-of-core fit
-    loaded), within which later compactions move the kept columns. Returns the updated (Xw,
-    transposed, cols, fp, beta, v, support, intercept, lam, track).
+    loaded); :func:`_compact` describes the compactions.
     """
+    pi, pj, pr, pw = pairs
+    shrink, smooth = prior
+    schedule, bins, curv, lr_fixed, boost, fit_intercept = steps
+    g_first, first = start
+    Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = state
     lam_prev = lam
     lam0 = lam
     G = beta.shape[1]
     waste = 0.0  # columns read with zero weight since the last compaction
     owned = Xw.size > 0
-    for e in range(e0, e1):
+    for e in range(span[0], span[1]):
         m = cols.size
         trk = track
         fused = e == 0 and g_first.shape[0] > 0
@@ -799,42 +812,9 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
             fp = fp[keep]
             support = support[keep]
             cols = cols[keep]
-            if bins > 0:
-                # piecewise linear: the first drop moves the kept features of the caller's X
-                # into a new feature-major matrix of bin coordinates, whose passes cost a
-                # fraction of the row-major ones (cvfs.core._pl_kernels) and read only the kept
-                # rows (cols); an out-of-core fit loads them in that layout already
-                if not transposed:
-                    Xw = compact_bins(X, cols, fp, bins)
-                    transposed = True
-                    owned = True
-                    cols = np.arange(cols.size)
-            else:
-                # linear: compact at the final size, and before when the kept set has halved or
-                # the zero-weight reads since the last compaction have cost as much as a copy
-                # (read the width, write the kept columns); a first compaction into a new
-                # matrix larger than FRESH_BYTES also pays the page faults of its memory, and
-                # waits until those reads, the next iteration's included, have cost as much
-                # (ski rental)
-                copy = width + cols.size
-                if not owned and y.size * cols.size * X.itemsize > FRESH_BYTES:
-                    due = waste + width - cols.size >= copy + FRESH_COST * cols.size
-                else:
-                    due = 2 * cols.size <= width or waste >= copy
-                if due or schedule[e] == schedule[-1]:
-                    waste = 0.0
-                    if transposed or (not loss.pairwise and (
-                            cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH and y.size
-                                                         * cols.size * X.itemsize
-                                                         <= CACHED_BYTES))):
-                        Xw = compact_features(Xw if owned else X, cols, transposed)
-                        transposed = True
-                    elif owned:
-                        Xw = compact_columns_inplace(Xw, cols)
-                    else:
-                        Xw = compact_columns(X, cols)
-                    owned = True
-                    cols = np.arange(cols.size)
+            Xw, transposed, owned, cols, waste = _compact(
+                X, Xw, transposed, owned, cols, fp, bins, width, waste, y.shape[0],
+                loss.pairwise, schedule[e] == schedule[-1])
             track = True
         elif track and abs(lam - lam_prev) <= 1e-4 * lam:
             track = False
@@ -847,3 +827,41 @@ def fsa_loop(X, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, supp
                     path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
     return Xw, transposed, cols, fp, beta, v, support, intercept, lam, track
 
+
+@njit(cache=True)
+def _compact(X, Xw, transposed, owned, cols, fp, bins, width, waste, N, pairwise, final):
+    """The working matrix after a drop to the kept columns ``cols``. Returns (Xw, transposed,
+    owned, cols, waste).
+
+    Piecewise-linear responses: the first drop moves the kept features of the caller's X into
+    a new feature-major matrix of bin coordinates, whose passes cost a fraction of the
+    row-major ones (:mod:`cvfs.core._pl_kernels`) and read only the kept rows ``cols``; an
+    out-of-core fit loads them in that layout already. Linear responses: compact at the
+    ``final`` size, and before when the kept set has halved or the zero-weight reads since the
+    last compaction have cost as much as a copy (read the width, write the kept columns); a
+    first compaction into a new matrix larger than FRESH_BYTES also pays the page faults of its
+    memory, and waits until those reads, the next iteration's included, have cost as much (ski
+    rental). With a row-separable loss and few enough kept columns they are then stored
+    feature-major (``transposed``, shape (W, N)).
+    """
+    if bins > 0:
+        if not transposed:
+            return compact_bins(X, cols, fp, bins), True, True, np.arange(cols.size), waste
+        return Xw, transposed, owned, cols, waste
+    copy = width + cols.size
+    if not owned and N * cols.size * X.itemsize > FRESH_BYTES:
+        due = waste + width - cols.size >= copy + FRESH_COST * cols.size
+    else:
+        due = 2 * cols.size <= width or waste >= copy
+    if not (due or final):
+        return Xw, transposed, owned, cols, waste
+    if transposed or (not pairwise and (
+            cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH
+                                         and N * cols.size * X.itemsize <= CACHED_BYTES))):
+        Xw = compact_features(Xw if owned else X, cols, transposed)
+        transposed = True
+    elif owned:
+        Xw = compact_columns_inplace(Xw, cols)
+    else:
+        Xw = compact_columns(X, cols)
+    return Xw, transposed, True, np.arange(cols.size), 0.0

@@ -12,6 +12,14 @@ A loss object passed to a numba kernel is typed by its class (:class:`LossType`)
 is compiled, and cached, once per loss class with that class's functions inlined: the seam costs
 nothing per row. :func:`loss_rows` and :func:`loss_value_grad` are the two entry points the
 kernels call. Also here: the float32 exp of the logistic rows and the pairwise ranking loss.
+
+Sample weights: the kernels take the targets ``y`` either as an (N,) array or, for a weighted
+fit, as an (N, 2) array of (target, weight) rows. The entry points are typed by ``y``'s
+dimension, so the unweighted kernels are compiled as if weights did not exist: :func:`loss_rows`
+and :func:`row_value_grad` return w_i loss_i and w_i d loss_i / dz, :func:`row_weight` w_i (1 for
+(N,) targets), :func:`weight_rows` scales a per-row array by w_i in place (nothing for (N,)
+targets) and :func:`total_weight` is sum_i w_i (N for (N,) targets), the denominator of the mean
+loss.
 """
 
 import hashlib
@@ -33,7 +41,8 @@ from numba.extending import (
 
 from cvfs._jit import njit
 
-__all__ = ["NO_LOSS", "Loss", "LossType", "loss_rows", "loss_value_grad", "rank_pairs"]
+__all__ = ["NO_LOSS", "Loss", "LossType", "loss_rows", "loss_value_grad", "rank_pairs",
+           "row_value_grad", "row_weight", "total_weight", "weight_rows"]
 
 
 class Loss:
@@ -84,8 +93,9 @@ class Loss:
                     d)
         return val.reshape(z.shape), d.reshape(z.shape)
 
-    def init_intercept(self, y):
-        """Starting intercept of a fit (0 unless a subclass knows better)."""
+    def init_intercept(self, y, sample_weight=None):
+        """Starting intercept of a fit (0 unless a subclass knows better); ``sample_weight``
+        (N,) or None weights the rows."""
         return 0.0
 
 
@@ -175,9 +185,33 @@ def _rows_impl(loss, z, y, d):
         return None
     cls = _CLASSES[loss.loss_key]
     rows = cls.rows
+    vg = cls.value_grad
+    if y.ndim == 2:  # weighted rows (target, weight): w_i loss_i and w_i d loss_i / dz
+        if rows is not None:  # the derivatives as the unweighted rows compute them
+            def weighted_rows(loss, z, y, d):
+                y0 = np.ascontiguousarray(y[:, 0])
+                rows(z, y0, d, loss.param)
+                total = 0.0
+                for i in range(z.size):
+                    w = y[i, 1]
+                    total += w * vg(z[i], y0[i], loss.param)[0]
+                    d[i] *= w
+                return total
+
+            return weighted_rows
+
+        def weighted(loss, z, y, d):
+            total = 0.0
+            for i in range(z.size):
+                val, di = vg(z[i], y[i, 0], loss.param)
+                w = y[i, 1]
+                total += w * val
+                d[i] = w * di
+            return total
+
+        return weighted
     if rows is not None:
         return lambda loss, z, y, d: rows(z, y, d, loss.param)
-    vg = cls.value_grad
 
     def impl(loss, z, y, d):
         total = 0.0
@@ -196,6 +230,64 @@ def _value_grad_impl(loss, z, y):
         return None
     vg = _CLASSES[loss.loss_key].value_grad
     return lambda loss, z, y: vg(z, y, loss.param)
+
+
+def row_weight(y, i):
+    raise NotImplementedError  # numba only
+
+
+def weight_rows(y, t):
+    raise NotImplementedError  # numba only
+
+
+def total_weight(y):
+    raise NotImplementedError  # numba only
+
+
+def row_value_grad(loss, z, y, i):
+    raise NotImplementedError  # numba only
+
+
+@overload(row_weight)
+def _row_weight_impl(y, i):
+    if y.ndim == 2:
+        return lambda y, i: y[i, 1]
+    return lambda y, i: 1.0
+
+
+@overload(weight_rows)
+def _weight_rows_impl(y, t):
+    if y.ndim == 2:
+        def impl(y, t):
+            for i in range(t.size):
+                t[i] *= y[i, 1]
+        return impl
+    return lambda y, t: None
+
+
+@overload(total_weight)
+def _total_weight_impl(y):
+    if y.ndim == 2:
+        return lambda y: y[:, 1].sum()
+    return lambda y: float(y.shape[0])
+
+
+@overload(row_value_grad)
+def _row_value_grad_impl(loss, z, y, i):
+    if not isinstance(loss, LossType):
+        return None
+    vg = _CLASSES[loss.loss_key].value_grad
+    if y.ndim == 2:
+        def impl(loss, z, y, i):
+            w = y[i, 1]
+            val, d = vg(z, y[i, 0], loss.param)
+            return w * val, w * d, w
+        return impl
+
+    def plain(loss, z, y, i):
+        val, d = vg(z, y[i], loss.param)
+        return val, d, 1.0
+    return plain
 
 
 @njit(cache=True)

@@ -23,7 +23,7 @@ Feature-major S (W, N) of bin coordinates
 import numpy as np
 
 from cvfs._jit import njit
-from cvfs.core._loss_kernels import loss_rows, loss_value_grad
+from cvfs.core._loss_kernels import loss_rows, row_value_grad, weight_rows
 
 __all__ = ["basis_sums", "compact_bins", "pl_decision", "pl_grad_pass", "pl_grad_pass_t",
            "pl_row_pass", "pl_row_pass_t", "pl_score_pass", "pl_score_pass_t", "take_bins"]
@@ -180,11 +180,12 @@ def pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
     for i in range(X.shape[0]):
         _bins_of_row(X[i], cols, fp, bins, jbuf, abuf)
         z, t = _pl_dot2(jbuf, abuf, beta, v, track)
-        val, d = loss_value_grad(loss, z + z0 + intercept, y[i])
+        val, d, w = row_value_grad(loss, z + z0 + intercept, y, i)
         lsum += val
         dsum += d
-        tsum += t + t0
-        _pl_axpy2(jbuf, abuf, d, t + t0, g, h, track)
+        tw = (t + t0) * w
+        tsum += tw
+        _pl_axpy2(jbuf, abuf, d, tw, g, h, track)
     return lsum, dsum, tsum
 
 
@@ -350,6 +351,8 @@ def pl_row_pass_t(S, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
     d = np.empty(N)
     pl_score_pass_t(S, cols, fp, bins, beta, v, intercept, z, t, track)
     lsum = loss_rows(loss, z, y, d)
+    if track:
+        weight_rows(y, t)
     _pl_sums_t(S, cols, bins, d, t, g, h, track)
     return lsum, d.sum(), t.sum()
 

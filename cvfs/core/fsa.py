@@ -51,7 +51,8 @@ from cvfs.core.priors import Shrinkage
 from cvfs.core.responses import _ColumnStats, get_response
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
-__all__ = ["FSAResult", "fsa_fit", "is_out_of_core"]
+__all__ = ["FSAResult", "check_sample_weight", "fsa_fit", "is_out_of_core", "pair_degree",
+           "power_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -173,13 +174,15 @@ def _raise_not_finite(block, r0, stats):
                      "rescale X")
 
 
-def _column_table(X, response, block_bytes, d=None, rows=None):
+def _column_table(X, response, block_bytes, d=None, rows=None, sw=None):
     """Statistics passes: the response table fp (M, 2 + G) for all columns of X; with per-row
     weights ``d`` (N,) also the raw sums sum_i d_i u_ij of each basis column, shape (M, G),
     from the same pass (the statistics pass for linear responses, that of the basis means for
     piecewise-linear ones; else None); with sorted row indices ``rows``, those rows of X, copied
     from the blocks as they stream by (for an out-of-core X a scattered read of them costs far
-    more), else None. Returns (fp, raw sums, rows)."""
+    more), else None. With sample weights ``sw`` (N,) the means, variances and basis means are
+    weighted and min/max taken over the rows of positive weight. Returns (fp, raw sums,
+    rows)."""
     N, M = X.shape
     row_bytes = M * X.dtype.itemsize
     stats = _ColumnStats(M, minmax=response.bins > 0)  # bin edges need min and max
@@ -188,7 +191,8 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     buf = _block_buffer(X, block_bytes)
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
         block = _read_block(X, r0, r1, buf)
-        if not stats.update(block, None if d is None else d[r0:r1], gacc):
+        if not stats.update(block, None if d is None else d[r0:r1], gacc,
+                            None if sw is None else sw[r0:r1]):
             _raise_not_finite(block, r0, stats)
         if rows is not None:
             if rows_out is None:
@@ -202,16 +206,79 @@ def _column_table(X, response, block_bytes, d=None, rows=None):
     sums = np.zeros((M, response.G))
     graw = np.zeros((M, response.G)) if d is not None else None
     for r0, r1 in _row_blocks(N, row_bytes, block_bytes):
-        PL.basis_sums(_read_block(X, r0, r1, buf), fp, response.bins, sums,
-                      np.zeros(0) if d is None else d[r0:r1],
-                      np.zeros((0, response.G)) if graw is None else graw)
-    fp[:, 2:] = sums / N
+        block = _read_block(X, r0, r1, buf)
+        if sw is None:
+            PL.basis_sums(block, fp, response.bins, sums,
+                          np.zeros(0) if d is None else d[r0:r1],
+                          np.zeros((0, response.G)) if graw is None else graw)
+            continue
+        # weighted basis means: the sample weights in the place of the derivatives, then the
+        # derivatives in a second call
+        scratch = np.zeros((M, response.G))
+        PL.basis_sums(block, fp, response.bins, scratch, sw[r0:r1], sums)
+        if graw is not None:
+            PL.basis_sums(block, fp, response.bins, scratch, d[r0:r1], graw)
+    fp[:, 2:] = sums / (N if sw is None else stats.n)
     return fp, graw, rows_out
 
 
-def ranking_arrays(pairs, is_rank):
+def check_sample_weight(sample_weight, N):
+    """``sample_weight`` as a C-contiguous float64 array of shape (N,), or None.
+
+    Raises
+    ------
+    ValueError
+        If the weights have the wrong shape, are NaN or infinite, negative, or all zero.
+    """
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight)
+    if w.ndim != 1 or w.shape[0] != N:
+        raise ValueError(f"sample_weight must be 1-D with X.shape[0]={N} entries, got shape "
+                         f"{w.shape}")
+    try:
+        w = np.ascontiguousarray(w, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("sample_weight must be numeric") from exc
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinity")
+    if (w < 0).any():
+        raise ValueError(f"sample_weight must be >= 0, got {float(w.min())} at index "
+                         f"{int(np.argmin(w))}")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight sums to zero: at least one row needs a positive weight")
+    return w
+
+
+def pair_degree(pi, pj, pw, N, sw=None):
+    """Weighted degree of each row in the ranking pairs; with sample weights, per copy of the
+    row (divided by w_i: a pair's weight carries w_i w_j), the degree in the repeated rows."""
+    degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
+    if sw is not None:
+        degree = degree / np.where(sw > 0, sw, 1.0)
+    return degree
+
+
+def power_rows(N, M, itemsize, block_bytes, sw=None):
+    """Sorted rows of the power-iteration start: evenly spaced, at most ``_POWER_ROWS`` and one
+    block. With sample weights, evenly spaced in cumulative weight with duplicates kept, so
+    that rows repeated by integer weights give the same rows."""
+    if sw is not None:  # n "rows" of weight W / n each: the rows repeated for integer weights
+        W = float(sw.sum())
+        n = max(int(round(W)), int(np.count_nonzero(sw)))
+    else:
+        n = N
+    n_sub = min(n, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
+    pos = np.unique(np.linspace(0, n - 1, n_sub).astype(np.int64))
+    if sw is None:
+        return pos
+    return np.minimum(np.searchsorted(np.cumsum(sw) * (n / W), pos + 0.5), N - 1)
+
+
+def ranking_arrays(pairs, is_rank, sw=None):
     """The ranking pairs as contiguous arrays (i, j, r, weights summing to 1); empty arrays for
-    a loss that is not the ranking loss."""
+    a loss that is not the ranking loss. Sample weights ``sw`` weight pair (i, j) by
+    sw_i sw_j (as repeating rows by integer weights repeats their pairs)."""
     if not is_rank:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     if pairs is None or len(pairs[0]) == 0:
@@ -221,13 +288,18 @@ def ranking_arrays(pairs, is_rank):
                   np.ascontiguousarray(pairs[2], np.float64))
     pw = (np.full(pi.size, 1.0 / pi.size) if len(pairs) < 4
           else np.asarray(pairs[3], np.float64) / np.sum(pairs[3]))
+    if sw is not None:
+        pw = pw * sw[pi] * sw[pj]
+        if not pw.sum() > 0:
+            raise ValueError("sample_weight gives every ranking pair weight zero")
+        pw /= pw.sum()
     return pi, pj, pr, pw
 
 
 def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
             schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
-            pairs=None, max_memory=None, block_bytes=_BLOCK_BYTES, worker_memory=None,
-            random_state=None, record_path=False, verbose=False):
+            pairs=None, sample_weight=None, max_memory=None, block_bytes=_BLOCK_BYTES,
+            worker_memory=None, random_state=None, record_path=False, verbose=False):
     """Fit FSA: minimise mean loss + prior subject to at most ``k`` selected feature groups.
 
     Parameters
@@ -262,6 +334,11 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     pairs : tuple (i, j, r) or (i, j, r, weight) of arrays, optional
         Ranking pairs (required for ``loss="rank"``), r = 1 if i ranks above j, 1/2 tie, 0 below;
         the loss is the weighted mean over pairs (default: equal weights).
+    sample_weight : array-like of shape (N,) or None, default=None
+        Non-negative row weights w_i (paper eq. 5): the loss is sum_i w_i loss_i / sum_i w_i,
+        and the column statistics and the curvature estimate are weighted too, so integer
+        weights fit as rows repeated that many times. Ranking: pair (i, j) is weighted by
+        w_i w_j. Not for a Dask X (NotImplementedError).
     max_memory : int, optional
         Bytes the working matrices of the kept columns may occupy when X is read out of core
         (default: a quarter of physical memory); see "Data that does not fit in memory".
@@ -295,12 +372,13 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         return fsa_fit_sparse(X, y, k, loss=loss, bins=bins, prior=prior, n_iter=n_iter, mu=mu,
                               schedule=schedule, learning_rate=learning_rate,
                               annealing_boost=annealing_boost, fit_intercept=fit_intercept,
-                              pairs=pairs, max_memory=max_memory, block_bytes=block_bytes,
+                              pairs=pairs, sample_weight=sample_weight,
+                              max_memory=max_memory, block_bytes=block_bytes,
                               random_state=random_state, record_path=record_path,
                               verbose=verbose)
     t_start = time.perf_counter()
     p = _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
-               pairs, max_memory, worker_memory)
+               pairs, sample_weight, max_memory, worker_memory)
     fp, g_first, first, Xs, sub = _statistics(p, block_bytes)
     v, lam = _start(p, fp, Xs, sub, random_state)
     hist = np.zeros((p.n_iter, 5))
@@ -327,6 +405,13 @@ class _Problem:
     out_of_core: bool
     max_memory: int
     intercept: float
+    sw: np.ndarray | None = None
+    yk: np.ndarray | None = None  # targets as the kernels take them: y, or (y, weight) rows
+
+    @property
+    def n_total(self):
+        """The denominator of the mean loss: N, or the sum of the sample weights."""
+        return self.N if self.sw is None else float(self.sw.sum())
 
     @property
     def N(self):
@@ -359,7 +444,7 @@ def _model_parts(loss, prior, annealing_boost, bins):
 
 
 def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
-           pairs, max_memory, worker_memory):
+           pairs, sample_weight, max_memory, worker_memory):
     """Checks and defaults of :func:`fsa_fit`; X as the layout reads it."""
     loss, prior, boost, response = _model_parts(loss, prior, annealing_boost, bins)
     N, M = X.shape
@@ -371,10 +456,14 @@ def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fi
     else:
         schedule = check_schedule(schedule, M, k)
     y = np.ascontiguousarray(y, dtype=np.float64)
+    sw = check_sample_weight(sample_weight, N)
     is_rank = loss.pairwise
-    pairs = ranking_arrays(pairs if is_rank else None, is_rank)
+    pairs = ranking_arrays(pairs if is_rank else None, is_rank, sw)
     fit_intercept = fit_intercept and not is_rank
     layout = None
+    if sw is not None and is_dask_array(X):
+        raise NotImplementedError("sample_weight is not supported for a Dask X: compute X, or "
+                                  "pass it as an np.memmap / HDF5 dataset")
     if is_dask_array(X):  # row chunks on a Dask scheduler: cvfs.core._dask_layout
         from cvfs.core._dask_layout import DaskLayout, default_worker_memory
 
@@ -390,9 +479,15 @@ def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fi
         X = np.ascontiguousarray(X)
     if max_memory is None:
         max_memory = _physical_memory() // 4
-    intercept = loss.init_intercept(y) if fit_intercept else 0.0
+    if not fit_intercept:
+        intercept = 0.0
+    elif sw is None:
+        intercept = loss.init_intercept(y)
+    else:
+        intercept = loss.init_intercept(y, sample_weight=sw)
+    yk = y if sw is None or is_rank else np.ascontiguousarray(np.column_stack([y, sw]))
     return _Problem(X, y, loss, prior, boost, response, schedule, pairs, fit_intercept, layout,
-                    out_of_core, max_memory, intercept)
+                    out_of_core, max_memory, intercept, sw, yk)
 
 
 def _statistics(p, block_bytes):
@@ -406,16 +501,15 @@ def _statistics(p, block_bytes):
     fused = not p.loss.pairwise and p.n_iter > 0
     if fused:
         d0 = np.empty(N)
-        l0 = K.loss_rows(p.loss, np.full(N, p.intercept), p.y, d0)
+        l0 = K.loss_rows(p.loss, np.full(N, p.intercept), p.yk, d0)
     # rows of the power-iteration start (below): evenly spaced, at most one block
-    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * p.X.dtype.itemsize)))
-    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
+    sub = power_rows(N, M, p.X.dtype.itemsize, block_bytes, p.sw)
     if p.layout is not None:
         fp, g_first, Xs = p.layout.column_table(
             p.response, (p.loss, p.intercept) if fused else None, sub)
     else:
         fp, g_first, Xs = _column_table(p.X, p.response, block_bytes, d0 if fused else None,
-                                        None if p.in_place else sub)
+                                        None if p.in_place else sub, p.sw)
     if not fused:
         return fp, np.zeros((0, 1)), (0.0, 0.0), Xs, sub
     # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
@@ -423,8 +517,9 @@ def _statistics(p, block_bytes):
     if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
         raise ValueError("X and y are too large for float64: the loss or its gradient "
                          "overflows at the start (rescale X or y)")
-    K.finalize(g_first, fp, p.response.bins, dsum, N)
-    return fp, g_first, (l0 / N, dsum / N), Xs, sub
+    n = p.n_total
+    K.finalize(g_first, fp, p.response.bins, dsum, n)
+    return fp, g_first, (l0 / n, dsum / n), Xs, sub
 
 
 def _start(p, fp, Xs, sub, random_state):
@@ -441,9 +536,8 @@ def _start(p, fp, Xs, sub, random_state):
         lam = K.power_estimate(Xs, cols, fp, p.response.bins, v, _POWER_ITERS)
     if p.loss.pairwise:  # ||D^T W D|| <= 2 max weighted degree (Gershgorin on the Laplacian)
         pi, pj, _, pw = p.pairs
-        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]),
-                             minlength=p.N)
-        lam *= 2.0 * p.N * degree.max()
+        degree = pair_degree(pi, pj, pw, p.N, p.sw)
+        lam *= 2.0 * p.n_total * degree.max()
     return v, lam
 
 
@@ -468,7 +562,7 @@ def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, v
               p.fit_intercept, hist, path, p.max_memory)
     if p.out_of_core:
         e, X, transposed, cols, fp, beta, v, support, intercept, lam = _out_of_core_iterations(
-            X, p.y, p.pairs, cols, fp, bins, beta, v, support, intercept, lam, *common,
+            X, p.yk, p.pairs, cols, fp, bins, beta, v, support, intercept, lam, *common,
             block_bytes, X.dtype.itemsize, bar)
     elif p.layout is not None:
         e, X, transposed, cols, fp, beta, v, support, intercept, lam = p.layout.iterations(
@@ -479,12 +573,13 @@ def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, v
     # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
     # empty until the first compaction
     Xw = X if p.out_of_core or p.layout is not None else np.empty((0, 0), dtype=X.dtype)
+    steps = (p.schedule, bins, curv, lr_fixed, p.boost, p.fit_intercept)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
+        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, Xw, transposed, p.y, *p.pairs, cols, fp, bins, beta, v, support, intercept, lam,
-            track, g_first, first, e, e1, p.schedule, p.loss, curv, shrink, smooth, lr_fixed,
-            p.boost, p.fit_intercept, hist, path)
+            X, p.yk, p.pairs, p.loss, (shrink, smooth), steps, (g_first, first), state, hist,
+            path, (e, e1))
         if bar is not None:
             bar.update(e1 - e)
         e = e1
@@ -499,18 +594,8 @@ def _finish(p, state, hist, path, t_start):
     beta, fp, support, intercept, lam, n_ooc = state
     offset = float(np.sum(beta * fp[:, 2:]))
     coef = beta * fp[:, 1:2] if p.response.bins == 0 else beta.copy()
-    history = {
-        "loss": hist[:, 0].copy(),
-        "n_kept": hist[:, 1].astype(np.int64),
-        "lr": hist[:, 2].copy(),
-        "width": hist[:, 3].astype(np.int64),
-        "lam": hist[:, 4].copy(),
-        "data_passes": float(hist[:, 3].sum() / p.M),
-        "stat_passes": p.response.n_stat_passes,
-        "out_of_core_iterations": n_ooc,
-        "lipschitz": float(p.loss.curvature * lam),
-        "time": time.perf_counter() - t_start,
-    }
+    history = fit_history(hist, p.M, float(p.loss.curvature * lam), t_start,
+                          stat_passes=p.response.n_stat_passes, out_of_core_iterations=n_ooc)
     if p.layout is not None:
         history["dask"] = p.layout.report(p.n_iter)
     table = fp.copy()
@@ -518,6 +603,24 @@ def _finish(p, state, hist, path, t_start):
         table[:, 2] = 0.0
     return FSAResult(coef=coef, intercept=float(intercept - offset), support=support.copy(),
                      table=table, bins=p.response.bins, history=history, path=path)
+
+
+def fit_history(hist, M, lipschitz, t_start, **counts):
+    """The ``history`` dict of an FSA result from the per-iteration rows ``hist`` (n_iter, 5)
+    (objective, kept count, step, columns read, curvature estimate) of a fit on M features:
+    those arrays, ``data_passes``, the ``counts`` given (e.g. ``stat_passes``), ``lipschitz``
+    and ``time`` (seconds since ``t_start``)."""
+    return {
+        "loss": hist[:, 0].copy(),
+        "n_kept": hist[:, 1].astype(np.int64),
+        "lr": hist[:, 2].copy(),
+        "width": hist[:, 3].astype(np.int64),
+        "lam": hist[:, 4].copy(),
+        "data_passes": float(hist[:, 3].sum() / M),
+        **counts,
+        "lipschitz": lipschitz,
+        "time": time.perf_counter() - t_start,
+    }
 
 
 def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, intercept, lam,
@@ -570,9 +673,10 @@ def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, inter
                 lsum += a
                 dsum += b
                 tsum += c
-            K.finalize(g, fp, bins, dsum, N)
-            K.finalize(h, fp, bins, tsum, N)
-            value, gi = lsum / N, dsum / N
+            n = N if y.ndim == 1 else float(y[:, 1].sum())
+            K.finalize(g, fp, bins, dsum, n)
+            K.finalize(h, fp, bins, tsum, n)
+            value, gi = lsum / n, dsum / n
         b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
         keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0,
                                        track and width > 0, curv, shrink, smooth, lr_fixed, b,

@@ -10,8 +10,8 @@ once. Losses on the score matrix Z = X B + b (N, C):
   diag(p) - p p^T);
 - :class:`OneVsRest`: the sum over classes of a binary margin loss (Lorenz, Huberised hinge,
   logistic) of the one-vs-rest labels; its curvature is the binary loss's;
-- :class:`BinaryMargin`: one score column and a binary margin loss (C = 2), for weighted
-  binary fits (the unweighted binary solver is :mod:`cvfs.core.fsa`).
+- :class:`BinaryMargin`: one score column and a binary margin loss (C = 2) (the estimators'
+  binary fits, weighted or not, use :mod:`cvfs.core.fsa`).
 
 Step size (``learning_rate=None``): 1 / (c_loss lam_e / kappa + 2 s), lam_e the largest
 eigenvalue of the kept columns' (weighted) centred Gram matrix, by a power iteration fused into
@@ -29,6 +29,7 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 
 from cvfs.base import check_random_state
+from cvfs.core.fsa import fit_history
 from cvfs.core.losses import Logistic, get_loss
 from cvfs.core.priors import Shrinkage
 from cvfs.core.responses import Linear, _ColumnStats
@@ -311,16 +312,56 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
     Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big
     Data Learning", TPAMI 2017: Algorithm 1 (with groups), eq. (3) schedule.
     """
-    from threadpoolctl import threadpool_limits
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
+    p = _multiclass_setup(X, codes, n_classes, k, loss, prior, n_iter, mu, schedule,
+                          annealing_boost, sample_weight)
+    fp = _column_table(p.X, p.w_raw)
+    scale, mscale = fp[:, 1].copy(), fp[:, 2].copy()
+    S = int(p.mloss.n_scores(p.C))  # score columns: C, or 1 for a binary loss
+    b = p.mloss.init_intercept(p.codes, p.w, p.C) if fit_intercept else np.zeros(S)
+    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
+    n_iter = p.schedule.size
+    hist = np.zeros((n_iter, 5))
+    bar = tqdm(total=n_iter, desc="FSA multiclass", leave=False) if verbose else None
+    B, b, support, lam = _multiclass_iterations(p, scale, mscale, b, lr_fixed, fit_intercept,
+                                                random_state, hist, bar)
+    if bar is not None:
+        bar.close()
+    if not np.all(np.isfinite(B)) or not np.all(np.isfinite(b)):
+        raise ValueError("multiclass FSA diverged (non-finite coefficients): rescale X or "
+                         "pass a smaller learning_rate")
+    coef = scale[support, None] * B
+    intercept = b - mscale[support] @ B
+    history = fit_history(hist, p.X.shape[1], float(p.mloss.curvature * lam), t_start)
+    return FSAMulticlassResult(coef=coef, intercept=intercept, support=support.copy(),
+                               history=history)
+
+
+@dataclass
+class _MulticlassProblem:
+    """The checked inputs of a multiclass FSA fit (:func:`_multiclass_setup`)."""
+
+    X: np.ndarray
+    codes: np.ndarray
+    C: int
+    mloss: object
+    shrink: float
+    boost: float
+    schedule: np.ndarray
+    w_raw: np.ndarray | None  # the sample weights as given
+    w: np.ndarray  # the row weights of the mean loss (summing to 1)
+
+
+def _multiclass_setup(X, codes, n_classes, k, loss, prior, n_iter, mu, schedule,
+                      annealing_boost, sample_weight):
+    """Checks and defaults of :func:`fsa_multiclass_fit`."""
     mloss = get_multiclass_loss(loss)
     prior = prior if prior is not None else Shrinkage()
     if getattr(prior, "smoothness", 0.0):
         raise ValueError("multiclass FSA has linear responses only: the prior's smoothness "
                          f"must be 0, got {prior.smoothness!r}")
-    shrink = float(prior.shrinkage)
     boost = float(mloss.annealing_boost if annealing_boost is None else annealing_boost)
     if not (np.isfinite(boost) and boost > 0):
         raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
@@ -350,64 +391,74 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
     k = min(int(k), M)
     schedule = (annealing_schedule(M, k, n_iter, mu) if schedule is None
                 else check_schedule(schedule, M, k))
-    n_iter = schedule.size
     w = np.full(N, 1.0 / N) if w_raw is None else w_raw / w_raw.sum()
+    return _MulticlassProblem(X, codes, C, mloss, float(prior.shrinkage), boost, schedule,
+                              w_raw, w)
 
-    fp = _column_table(X, w_raw)
-    scale, mscale = fp[:, 1].copy(), fp[:, 2].copy()
-    curv = float(mloss.curvature)
-    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
-    dtype = X.dtype
 
+def _multiclass_start(p, scale, mscale, random_state):
+    """Start vector and curvature floor: power iterations on a subsample of rows."""
     rng = check_random_state(0 if random_state is None else random_state)
-    v = rng.standard_normal(M)
+    v = rng.standard_normal(p.X.shape[1])
     v /= np.linalg.norm(v)
-    S = int(mloss.n_scores(C))  # score columns: C, or 1 for a binary loss
+    sub = _power_rows(p.w_raw, p.X.shape[0])
+    Xs = p.X[sub].astype(np.float64) * scale - mscale  # centred with the full-data means
+    lam0 = 0.0
+    for _ in range(_POWER_ITERS):
+        hv = Xs.T @ (Xs @ v) / sub.size
+        nh = np.linalg.norm(hv)
+        if nh == 0.0:
+            break
+        lam0, v = nh, hv / nh
+    return v, lam0
+
+
+def _multiclass_pass(p, Xw, Wfull, cols, support, scale, mscale, B, b, v, track):
+    """Scores and the power-iteration column in one product, then the gradient sums: (mean
+    loss, loss gradient per score, gradient (m, S), curvature product (m,) or None)."""
+    S = B.shape[1]
+    Wfull[:] = 0.0
+    Wfull[cols, :S] = scale[support, None] * B
+    Wfull[cols, S] = scale[support] * v if track else 0.0
+    A = (Xw @ Wfull).astype(np.float64, copy=False)
+    Z = A[:, :S] - mscale[support] @ B + b
+    value, R = p.mloss.value_gradient(Z, p.codes, p.w)
+    Rfull = np.empty((p.X.shape[0], S + 1), dtype=Xw.dtype)
+    Rfull[:, :S] = R
+    if track:
+        t = A[:, S] - mscale[support] @ v
+        Rfull[:, S] = p.w * t
+    else:
+        Rfull[:, S] = 0.0
+    raw = (Xw.T @ Rfull).astype(np.float64, copy=False)[cols]
+    tot = Rfull.sum(axis=0, dtype=np.float64)
+    Gall = scale[support, None] * raw - mscale[support, None] * tot
+    return value, R, Gall[:, :S], Gall[:, S] if track else None
+
+
+def _multiclass_iterations(p, scale, mscale, b, lr_fixed, fit_intercept, random_state, hist,
+                           bar):
+    """The iterations (BLAS pinned to one thread). Returns (B, b, support, lam)."""
+    from threadpoolctl import threadpool_limits
+
+    M = p.X.shape[1]
+    S = b.size
+    schedule, shrink, boost = p.schedule, p.shrink, p.boost
+    curv = float(p.mloss.curvature)
     B = np.zeros((M, S))
-    b = mloss.init_intercept(codes, w, C) if fit_intercept else np.zeros(S)
     support = np.arange(M, dtype=np.int64)  # kept features (original indices)
     cols = np.arange(M, dtype=np.int64)  # their columns in the working matrix Xw
-    Xw = X
-    hist = np.zeros((n_iter, 5))
-    bar = tqdm(total=n_iter, desc="FSA multiclass", leave=False) if verbose else None
-
+    Xw = p.X
     with threadpool_limits(limits=1):
-        # start vector and curvature floor: power iterations on a subsample of rows
-        sub = _power_rows(w_raw, N)
-        Xs = X[sub].astype(np.float64) * scale - mscale  # centred with the full-data means
-        lam0 = 0.0
-        for _ in range(_POWER_ITERS):
-            hv = Xs.T @ (Xs @ v) / sub.size
-            nh = np.linalg.norm(hv)
-            if nh == 0.0:
-                break
-            lam0, v = nh, hv / nh
-        lam = lam0
-        lam_prev = lam
+        v, lam0 = _multiclass_start(p, scale, mscale, random_state)
+        lam = lam_prev = lam0
         track = True
-        Wfull = np.zeros((Xw.shape[1], S + 1), dtype=dtype)
-        for e in range(n_iter):
+        Wfull = np.zeros((Xw.shape[1], S + 1), dtype=Xw.dtype)
+        for e in range(schedule.size):
             m, width = cols.size, Xw.shape[1]
-            # scores and the power-iteration column in one product
-            Wfull[:] = 0.0
-            Wfull[cols, :S] = scale[support, None] * B
-            Wfull[cols, S] = scale[support] * v if track else 0.0
-            A = (Xw @ Wfull).astype(np.float64, copy=False)
-            Z = A[:, :S] - mscale[support] @ B + b
-            value, R = mloss.value_gradient(Z, codes, w)
-            Rfull = np.empty((N, S + 1), dtype=dtype)
-            Rfull[:, :S] = R
+            value, R, g, h = _multiclass_pass(p, Xw, Wfull, cols, support, scale, mscale, B, b,
+                                              v, track)
             if track:
-                t = A[:, S] - mscale[support] @ v
-                Rfull[:, S] = w * t
-            else:
-                Rfull[:, S] = 0.0
-            raw = (Xw.T @ Rfull).astype(np.float64, copy=False)[cols]
-            tot = Rfull.sum(axis=0, dtype=np.float64)
-            Gall = scale[support, None] * raw - mscale[support, None] * tot
-            g = Gall[:, :S]
-            if track:
-                h = Gall[:, S]
                 nh = np.linalg.norm(h)
                 if nh > 0.0:
                     lam = max(nh, lam0) if e == 0 else nh
@@ -430,29 +481,11 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
                 if 2 * cols.size <= width or n_keep == schedule[-1]:
                     Xw = np.ascontiguousarray(Xw[:, cols])
                     cols = np.arange(cols.size, dtype=np.int64)
-                    Wfull = np.zeros((Xw.shape[1], S + 1), dtype=dtype)
+                    Wfull = np.zeros((Xw.shape[1], S + 1), dtype=Xw.dtype)
                 track = True
             elif track and abs(lam - lam_prev) <= 1e-4 * lam:
                 track = False
             lam_prev = lam
             if bar is not None:
                 bar.update(1)
-    if bar is not None:
-        bar.close()
-    if not np.all(np.isfinite(B)) or not np.all(np.isfinite(b)):
-        raise ValueError("multiclass FSA diverged (non-finite coefficients): rescale X or "
-                         "pass a smaller learning_rate")
-    coef = scale[support, None] * B
-    intercept = b - mscale[support] @ B
-    history = {
-        "loss": hist[:, 0].copy(),
-        "n_kept": hist[:, 1].astype(np.int64),
-        "lr": hist[:, 2].copy(),
-        "width": hist[:, 3].astype(np.int64),
-        "lam": hist[:, 4].copy(),
-        "data_passes": float(hist[:, 3].sum() / M),
-        "lipschitz": float(curv * lam),
-        "time": time.perf_counter() - t_start,
-    }
-    return FSAMulticlassResult(coef=coef, intercept=intercept, support=support.copy(),
-                               history=history)
+    return B, b, support, lam

@@ -29,6 +29,7 @@ The rationale is in ``docs/methods.md``, section "FSA on sparse input";
 import logging
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,6 +37,17 @@ from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core import _sparse_kernels as SK
+from cvfs.core.fsa import (
+    _POWER_ITERS,
+    FSAResult,
+    _model_parts,
+    _physical_memory,
+    check_sample_weight,
+    fit_history,
+    pair_degree,
+    power_rows,
+    ranking_arrays,
+)
 from cvfs.core.responses import _ColumnStats
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
@@ -87,11 +99,54 @@ def _raise_not_finite(X, finite_sums):
                      "squared deviations overflow past 1.8e308): rescale X")
 
 
-def _column_table(X, response, d):
+def _weighted_stats(X, d, sw, minmax):
+    """Column statistics with sample weights ``sw`` (N,): weighted mean and squared deviations
+    from the stored entries (the implicit zeros of a column in closed form), min/max over the
+    rows of positive weight, the raw sums sum_i d_i x_ij and the stored entries per column."""
+    N, M = X.shape
+    coo = X.tocoo()
+    r, c, x = coo.row, coo.col, coo.data.astype(np.float64)
+    if not np.isfinite(x).all():
+        _raise_not_finite(X, np.ones(M, dtype=bool))
+    W = float(sw.sum())
+    wr = sw[r]
+    mean = np.bincount(c, wr * x, minlength=M) / W
+    stored_w = np.bincount(c, wr, minlength=M)
+    m2 = (np.bincount(c, wr * (x - mean[c]) ** 2, minlength=M)
+          + (W - stored_w) * mean * mean)
+    graw = np.bincount(c, d[r] * x, minlength=M)
+    if not (np.isfinite(mean).all() and np.isfinite(m2).all() and np.isfinite(graw).all()):
+        _raise_not_finite(X, np.isfinite(mean) & np.isfinite(m2) & np.isfinite(graw))
+    stats = _ColumnStats(M, minmax=minmax)
+    stats.n, stats.shift, stats.s1, stats.s2 = W, mean, np.zeros(M), m2
+    if minmax:
+        Xp = X[sw > 0] if (sw == 0).any() else X
+        SK.column_min_max(Xp.indptr, Xp.indices, Xp.data, Xp.format == "csc", Xp.shape[0],
+                          stats.lo, stats.hi)
+    count = np.bincount(c, minlength=M)
+    return stats, graw, count
+
+
+def _column_table(X, response, d, sw=None):
     """Response table fp (M, 2 + G), the raw first-gradient sums sum_i d_i u_ij (M, G) and the
     stored entries per column (M,), from one pass over the stored entries of X (CSR or CSC;
-    piecewise-linear responses: three)."""
+    piecewise-linear responses: three). With sample weights ``sw`` the statistics are
+    weighted (:func:`_weighted_stats`)."""
     N, M = X.shape
+    if sw is not None:
+        stats, graw, count = _weighted_stats(X, d, sw, response.bins > 0)
+        if response.bins == 0:
+            return response.table(stats), graw[:, None], count
+        fp = response.bin_table(stats)
+        wsums, gsums = np.zeros((M, response.G)), np.zeros((M, response.G))
+        scratch = np.zeros((M, response.G))
+        csc = X.format == "csc"
+        SK.pl_basis_sums(X.indptr, X.indices, X.data, csc, N, fp, response.bins, sw, scratch,
+                         wsums)
+        SK.pl_basis_sums(X.indptr, X.indices, X.data, csc, N, fp, response.bins, d, scratch,
+                         gsums)
+        fp[:, 2:] = wsums / stats.n
+        return fp, gsums, count
     shift, s1, s2, graw = np.empty(M), np.empty(M), np.empty(M), np.empty(M)
     if X.format == "csc":
         ok = SK.csc_column_stats(X.indptr, X.indices, X.data, N, d, shift, s1, s2, graw)
@@ -186,10 +241,34 @@ def _dense_columns(X, csc, cols, support):
     return out
 
 
+@dataclass
+class _SparseProblem:
+    """The checked inputs of a sparse FSA fit (:func:`_sparse_setup`)."""
+
+    X: object
+    y: np.ndarray
+    yk: np.ndarray  # targets as the kernels take them: y, or (y, weight) rows
+    sw: np.ndarray | None
+    loss: object
+    prior: object
+    boost: float
+    response: object
+    schedule: np.ndarray
+    pairs: tuple
+    fit_intercept: bool
+    max_memory: int
+    intercept: float
+    n_total: float  # the denominator of the mean loss: N or the sum of the weights
+
+    @property
+    def n_iter(self):
+        return self.schedule.size
+
+
 def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
                    schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
-                   pairs=None, max_memory=None, block_bytes=64 << 20, random_state=None,
-                   record_path=False, verbose=False):
+                   pairs=None, sample_weight=None, max_memory=None, block_bytes=64 << 20,
+                   random_state=None, record_path=False, verbose=False):
     """:func:`cvfs.core.fsa.fsa_fit` for a scipy.sparse X (CSR or CSC; other formats are
     converted to CSR). Same parameters and result; the fit equals the dense one up to rounding.
 
@@ -201,132 +280,176 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     Raises
     ------
     ValueError
-        If X has no row or column, or holds NaN or infinity.
+        If X has no row or column, holds NaN or infinity, or the weights are invalid.
     """
     from tqdm.auto import tqdm
 
-    from cvfs.core.fsa import (
-        _POWER_ITERS,
-        _POWER_ROWS,
-        FSAResult,
-        _model_parts,
-        _physical_memory,
-        ranking_arrays,
-    )
-
     t_start = time.perf_counter()
+    p = _sparse_setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost,
+                      fit_intercept, pairs, sample_weight, max_memory)
+    fp, g_first, first, col_nnz = _sparse_statistics(p)
+    v, lam = _sparse_start(p, fp, random_state, block_bytes)
+    hist = np.zeros((p.n_iter, 5))
+    path = np.zeros((p.n_iter, p.X.shape[1])) if record_path else np.zeros((0, 0))
+    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
+    bar = tqdm(total=p.n_iter, desc="FSA", leave=False) if verbose else None
+    state = _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, path,
+                               bar)
+    n_sparse = state[0]
+    state = _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbose)
+    if bar is not None:
+        bar.close()
+    return _sparse_result(p, state, n_sparse, hist, path if record_path else None, t_start)
+
+
+def _sparse_setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost,
+                  fit_intercept, pairs, sample_weight, max_memory):
+    """Checks and defaults of :func:`fsa_fit_sparse`."""
     loss, prior, boost, response = _model_parts(loss, prior, annealing_boost, bins)
-    bins, G = response.bins, response.G
     X = check_sparse(X)
     N, M = X.shape
     k = min(int(k), M)
     schedule = (annealing_schedule(M, k, n_iter, mu) if schedule is None
                 else check_schedule(schedule, M, k))
-    n_iter = schedule.size
     y = np.ascontiguousarray(y, dtype=np.float64)
+    sw = check_sample_weight(sample_weight, N)
     is_rank = loss.pairwise
-    pi, pj, pr, pw = ranking_arrays(pairs if is_rank else None, is_rank)
+    pairs = ranking_arrays(pairs if is_rank else None, is_rank, sw)
     fit_intercept = fit_intercept and not is_rank
-    itemsize = X.dtype.itemsize
     if max_memory is None:
         max_memory = _physical_memory() // 4
+    if not fit_intercept:
+        intercept = 0.0
+    else:
+        intercept = (loss.init_intercept(y) if sw is None
+                     else loss.init_intercept(y, sample_weight=sw))
+    yk = y if sw is None or is_rank else np.ascontiguousarray(np.column_stack([y, sw]))
+    n_total = N if sw is None else float(sw.sum())
+    return _SparseProblem(X, y, yk, sw, loss, prior, boost, response, schedule, pairs,
+                          fit_intercept, max_memory, intercept, n_total)
 
-    intercept = loss.init_intercept(y) if fit_intercept else 0.0
-    fused = not is_rank and n_iter > 0  # first gradient from the statistics pass
+
+def _sparse_statistics(p):
+    """The response table, the first iteration's gradient and (mean loss, d loss / d
+    intercept) from the statistics pass (row-separable losses), and the stored entries per
+    column."""
+    N = p.X.shape[0]
+    bins, G = p.response.bins, p.response.G
+    fused = not p.loss.pairwise and p.n_iter > 0  # first gradient from the statistics pass
     d0 = np.zeros(N)
     if fused:
-        l0 = K.loss_rows(loss, np.full(N, intercept), y, d0)
-    fp, g_first, col_nnz = _column_table(X, response, d0)
-    if fused:
-        dsum = float(d0.sum())
-        if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
-            raise ValueError("X and y are too large for float64: the loss or its gradient "
-                             "overflows at the start (rescale X or y)")
-        K.finalize(g_first, fp, bins, dsum, N)
-        first = (l0 / N, dsum / N)
-    else:
-        first, g_first = (0.0, 0.0), np.zeros((0, G))
+        l0 = K.loss_rows(p.loss, np.full(N, p.intercept), p.yk, d0)
+    fp, g_first, col_nnz = _column_table(p.X, p.response, d0, p.sw)
+    if not fused:
+        return fp, np.zeros((0, G)), (0.0, 0.0), col_nnz
+    dsum = float(d0.sum())
+    if not (np.isfinite(g_first).all() and math.isfinite(dsum) and math.isfinite(l0)):
+        raise ValueError("X and y are too large for float64: the loss or its gradient "
+                         "overflows at the start (rescale X or y)")
+    K.finalize(g_first, fp, bins, dsum, p.n_total)
+    return fp, g_first, (l0 / p.n_total, dsum / p.n_total), col_nnz
+
+
+def _sparse_start(p, fp, random_state, block_bytes):
+    """Start vector and curvature estimate: power iterations on the rows the dense fit uses."""
+    N, M = p.X.shape
     rng = check_random_state(0 if random_state is None else random_state)
-    v = rng.standard_normal((M, G))
+    v = rng.standard_normal((M, p.response.G))
     v /= np.linalg.norm(v)
+    sub = power_rows(N, M, p.X.dtype.itemsize, block_bytes, p.sw)
+    if p.response.bins == 0:
+        lam = _power_start(p.X[sub], fp, v, _POWER_ITERS)
+    else:
+        lam = _pl_power_start(p.X[sub], fp, p.response.bins, v, _POWER_ITERS)
+    if p.loss.pairwise:  # as the dense fit: Gershgorin bound on the weighted pair Laplacian
+        pi, pj, _, pw = p.pairs
+        degree = pair_degree(pi, pj, pw, N, p.sw)
+        lam *= 2.0 * p.n_total * degree.max()
+    return v, lam
+
+
+def _sparse_pass(p, csc, cols, fp, beta, v, intercept, track):
+    """One pass over the kept columns' stored entries: (mean loss, gradient, d loss / d
+    intercept, curvature product)."""
+    N = p.X.shape[0]
+    bins = p.response.bins
+    m, G = beta.shape
+    g = np.zeros((m, G))
+    h = np.zeros((m, G))
+    z = np.full(N, intercept - float(np.sum(beta * fp[:, 2:])))
+    t = np.full(N, -float(np.sum(v * fp[:, 2:])) if track else 0.0)
+    if bins == 0:
+        SK.csc_scores(*csc, cols, beta[:, 0] * fp[:, 1], v[:, 0] * fp[:, 1], z, t, track)
+    else:
+        z0, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, beta, v, z, t, track)
+        z += z0
+        if track:
+            t += t0
+    d = np.empty(N)
+    if p.loss.pairwise:
+        w = np.empty(N)
+        value = K.rank_pairs(z, t, *p.pairs, d, w, track)
+        t, denom, gi = w, 1.0, 0.0
+    else:
+        lsum = K.loss_rows(p.loss, z, p.yk, d)
+        if p.sw is not None and track:
+            t *= p.sw
+        denom = p.n_total
+    dsum, tsum = float(d.sum()), float(t.sum())
+    if bins == 0:
+        SK.csc_dots(*csc, cols, d, t, g, h, track)
+    else:
+        SK.pl_csc_dots(*csc, cols, fp, bins, d, t, dsum, tsum, g, h, track)
+    K.finalize(g, fp, bins, dsum, denom)
+    K.finalize(h, fp, bins, tsum, denom)
+    if not p.loss.pairwise:
+        value, gi = lsum / p.n_total, dsum / p.n_total
+    return value, g, gi, h
+
+
+def _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, path, bar):
+    """The iterations on the sparse layout, until the kept columns are cheaper dense. Returns
+    the state (iteration, CSC arrays, cols, fp, beta, v, support, intercept, lam, track)."""
+    N, M = p.X.shape
+    G = p.response.G
+    itemsize = p.X.dtype.itemsize
+    index_bytes = p.X.indices.dtype.itemsize
+    shrink, smooth = p.prior.shrinkage, p.prior.smoothness
+    curv = float(p.loss.curvature)
+    schedule = p.schedule
     beta = np.zeros((M, G))
     support = np.arange(M, dtype=np.int64)
-    shrink, smooth = prior.shrinkage, prior.smoothness
-    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
-    curv = float(loss.curvature)
-    # power-iteration start on the rows the dense fit uses
-    n_sub = min(N, _POWER_ROWS, max(8, block_bytes // (M * itemsize)))
-    sub = np.unique(np.linspace(0, N - 1, n_sub).astype(np.int64))
-    if bins == 0:
-        lam = _power_start(X[sub], fp, v, _POWER_ITERS)
-    else:
-        lam = _pl_power_start(X[sub], fp, bins, v, _POWER_ITERS)
-    if is_rank:  # as the dense fit: Gershgorin bound on the weighted pair Laplacian
-        degree = np.bincount(np.concatenate([pi, pj]), np.concatenate([pw, pw]), minlength=N)
-        lam *= 2.0 * N * degree.max()
-
-    hist = np.zeros((n_iter, 5))
-    path = np.zeros((n_iter, M)) if record_path else np.zeros((0, 0))
-    bar = tqdm(total=n_iter, desc="FSA", leave=False) if verbose else None
-    index_bytes = X.indices.dtype.itemsize
-
+    intercept = p.intercept
     # working CSC arrays and the positions ``cols`` of the kept columns in them
-    csc = (X.indptr, X.indices, X.data) if X.format == "csc" else None
+    csc = (p.X.indptr, p.X.indices, p.X.data) if p.X.format == "csc" else None
     cols = support.copy()
     lam0 = lam_prev = lam
     track = True
     e = 0
-    while e < n_iter:
+    while e < p.n_iter:
         m = cols.size
         nnz = int(col_nnz[support].sum())
         dense_bytes = N * m * itemsize
-        if dense_bytes <= max_memory and (dense_bytes <= nnz * (itemsize + index_bytes)
-                                          or N * m <= _DENSE_CELLS):
+        if dense_bytes <= p.max_memory and (dense_bytes <= nnz * (itemsize + index_bytes)
+                                            or N * m <= _DENSE_CELLS):
             break
-        g = np.zeros((m, G))
-        h = np.zeros((m, G))
         trk = track
-        if e == 0 and fused:
-            g[:] = g_first
+        if e == 0 and g_first.shape[0] > 0:
+            g = g_first.copy()
+            h = np.zeros((m, G))
             value, gi = first
             trk = False
             width = 0
         else:
             if csc is None:  # CSR input: copy the kept columns once, column-major
-                csc = _kept_columns_csc(X, support)
+                csc = _kept_columns_csc(p.X, support)
                 cols = np.arange(m, dtype=np.int64)
-            z = np.full(N, intercept - float(np.sum(beta * fp[:, 2:])))
-            t = np.full(N, -float(np.sum(v * fp[:, 2:])) if track else 0.0)
-            if bins == 0:
-                SK.csc_scores(*csc, cols, beta[:, 0] * fp[:, 1], v[:, 0] * fp[:, 1], z, t,
-                              track)
-            else:
-                z0, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, beta, v, z, t, track)
-                z += z0
-                if track:
-                    t += t0
-            d = np.empty(N)
-            if is_rank:
-                w = np.empty(N)
-                value = K.rank_pairs(z, t, pi, pj, pr, pw, d, w, track)
-                t, denom, gi = w, 1.0, 0.0
-            else:
-                lsum = K.loss_rows(loss, z, y, d)
-                denom = N
-            dsum, tsum = float(d.sum()), float(t.sum())
-            if bins == 0:
-                SK.csc_dots(*csc, cols, d, t, g, h, track)
-            else:
-                SK.pl_csc_dots(*csc, cols, fp, bins, d, t, dsum, tsum, g, h, track)
-            K.finalize(g, fp, bins, dsum, denom)
-            K.finalize(h, fp, bins, tsum, denom)
-            if not is_rank:
-                value, gi = lsum / N, dsum / N
+            value, g, gi, h = _sparse_pass(p, csc, cols, fp, beta, v, intercept, track)
             width = m
-        b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
+        b = p.boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
         keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk, curv,
                                        shrink, smooth, lr_fixed, b, schedule[e])
-        if fit_intercept:
+        if p.fit_intercept:
             intercept -= min(lr, 1.0 / curv) * gi
         hist[e] = (value + pval, keep.size, lr, width, lam)
         if keep.size < m:
@@ -342,49 +465,52 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
         e += 1
         if bar is not None:
             bar.update(1)
-    n_sparse = e
+    return e, csc, cols, fp, beta, v, support, intercept, lam, track
 
-    if e < n_iter:  # hand over the kept columns, dense, to the in-memory loop
-        Xw = _dense_columns(X, csc, cols, support)
-        csc = None
-        cols = np.arange(Xw.shape[1], dtype=np.int64)
-        transposed = bins > 0
-        if transposed:  # piecewise linear: feature-major bin coordinates, as the dense loop
-            Xw = PL.compact_bins(Xw, cols, fp, bins)
-        log.debug("FSA: %d kept columns made dense after %d sparse iterations", cols.size, e)
-        chunk = n_iter if not verbose else max(1, n_iter // 50)
-        while e < n_iter:
-            e1 = min(n_iter, e + chunk)
-            Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-                Xw, Xw, transposed, y, pi, pj, pr, pw, cols, fp, bins, beta, v, support,
-                intercept, lam, track, g_first, first, e, e1, schedule, loss, curv,
-                shrink, smooth, lr_fixed, boost, fit_intercept, hist, path)
-            if bar is not None:
-                bar.update(e1 - e)
-            e = e1
-    if bar is not None:
-        bar.close()
 
+def _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbose):
+    """The hand-over: the kept columns made dense (piecewise linear: feature-major bin
+    coordinates, as the dense loop) and the remaining iterations by
+    :func:`cvfs.core._kernels.fsa_loop`."""
+    e, csc, cols, fp, beta, v, support, intercept, lam, track = state
+    if e >= p.n_iter:
+        return state
+    bins = p.response.bins
+    Xw = _dense_columns(p.X, csc, cols, support)
+    cols = np.arange(Xw.shape[1], dtype=np.int64)
+    transposed = bins > 0
+    if transposed:
+        Xw = PL.compact_bins(Xw, cols, fp, bins)
+    log.debug("FSA: %d kept columns made dense after %d sparse iterations", cols.size, e)
+    chunk = p.n_iter if not verbose else max(1, p.n_iter // 50)
+    prior = (p.prior.shrinkage, p.prior.smoothness)
+    steps = (p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost, p.fit_intercept)
+    while e < p.n_iter:
+        e1 = min(p.n_iter, e + chunk)
+        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
+        Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
+            Xw, p.yk, p.pairs, p.loss, prior, steps, (g_first, first), state, hist, path,
+            (e, e1))
+        if bar is not None:
+            bar.update(e1 - e)
+        e = e1
+    return e, None, cols, fp, beta, v, support, intercept, lam, track
+
+
+def _sparse_result(p, state, n_sparse, hist, path, t_start):
+    """The :class:`cvfs.core.fsa.FSAResult` (coefficients on the uncentred basis)."""
+    _, _, _, fp, beta, _, support, intercept, lam, _ = state
+    bins = p.response.bins
     offset = float(np.sum(beta * fp[:, 2:]))
-    history = {
-        "loss": hist[:, 0].copy(),
-        "n_kept": hist[:, 1].astype(np.int64),
-        "lr": hist[:, 2].copy(),
-        "width": hist[:, 3].astype(np.int64),
-        "lam": hist[:, 4].copy(),
-        "data_passes": float(hist[:, 3].sum() / M),
-        "stat_passes": response.n_stat_passes,
-        "out_of_core_iterations": 0,
-        "sparse_iterations": n_sparse,
-        "lipschitz": float(curv * lam),
-        "time": time.perf_counter() - t_start,
-    }
+    history = fit_history(hist, p.X.shape[1], float(p.loss.curvature * lam), t_start,
+                          stat_passes=p.response.n_stat_passes, out_of_core_iterations=0,
+                          sparse_iterations=n_sparse)
     table = fp.copy()
     if bins == 0:
         table[:, 2] = 0.0
     return FSAResult(coef=beta * fp[:, 1:2] if bins == 0 else beta.copy(),
                      intercept=float(intercept - offset), support=support.copy(), table=table,
-                     bins=bins, history=history, path=path if record_path else None)
+                     bins=bins, history=history, path=path)
 
 
 def sparse_decision_function(X, support, table, bins, coef, intercept):

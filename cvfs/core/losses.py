@@ -52,9 +52,11 @@ class Squared(Loss):
     annealing_boost = 1.0
     value_grad = staticmethod(_squared)
 
-    def init_intercept(self, y):
-        """The minimiser of the mean loss over constant scores."""
-        return float(np.mean(y))
+    def init_intercept(self, y, sample_weight=None):
+        """The minimiser of the (weighted) mean loss over constant scores."""
+        if sample_weight is None:
+            return float(np.mean(y))
+        return float(np.average(y, weights=sample_weight))
 
 
 @njit(cache=True)
@@ -116,8 +118,11 @@ class Logistic(Loss):
     value_grad = staticmethod(_logistic)
     rows = staticmethod(_logistic_rows)
 
-    def init_intercept(self, y):
-        p = np.clip(np.mean(y > 0), 1e-6, 1 - 1e-6)
+    def init_intercept(self, y, sample_weight=None):
+        """The log-odds of the (weighted) positive frequency."""
+        pos = y > 0
+        p = np.clip(np.mean(pos) if sample_weight is None
+                    else np.average(pos, weights=sample_weight), 1e-6, 1 - 1e-6)
         return float(np.log(p / (1 - p)))
 
 

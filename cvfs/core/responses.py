@@ -36,29 +36,49 @@ class _ColumnStats:
         self.lo = np.full(m, np.inf)
         self.hi = np.full(m, -np.inf)
 
-    def update(self, block, d=None, gacc=None):
+    def update(self, block, d=None, gacc=None, sw=None):
         """Add the rows of ``block`` (C-contiguous float32/float64). With per-row weights ``d``
         (the block's rows), also accumulate gacc_j += sum_i d_i (x_ij - shift_j) into ``gacc``
-        (M,). Returns False if a value is NaN or infinite."""
+        (M,). With sample weights ``sw`` (the block's rows) every statistic is weighted: ``n``
+        is the sum of the weights and min/max are over the rows of positive weight. Returns
+        False if a value is NaN or infinite."""
         from cvfs.core._kernels import column_stats
 
         if block.shape[0] == 0:
             return True
         if self.shift is None:
             self.shift = np.where(np.isfinite(block[0]), block[0], 0.0).astype(np.float64)
+        if sw is not None:
+            return self._update_weighted(block, d, gacc, sw)
         self.n += block.shape[0]
         if d is None:
             d, gacc = np.zeros(block.shape[0]), np.zeros(block.shape[1])
         return column_stats(block, self.shift, self.s1, self.s2, self.lo, self.hi, d, gacc,
                             self.minmax)
 
+    def _update_weighted(self, block, d, gacc, sw, chunk=1024):
+        """:meth:`update` with sample weights: vectorised sums over chunks of rows."""
+        self.n += float(sw.sum())
+        for r0 in range(0, block.shape[0], chunk):
+            e = block[r0:r0 + chunk] - self.shift
+            w = sw[r0:r0 + chunk]
+            self.s1 += w @ e
+            self.s2 += w @ (e * e)
+            if d is not None:
+                gacc += d[r0:r0 + chunk] @ e
+            if self.minmax and np.any(w > 0):
+                rows = block[r0:r0 + chunk][w > 0]
+                np.minimum(self.lo, rows.min(axis=0), out=self.lo)
+                np.maximum(self.hi, rows.max(axis=0), out=self.hi)
+        return bool(np.isfinite(self.s1).all() and np.isfinite(self.s2).all())
+
     @property
     def mean(self):
-        return self.shift + self.s1 / max(self.n, 1)
+        return self.shift + self.s1 / (self.n or 1)
 
     @property
     def m2(self):
-        return np.maximum(self.s2 - self.s1 * self.s1 / max(self.n, 1), 0.0)
+        return np.maximum(self.s2 - self.s1 * self.s1 / (self.n or 1), 0.0)
 
 
 class Linear:
@@ -71,7 +91,7 @@ class Linear:
 
     def table(self, stats):
         """The parameter table ``fp`` (m, 3) from column statistics."""
-        std = np.sqrt(stats.m2 / max(stats.n, 1))
+        std = np.sqrt(stats.m2 / (stats.n or 1))
         with np.errstate(divide="ignore", over="ignore"):
             inv = 1.0 / std
         # constant columns, never selected: no spread, or a spread below the rounding of
