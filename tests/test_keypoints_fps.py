@@ -46,7 +46,8 @@ def test_detect_faces_matches_detect_peaks():
     """detect_faces fits the face model to the scan's peaks: without refinement its keypoints
     are detections of detect(threshold=-inf) on the same frame (same positions within 1e-6 px);
     the refinement moves them by at most its search radius (0.1 IED) plus one level pixel
-    (at most 0.15 IED), scores unchanged."""
+    (at most 0.15 IED), scores unchanged; a keypoint the assembly left missing may be filled
+    within the fill radius (0.25 IED) of the face model's position, with a probability."""
     det = load_detector()
     img = cv2.resize(data.astronaut(), (320, 240), interpolation=cv2.INTER_AREA)
     faces = det.detect_faces(img, max_scale=1.0, threshold=0.0, refine=False)
@@ -62,6 +63,11 @@ def test_detect_faces_matches_detect_peaks():
     for f, g in zip(faces, refined, strict=True):
         for k, (x, y, p) in f.keypoints.items():
             gx, gy, gp = g.keypoints[k]
-            assert gp == p or (np.isnan(gp) and np.isnan(p))
-            if np.isfinite(x):
-                assert np.hypot(gx - x, gy - y) <= 0.15 * f.ied
+            if np.isnan(p):
+                if np.isfinite(gp):
+                    px, py = f.predicted[k]
+                    assert 0.0 <= gp <= 1.0
+                    assert np.hypot(gx - px, gy - py) <= 0.3 * f.ied
+                continue
+            assert gp == p
+            assert np.hypot(gx - x, gy - y) <= 0.15 * f.ied
