@@ -37,7 +37,7 @@ from cvfs.datasets.hopkins155_videos import (  # noqa: E402
 from cvfs.io.video import read_frames  # noqa: E402
 from cvfs.motion.evaluate import misclassification  # noqa: E402
 from cvfs.motion.tracking import TrackerSettings  # noqa: E402
-from cvfs.motion.video import segment_video  # noqa: E402
+from cvfs.motion.video import segment_tracked, segment_video  # noqa: E402
 
 HEADERS = ["video", "tracks", "matched", "matched per motion", "K truth", "K chosen",
            "error K chosen %", "error K given %"]
@@ -47,8 +47,12 @@ def video_row(data, name, tracker):
     truth = load_video_truth(name, Path(data) / "hopkins155")
     frames = read_frames(Path(data) / "hopkins155_videos" / f"{name}.avi")
     row = {"video": name, "k_truth": truth.n_motions}
+    tracked = segment_video(frames, truth.n_motions, tracker=tracker)
     for key, k in (("chosen", None), ("given", truth.n_motions)):
-        res = segment_video(frames, k, tracker=tracker)
+        # the tracks once; the segmentation with K chosen and with K given
+        res = tracked if k is not None else segment_tracked(
+            tracked.points, tracked.visible, None, tracker=tracker,
+            track_seconds=tracked.track_seconds)
         j = match_truth(res.points, truth, visible=res.visible)
         ok = j >= 0
         true = truth.labels[j[ok]]

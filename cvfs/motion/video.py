@@ -9,7 +9,7 @@ import numpy as np
 
 from cvfs.motion.tracking import TrackerSettings, track_points
 
-__all__ = ["VideoSegmentation", "segment_video"]
+__all__ = ["VideoSegmentation", "segment_tracked", "segment_video"]
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +78,22 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
         As :func:`~cvfs.motion.tracking.track_points` and :func:`~cvfs.motion.segment_tracks`
         (fewer than 2 frames, no corner, too few tracks for K).
     """
-    from cvfs.motion import explained_by_one_motion, segment_tracks
-
     tracker = TrackerSettings() if tracker is None else tracker
     t0 = time.perf_counter()
     out = track_points(frames, tracker)
     points, visible = out if tracker.partial else (out, np.ones(out.shape[:2], dtype=bool))
+    return segment_tracked(points, visible, n_motions, tracker=tracker, model=model, tol=tol,
+                           track_seconds=time.perf_counter() - t0)
+
+
+def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None, tol=1.0,
+                    track_seconds=0.0):
+    """The segmentation step of :func:`segment_video` on tracks already computed
+    (``points`` (P, F, 2), ``visible`` (P, F) bool), e.g. to segment the same tracks with
+    several K; ``tracker`` and ``track_seconds`` are only recorded in the result."""
+    from cvfs.motion import explained_by_one_motion, segment_tracks
+
+    tracker = TrackerSettings() if tracker is None else tracker
     t1 = time.perf_counter()
     complete = points
     if not visible.all():
@@ -105,4 +115,4 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
                              independent_motion=bool(moving), k_chosen=chosen, tracker=tracker,
                              k_residuals={int(kk): float(v) for kk, v in scores.items()}
                              if chosen else {},
-                             track_seconds=t1 - t0, segment_seconds=t2 - t1)
+                             track_seconds=track_seconds, segment_seconds=t2 - t1)
