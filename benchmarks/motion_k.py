@@ -2,17 +2,20 @@
 
 Usage::
 
-    python benchmarks/motion_k.py [--data DIR] [--skip-pool] [--seeds 3]
+    python benchmarks/motion_k.py [--data DIR] [--cache DIR] [--skip-pool] [--seeds 3]
 
-1. Hopkins155 (155 sequences, K = 2 or 3): ``r_K`` and the planar ``q_K``
-   (:func:`cvfs.motion.kselect.k_residuals`, best of 20 seeded K-subspaces restarts and, for
-   K = 2, 3, the spectral candidates; K = 1..5) of every sequence; 10-fold cross-validation by
-   video (the folds of Table VII, fold seed 0): ``lam`` and ``mu`` of
-   :func:`~cvfs.motion.kselect.choose_k_penalised` (:func:`~cvfs.motion.kselect.fit_penalty`)
-   and, for comparison, ``lam`` alone (no planar term) and the threshold ``tau`` of the ratio
-   rule :func:`~cvfs.motion.kselect.choose_k` (:func:`~cvfs.motion.kselect.fit_threshold`) are
-   fitted on the nine training folds and K chosen on the test fold.
-   The residuals are cached in ``out/motion_k_residuals_planar.json``.
+``--seeds 0`` skips the synthetic scenes.
+
+1. Hopkins155 (155 sequences, K = 2 or 3): the labellings
+   :func:`cvfs.motion.kselect.k_residuals` fits (:func:`~cvfs.motion.kselect.k_labellings`,
+   best of 20 seeded K-subspaces restarts and, for K = 2, 3, the spectral candidates; K = 2..5)
+   and the spectra of the candidates' affinity, cached per sequence in
+   ``out/motion_k_labellings/``. Candidate K rules (:func:`k_forms`: ``log r_K + lam K log(P)/P``
+   with one more term, the affinity's eigengap, a conditional logit over K) are scored by
+   10-fold cross-validation by video (the folds of Table VII, fold seed 0; each rule's
+   parameters fitted on the nine training folds), and by a nested cross-validation: in each
+   outer fold the rule is picked by a 9-fold CV on the training folds, refitted on them and
+   scored on the held-out fold.
 2. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
    motion, 20 frames, noise 0.002), K = 2..6, ``--seeds`` problems each: error with K given
    (:func:`cvfs.motion.segment_tracks`), the oracle (best candidate) of the spectral pool alone
@@ -27,7 +30,6 @@ Writes ``benchmarks/results/motion_k.json``.
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
