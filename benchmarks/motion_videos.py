@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/motion_videos.py [--data DIR] [--partial] [--videos NAME ...]
+        [--cell PX] [--per-cell N] [--fb-threshold PX] [--out NAME]
 
 Each video of ``hopkins155_videos/`` goes through :func:`cvfs.motion.video.segment_video` (the
 implementation of ``cvfs motion segment``) with the default tracker settings (``--partial``:
@@ -90,11 +91,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None, help="data home (default: $CVFS_DATA)")
     ap.add_argument("--partial", action="store_true", help="partial tracks with re-detection")
+    ap.add_argument("--cell", type=int, default=None, help="tracker cell size (px)")
+    ap.add_argument("--per-cell", type=int, default=None, help="tracker corners per cell")
+    ap.add_argument("--fb-threshold", type=float, default=None,
+                    help="tracker forward-backward threshold (px)")
+    ap.add_argument("--out", default=None, help="JSON name (default by --partial)")
     ap.add_argument("--videos", nargs="+", default=list(VIDEO_TRUTH), choices=list(VIDEO_TRUTH))
     args = ap.parse_args(argv)
     limit_threads()
     data = Path(args.data) if args.data else Path(data_home())
-    tracker = TrackerSettings(partial=args.partial)
+    given = {"cell": args.cell, "per_cell": args.per_cell, "fb_threshold": args.fb_threshold}
+    tracker = TrackerSettings(partial=args.partial,
+                              **{k: v for k, v in given.items() if v is not None})
     rows = [video_row(data, name, tracker) for name in tqdm(args.videos, desc="videos")]
     table = [[r["video"], r["tracks"], r["matched"], "/".join(map(str, r["matched_per_motion"])),
               r["k_truth"], r["k_chosen"], f"{r['error_chosen']:.2f}", f"{r['error_given']:.2f}",
@@ -103,7 +111,7 @@ def main(argv=None):
              for r in rows]
     title = f"tracker: {tracker.as_dict()}"
     print(format_table(HEADERS, table, title=title))
-    name = "motion_videos_partial" if args.partial else "motion_videos"
+    name = args.out or ("motion_videos_partial" if args.partial else "motion_videos")
     write_json(REPO / "benchmarks" / "results" / f"{name}.json",
                {"tracker": tracker.as_dict(), "rows": rows})
 
