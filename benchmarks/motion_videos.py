@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/motion_videos.py [--data DIR] [--partial] [--videos NAME ...]
-        [--cell PX] [--per-cell N] [--fb-threshold PX] [--out NAME]
+        [--cell PX] [--per-cell N] [--max-points N] [--fb-threshold PX] [--out NAME]
 
 Each video of ``hopkins155_videos/`` goes through :func:`cvfs.motion.video.segment_video` (the
 implementation of ``cvfs motion segment``) with the default tracker settings (``--partial``:
@@ -93,6 +93,7 @@ def main(argv=None):
     ap.add_argument("--partial", action="store_true", help="partial tracks with re-detection")
     ap.add_argument("--cell", type=int, default=None, help="tracker cell size (px)")
     ap.add_argument("--per-cell", type=int, default=None, help="tracker corners per cell")
+    ap.add_argument("--max-points", type=int, default=None, help="tracker track limit")
     ap.add_argument("--fb-threshold", type=float, default=None,
                     help="tracker forward-backward threshold (px)")
     ap.add_argument("--out", default=None, help="JSON name (default by --partial)")
@@ -100,7 +101,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     limit_threads()
     data = Path(args.data) if args.data else Path(data_home())
-    given = {"cell": args.cell, "per_cell": args.per_cell, "fb_threshold": args.fb_threshold}
+    given = {"cell": args.cell, "per_cell": args.per_cell, "fb_threshold": args.fb_threshold,
+             "max_points": args.max_points}
     tracker = TrackerSettings(partial=args.partial,
                               **{k: v for k, v in given.items() if v is not None})
     rows = [video_row(data, name, tracker) for name in tqdm(args.videos, desc="videos")]
