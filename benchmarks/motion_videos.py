@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/motion_videos.py [--data DIR] [--partial] [--videos NAME ...]
+        [--cell PX] [--per-cell N] [--max-points N] [--fb-threshold PX] [--out NAME]
 
 Each video of ``hopkins155_videos/`` goes through :func:`cvfs.motion.video.segment_video` (the
 implementation of ``cvfs motion segment``) with the default tracker settings (``--partial``:
@@ -21,6 +22,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from matplotlib.path import Path as MplPath
+from scipy.spatial import ConvexHull
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,7 +43,22 @@ from cvfs.motion.tracking import TrackerSettings  # noqa: E402
 from cvfs.motion.video import segment_tracked, segment_video  # noqa: E402
 
 HEADERS = ["video", "tracks", "matched", "matched per motion", "K truth", "K chosen",
-           "error K chosen %", "error K given %"]
+           "error K chosen %", "error K given %", "in hull per motion", "s K chosen",
+           "s K given"]
+
+
+def tracks_in_hull(points, truth, label):
+    """Tracks inside the convex hull (widened by 3 px) of the truth points of motion ``label``
+    at the truth's first, middle and last frames: tracks on that object, counted without the
+    3 px match to one of its (sparse) truth points."""
+    obj = truth.pixels[truth.labels == label]
+    F = min(points.shape[1], obj.shape[1])
+    inside = np.ones(len(points), dtype=bool)
+    for f in (0, F // 2, F - 1):
+        hull = obj[:, f][ConvexHull(obj[:, f]).vertices]
+        inside &= MplPath(hull).contains_points(np.nan_to_num(points[:, f], nan=-1e9),
+                                                radius=3.0)
+    return int(inside.sum())
 
 
 def video_row(data, name, tracker):
@@ -63,7 +81,9 @@ def video_row(data, name, tracker):
             f"error_{key}": 100 * float(misclassification(res.labels[ok], true))
             if ok.any() else float("nan"),
             f"seconds_{key}": res.track_seconds + res.segment_seconds,
-            "visible_fraction": float(res.visible.mean())})
+            "visible_fraction": float(res.visible.mean()),
+            "in_hull_per_motion": [tracks_in_hull(res.points, truth, m)
+                                   for m in range(truth.n_motions)]})
     return row
 
 
@@ -71,18 +91,29 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None, help="data home (default: $CVFS_DATA)")
     ap.add_argument("--partial", action="store_true", help="partial tracks with re-detection")
+    ap.add_argument("--cell", type=int, default=None, help="tracker cell size (px)")
+    ap.add_argument("--per-cell", type=int, default=None, help="tracker corners per cell")
+    ap.add_argument("--max-points", type=int, default=None, help="tracker track limit")
+    ap.add_argument("--fb-threshold", type=float, default=None,
+                    help="tracker forward-backward threshold (px)")
+    ap.add_argument("--out", default=None, help="JSON name (default by --partial)")
     ap.add_argument("--videos", nargs="+", default=list(VIDEO_TRUTH), choices=list(VIDEO_TRUTH))
     args = ap.parse_args(argv)
     limit_threads()
     data = Path(args.data) if args.data else Path(data_home())
-    tracker = TrackerSettings(partial=args.partial)
+    given = {"cell": args.cell, "per_cell": args.per_cell, "fb_threshold": args.fb_threshold,
+             "max_points": args.max_points}
+    tracker = TrackerSettings(partial=args.partial,
+                              **{k: v for k, v in given.items() if v is not None})
     rows = [video_row(data, name, tracker) for name in tqdm(args.videos, desc="videos")]
     table = [[r["video"], r["tracks"], r["matched"], "/".join(map(str, r["matched_per_motion"])),
-              r["k_truth"], r["k_chosen"], f"{r['error_chosen']:.2f}", f"{r['error_given']:.2f}"]
+              r["k_truth"], r["k_chosen"], f"{r['error_chosen']:.2f}", f"{r['error_given']:.2f}",
+              "/".join(map(str, r["in_hull_per_motion"])), f"{r['seconds_chosen']:.0f}",
+              f"{r['seconds_given']:.0f}"]
              for r in rows]
     title = f"tracker: {tracker.as_dict()}"
     print(format_table(HEADERS, table, title=title))
-    name = "motion_videos_partial" if args.partial else "motion_videos"
+    name = args.out or ("motion_videos_partial" if args.partial else "motion_videos")
     write_json(REPO / "benchmarks" / "results" / f"{name}.json",
                {"tracker": tracker.as_dict(), "rows": rows})
 

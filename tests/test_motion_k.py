@@ -9,6 +9,7 @@ from cvfs.motion.kselect import (
     choose_k,
     choose_k_penalised,
     fit_threshold,
+    k_labellings,
     k_residuals,
     subspace_residual,
 )
@@ -63,6 +64,19 @@ def test_residuals_fall_with_k():
     r = k_residuals(normalise_points(pts), range(2, 6))
     assert sorted(r) == [1, 2, 3, 4, 5]
     assert r[1] > r[2] > r[3] > r[4] >= r[5]
+
+
+def test_k_residuals_are_the_best_of_k_labellings():
+    pts = normalise_points(make_rigid_motions(3, 60, 10, noise=0.002, random_state=1)[0])
+    labs = k_labellings(pts, range(2, 5))
+    r, q = k_residuals(pts, range(2, 5), return_planar=True)
+    assert sorted(labs) == [2, 3, 4] and all(lab.shape[1] == 60 for lab in labs.values())
+    Y = velocity_matrix(pts).T
+    for k, lab in labs.items():
+        res = np.array([subspace_residual(Y, row, (3, 2)) for row in lab])
+        best = int(np.argmin(res[:, 0]))
+        assert r[k] == pytest.approx(res[best, 0]) and q[k] == pytest.approx(res[best, 1])
+    assert sorted(k_labellings(pts[:11], range(2, 5))) == [2]  # 4 points per motion
 
 
 def test_segment_tracks_returns_the_chosen_k_and_residuals():

@@ -33,7 +33,7 @@ from cvfs.motion.candidates import (
 
 __all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "SPECTRAL_K", "choose_k",
            "choose_k_penalised", "fit_penalty",
-           "fit_threshold", "k_residuals", "subspace_residual"]
+           "fit_threshold", "k_labellings", "k_residuals", "subspace_residual"]
 
 # residual-ratio threshold of choose_k (fit_threshold gives 0.46 on most Hopkins155 folds)
 DEFAULT_TAU = 0.47
@@ -59,6 +59,37 @@ def subspace_residual(Y, labels, dim=3):
         total += np.array([s2[d:].sum() for d in dims])
     total /= Y.shape[0]
     return float(total[0]) if np.ndim(dim) == 0 else total
+
+
+def k_labellings(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS,
+                 random_state=0, spectral_k=SPECTRAL_K):
+    """The labellings :func:`k_residuals` fits for every K that the number of points allows.
+
+    Parameters and the candidate pools are those of :func:`k_residuals`.
+
+    Returns
+    -------
+    labellings : dict of int to ndarray of shape (C_K, P)
+        For K with ``4 K <= P``, in increasing K.
+    """
+    points, _ = check_points(points, 2)
+    Y = velocity_matrix(points).T
+    out = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for k in ks:
+            k = int(k)
+            if 4 * k > points.shape[0]:
+                break
+            labels = ksubspace_candidates(Y, k, n_restarts=n_restarts, random_state=random_state)
+            if k in spectral_k:
+                spec = generate_candidates(points, k, ksubspaces=0,
+                                           random_state=random_state).labels
+                labels = np.vstack([labels, spec]) if len(labels) else spec
+            elif not len(labels):
+                labels = generate_candidates(points, k, alphas=(2.0,), ksubspaces=0,
+                                             random_state=random_state).labels
+            out[k] = labels
+    return out
 
 
 def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, random_state=0,
@@ -94,21 +125,12 @@ def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS
     """
     points, _ = check_points(points, 2)
     Y = velocity_matrix(points).T
+    cands = k_labellings(points, ks, n_restarts=n_restarts, random_state=random_state,
+                         spectral_k=spectral_k)
     with threadpool_limits(limits=1, user_api="blas"):
         one = subspace_residual(Y, np.zeros(Y.shape[0], dtype=np.int64), (3, 2))
         out, planar = {1: float(one[0])}, {1: float(one[1])}
-        for k in ks:
-            k = int(k)
-            if 4 * k > points.shape[0]:
-                break
-            labels = ksubspace_candidates(Y, k, n_restarts=n_restarts, random_state=random_state)
-            if k in spectral_k:
-                spec = generate_candidates(points, k, ksubspaces=0,
-                                           random_state=random_state).labels
-                labels = np.vstack([labels, spec]) if len(labels) else spec
-            elif not len(labels):
-                labels = generate_candidates(points, k, alphas=(2.0,), ksubspaces=0,
-                                             random_state=random_state).labels
+        for k, labels in cands.items():
             res = np.array([subspace_residual(Y, lab, (3, 2)) for lab in labels])
             best = int(np.argmin(res[:, 0]))
             out[k], planar[k] = float(res[best, 0]), float(res[best, 1])
