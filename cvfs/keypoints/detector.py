@@ -55,6 +55,7 @@ from cvfs.vision import (
     valid_centres,
     window_centres,
 )
+from cvfs.vision.hog import _COS, _SIN, _hog_into, _hog_plan, _orient_bin, _windows_kernel
 
 __all__ = ["KIND", "KeypointDetector", "cascade_hardness", "load_detector", "nms"]
 
@@ -240,6 +241,46 @@ def _level_scores(pool, cache, centres, models, cascade, plan=None):
             X = pool.compute(cache, centres[c0:c0 + _CHUNK], columns=m.features)
             out[q, c0:c0 + _CHUNK] = m.decision_function(X)
     return out
+
+
+class _FullScorer:
+    """Every feature of windows of one classifier, scored without the cascade: the pool's
+    column plan (HOG blocks, Haar corner tables) built once, so scoring a few windows of many
+    small levels (:mod:`cvfs.keypoints.refine`) costs little beyond the features themselves.
+    Scores equal ``model.decision_function(pool.compute(cache, centres, model.features))``."""
+
+    def __init__(self, pool, model):
+        cols = np.asarray(model.features, dtype=np.int64)
+        self.model = model
+        self.n = cols.size
+        self.hog_pos = np.flatnonzero(cols < N_HOG)
+        self.hog_plan = _hog_plan(cols[self.hog_pos]) if self.hog_pos.size else None
+        self.window_border = pool.hog_border == "window"
+        # orientation bins of the window-border pixels (gradient across the border zeroed)
+        self.b_row0 = _orient_bin(1.0, 0.0, _COS, _SIN)
+        self.b_col0 = _orient_bin(0.0, 1.0, _COS, _SIN)
+        self.hog_cols = cols[self.hog_pos]
+        self.haar_pos = np.flatnonzero(cols >= N_HOG)
+        self.haar = pool._haar_plan.take(cols[self.haar_pos] - N_HOG)
+
+    def __call__(self, cache, centres):
+        tl = np.ascontiguousarray(centres - HALF, dtype=np.int64)
+        out = np.empty((len(tl), self.n), dtype=np.float32)
+        if len(tl) == 0:
+            return np.zeros(0)
+        if self.hog_pos.size:
+            if self.window_border:
+                _windows_kernel(*_hog_maps(cache.hog), tl, *self.hog_plan, out, self.hog_pos,
+                                self.b_row0, self.b_col0)
+            else:
+                _hog_into(cache.hog, tl, self.hog_cols, out, self.hog_pos, False)
+        if self.haar_pos.size:
+            self.haar.run(cache.integral, tl, out, self.haar_pos)
+        return self.model.decision_function(out)
+
+
+def _hog_maps(hl):
+    return hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col
 
 
 def _check_n_jobs(n_jobs):
@@ -488,9 +529,16 @@ class KeypointDetector:
         if centres is None:
             centres = window_centres(cache.shape)
         centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
-        s = _level_scores(self.pool, cache, centres, [self.classifiers[k] for k in names],
-                          cascade)
-        return centres, dict(zip(names, s, strict=True))
+        if cascade:
+            s = _level_scores(self.pool, cache, centres, [self.classifiers[k] for k in names],
+                              True)
+            return centres, dict(zip(names, s, strict=True))
+        centres = _check_centres(cache, centres)
+        full = self.__dict__.setdefault("_full_scorers", {})
+        for k in names:
+            if k not in full:
+                full[k] = _FullScorer(self.pool, self.classifiers[k])
+        return centres, {k: full[k](cache, centres) for k in names}
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
                refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None,
