@@ -22,7 +22,7 @@ from cvfs._jit import njit
 from cvfs.keypoints.faces import _candidates, _hypotheses
 from cvfs.vision import HALF
 
-__all__ = ["MARGIN", "band_rows", "eye_pairs", "level_regions"]
+__all__ = ["MARGIN", "band_rows", "eye_pairs", "level_regions", "single_eye_hypotheses"]
 
 #: Inter-eye distances added to a keypoint's search radius: room for the refit of the face
 #: model (similarity and shape modes through every inlier) to move the prediction. With 0.25
@@ -52,6 +52,58 @@ def eye_pairs(found, scales, model, max_per_keypoint=60):
     eyes = {k: found[k] for k in EYES if k in found}
     cands = _candidates(eyes, scales, model, int(max_per_keypoint))
     return _hypotheses(model, cands)
+
+
+def single_eye_hypotheses(found, scales, model, c, t, *, p_min=0.5, max_per_keypoint=10,
+                          n_ied=4, n_roll=3):
+    """Face hypotheses ``(c, t)`` around eye candidates that are in no valid eye pair.
+
+    An eye whose partner is missed (a profile, a closed or occluded eye) fixes the face only up
+    to its size and roll: for each such candidate with calibrated probability ``>= p_min``
+    (among the ``max_per_keypoint`` most probable of its eye), the mean shape is placed through
+    it at ``n_ied`` inter-eye distances spanning the eye's ``scale_range`` at the pyramid scale
+    it was found at, times ``n_roll`` rolls spanning the training roll range. The regions of
+    these hypotheses (:func:`level_regions`, whose squares overlap between the samples) let
+    the other keypoints, and so :func:`cvfs.keypoints.faces.assemble_faces`' hypotheses from
+    pairs such as an eye and a mouth corner, be found.
+
+    Parameters
+    ----------
+    found, scales, model :
+        As :func:`eye_pairs`.
+    c, t : ndarray of complex
+        The eye-pair hypotheses (:func:`eye_pairs`): candidates they pass through are skipped.
+    p_min : float
+    max_per_keypoint : int
+    n_ied, n_roll : int
+
+    Returns
+    -------
+    c, t : ndarray of complex, shape (h,)
+    """
+    names = model.shape.names
+    eyes = {k: found[k] for k in EYES if k in found}
+    cands = _candidates(eyes, scales, model, int(max_per_keypoint))
+    lo_r, hi_r = np.radians(model.shape.roll_range)
+    rolls = np.exp(1j * np.linspace(lo_r, hi_r, int(n_roll)))
+    cs, ts = [], []
+    for k in EYES:
+        i = names.index(k)
+        zm = model.shape.mean[i, 0] + 1j * model.shape.mean[i, 1]
+        lo, hi = model.scale_range[k]
+        paired = c * zm + t  # where the pair hypotheses put this eye: their candidates
+        for x, y, p, s in cands[i]:
+            z = x + 1j * y
+            if p < p_min or not np.isfinite(s) or (paired.size and np.abs(paired - z).min()
+                                                  < 1e-6):
+                continue
+            ied = np.geomspace(max(lo / s, 2.0), max(hi / s, 2.0), int(n_ied))
+            cc = (ied[:, None] * rolls[None, :]).ravel()
+            cs.append(cc)
+            ts.append(z - cc * zm)
+    if not cs:
+        return np.zeros(0, complex), np.zeros(0, complex)
+    return np.concatenate(cs), np.concatenate(ts)
 
 
 @njit(cache=True)

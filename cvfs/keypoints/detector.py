@@ -40,7 +40,13 @@ from cvfs.keypoints._tiling import (
     level_bytes,
     split_rows,
 )
-from cvfs.keypoints._topdown import EYES, band_rows, eye_pairs, level_regions
+from cvfs.keypoints._topdown import (
+    EYES,
+    band_rows,
+    eye_pairs,
+    level_regions,
+    single_eye_hypotheses,
+)
 from cvfs.keypoints.context import PairModel, pair_rescore
 from cvfs.vision import (
     HALF,
@@ -702,6 +708,13 @@ class KeypointDetector:
                                                      max_memory) else None
         found, scale = self._detect(image, names=eyes, keep=keep, **kw)
         c, t = eye_pairs(found, scale, face_model)
+        c1, t1 = single_eye_hypotheses(found, scale, face_model, c, t)
+        c, t = np.concatenate([c, c1]), np.concatenate([t, t1])
+        if len(c) == 0:  # no eye candidate places a face: the other keypoints everywhere
+            more, more_scale = self._detect(image, names=others, **kw)
+            found.update(more)
+            scale.update(more_scale)
+            return found, scale
         more, more_scale = self._detect_in_regions(image, others, face_model, c, t,
                                                    max_scale=max_scale, max_memory=max_memory,
                                                    caches=keep)
