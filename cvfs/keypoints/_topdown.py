@@ -1,5 +1,5 @@
 """Top-down scan of :meth:`cvfs.keypoints.KeypointDetector.detect_faces`: the eyes everywhere,
-the other keypoints only where an eye pair puts them.
+the other keypoints only where an eye pair, or an eye without a partner, puts them.
 
 The face assembly (:func:`cvfs.keypoints.faces.assemble_faces`) uses a keypoint detection only
 near the position the face model predicts for it, at a pyramid scale within the keypoint's
@@ -11,9 +11,15 @@ radius) and a range of pyramid levels (``scale_range`` widened by one level on e
 the windows of those squares on those levels are scanned, plus a one-window ring whose scores
 make the peaks inside the squares exactly the peaks of the full scan.
 
-The peaks inside the regions equal the full scan's; those outside are not found, so a face whose
-eyes do not form a valid pair of candidates loses its other keypoints, and a region's detection
-is no longer suppressed or merged by a stronger peak just outside it.
+A face with one eye missed (a profile, a closed or occluded eye) has no eye pair: a probable eye
+candidate in no valid pair places the face up to its size and roll
+(:func:`single_eye_hypotheses`), and where no eye candidate places any face the detector scans
+the other keypoints over the whole pyramid, so a face seen without its eyes can still be
+assembled from its nose and mouth corners.
+
+The peaks inside the regions equal the full scan's; those outside are not found, so a face
+placed by no eye candidate while another face in the image is loses its other keypoints, and a
+region's detection is no longer suppressed or merged by a stronger peak just outside it.
 """
 
 import numpy as np

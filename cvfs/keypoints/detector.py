@@ -622,13 +622,13 @@ class KeypointDetector:
         soft cascades keep), their scores become calibrated probabilities and the face shape
         model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. With
         ``top_down`` (the default) the eyes are detected over the whole pyramid and the other
-        keypoints only where a pair of eye candidates places them
-        (:mod:`cvfs.keypoints._topdown`): about twice as fast on a 640x480 frame as scanning
-        every keypoint everywhere (``top_down=False``), with the same peaks inside those
-        regions; a face whose eyes do not form a valid pair of candidates then loses its nose
-        and mouth detections.
+        keypoints only where a pair of eye candidates, or a probable eye without a partner,
+        places them (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate
+        places a face: about twice as fast on a 640x480 frame with a face as scanning every
+        keypoint everywhere (``top_down=False``), with the same peaks inside those regions.
         With ``refine``, each keypoint of a face is then rescanned at the face's own scale
-        (:func:`cvfs.keypoints.refine.refine_face_keypoints`).
+        (:func:`cvfs.keypoints.refine.refine_face_keypoints`; the keypoints of a face share
+        one small level per rescan scale).
 
         Parameters
         ----------
@@ -645,7 +645,8 @@ class KeypointDetector:
             As :meth:`detect`.
         max_faces : int, default=50
         top_down : bool, default=True
-            Scan the keypoints other than the eyes only around eye pairs (else everywhere).
+            Scan the keypoints other than the eyes only around eye pairs and unpaired probable
+            eyes, or everywhere when there is none (else always everywhere).
         refine : bool, default=True
             Move each keypoint of a found face to the sub-pixel maximum of a dense rescan of
             its neighbourhood on levels that bring the face to the detectors' training size.
