@@ -31,7 +31,8 @@ AP (a face is right when both eyes lie within 10% IED of an annotated face) with
 threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
 the full scan (every keypoint everywhere: the detections of ``detect()``, columns ``full``) and
 from ``detect_faces``' default top-down scan (the keypoints other than the eyes only around eye
-pairs, columns ``top-down``), with the CPU seconds per image of each. Results go to
+pairs and unpaired probable eyes, or everywhere when no eye candidate places a face, columns
+``top-down``), with the CPU seconds per image of each. Results go to
 ``benchmarks/results/keypoints_faces.json``::
 
     python benchmarks/keypoints_evaluate.py --faces --every 10 1 --datasets mtfl-test caltech

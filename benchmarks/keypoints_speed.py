@@ -15,14 +15,15 @@ Keep numba and BLAS single-threaded (``NUMBA_NUM_THREADS=1`` etc.; the threads a
 the load: the machine is shared. ``--full-repeats 0`` skips the (slow) full scan. ``--faces`` adds a
 ``detect_faces`` row per max_scale (the scan, then the face model fitted to its detections) and the
 CPU time of the face assembly alone: ``faces`` is the default top-down scan (the eyes everywhere,
-nose and mouth only around eye pairs, :mod:`cvfs.keypoints._topdown`) and ``faces-f`` the full
-scan (``top_down=False``), alternating in each repeat; ``--memory 2400x1000`` runs
-``detect_faces`` on the astronaut resized to that size in a child process at the largest max_scale
-and reports its peak resident set size (``getrusage(RUSAGE_CHILDREN)``, as ``/usr/bin/time -v``).
-``--profile``
-adds, per max_scale, the CPU time of each stage summed over the levels (pyramid, integral images,
-HOG cell maps, the scan kernel, peaks), of the steps of the top-down scan, the scan kernel's CPU
-time per classifier (each scanned alone over the same levels) and per level. Writes
+nose and mouth only around eye pairs and unpaired probable eyes, :mod:`cvfs.keypoints._topdown`)
+with the keypoint refinement, ``faces-nr`` the same without refinement (``refine=False``) and
+``faces-f`` the full scan (``top_down=False``), alternating in each repeat; ``--memory
+2400x1000`` runs ``detect_faces`` on the astronaut resized to that size in a child process at the
+largest max_scale and reports its peak resident set size (``getrusage(RUSAGE_CHILDREN)``, as
+``/usr/bin/time -v``). ``--profile`` adds, per max_scale, the CPU time of each stage summed over
+the levels (pyramid, integral images, HOG cell maps, the scan kernel, peaks), of the steps of the
+top-down scan (with the keypoint refinement), the scan kernel's CPU time per classifier (each
+scanned alone over the same levels) and per level. Writes
 ``benchmarks/results/keypoints_speed.json``.
 
 Example::
@@ -118,9 +119,10 @@ def _profile(det, frame, max_scale):
 
 def _profile_top_down(det, frame, max_scale):
     """CPU seconds of the steps of ``detect_faces``' top-down scan: the eye scan (keeping the
-    level maps), the eye-pair hypotheses, the scan of the other keypoints around them, the
-    assembly; and the number of hypotheses."""
-    from cvfs.keypoints._topdown import EYES, eye_pairs
+    level maps), the hypotheses (eye pairs, unpaired eyes), the scan of the other keypoints
+    around them, the assembly, the keypoint refinement; and the number of hypotheses."""
+    from cvfs.keypoints._topdown import EYES, eye_pairs, single_eye_hypotheses
+    from cvfs.keypoints.refine import refine_face_keypoints
 
     clock, fm = time.process_time, load_face_model()
     others = [k for k in fm.shape.names if k not in EYES]
@@ -132,14 +134,23 @@ def _profile_top_down(det, frame, max_scale):
     found, scale = det._detect(frame, names=list(EYES), keep=keep, **kw)
     t1 = clock()
     c, t = eye_pairs(found, scale, fm)
+    c1, t1_ = single_eye_hypotheses(found, scale, fm, c, t)
+    n_pairs, c, t = len(c), np.concatenate([c, c1]), np.concatenate([t, t1_])
     t2 = clock()
-    more, more_scale = det._detect_in_regions(frame, others, fm, c, t, max_scale=max_scale,
-                                              max_memory=None, caches=keep)
+    if len(c):
+        more, more_scale = det._detect_in_regions(frame, others, fm, c, t,
+                                                  max_scale=max_scale, max_memory=None,
+                                                  caches=keep)
+    else:  # no eye candidate places a face: the others everywhere, as detect_faces does
+        more, more_scale = det._detect(frame, names=others, **kw)
     t3 = clock()
-    assemble_faces({**found, **more}, fm, scales={**scale, **more_scale})
+    faces = assemble_faces({**found, **more}, fm, scales={**scale, **more_scale})
     t4 = clock()
-    return {"eye_scan": t1 - t0, "eye_pairs": t2 - t1, "regions_scan": t3 - t2,
-            "assembly": t4 - t3, "hypotheses": len(c), "maps_kept": keep is not None}
+    refine_face_keypoints(det, frame, faces, fill_missing=fm.probability)
+    t5 = clock()
+    return {"eye_scan": t1 - t0, "hypotheses_s": t2 - t1, "regions_scan": t3 - t2,
+            "assembly": t4 - t3, "refine": t5 - t4, "eye_pairs": n_pairs,
+            "unpaired_eye_hypotheses": len(c1), "maps_kept": keep is not None}
 
 
 _MEMORY_CHILD = """
@@ -164,16 +175,19 @@ def _peak_rss(size, max_scale):
 
 
 def _faces_timed(det, frame, max_scale, repeats):
-    """``(scan, wall, cpu, faces)`` of ``detect_faces`` with its top-down scan (``"faces"``)
-    and with the full scan (``"faces-f"``, ``top_down=False``), the two alternating in each
-    repeat; the repeat of median CPU time (the statistic least disturbed by other processes on
-    a shared machine)."""
-    times = {"faces": [], "faces-f": []}
+    """``(scan, wall, cpu, faces)`` of ``detect_faces`` with its top-down scan (``"faces"``),
+    the same without the keypoint refinement (``"faces-nr"``, ``refine=False``) and with the
+    full scan (``"faces-f"``, ``top_down=False``), the three alternating in each repeat; the
+    repeat of median CPU time (the statistic least disturbed by other processes on a shared
+    machine)."""
+    runs = {"faces": dict(top_down=True), "faces-nr": dict(top_down=True, refine=False),
+            "faces-f": dict(top_down=False)}
+    times = {scan: [] for scan in runs}
     n_faces = {}
     for _ in range(repeats):
-        for scan, td in (("faces", True), ("faces-f", False)):
+        for scan, kw in runs.items():
             t0, c0 = time.perf_counter(), time.process_time()
-            n_faces[scan] = len(det.detect_faces(frame, max_scale=max_scale, top_down=td))
+            n_faces[scan] = len(det.detect_faces(frame, max_scale=max_scale, **kw))
             times[scan].append((time.perf_counter() - t0, time.process_time() - c0))
     out = []
     for scan, t in times.items():

@@ -44,9 +44,11 @@ class _BlobDetector:
 
     def __init__(self):
         self.calls = 0
+        self.levels = set()
 
     def score_level(self, cache, centres, keypoints, *, cascade=True):
         self.calls += 1
+        self.levels.add(id(cache))
         assert cascade is False
         v = 1.0 - cache.image[centres[:, 0], centres[:, 1]].mean(axis=1)
         return centres, dict.fromkeys(keypoints, v.astype(np.float64))
@@ -73,7 +75,13 @@ def test_refine_points_finds_sub_pixel_blob_centres():
     np.testing.assert_allclose(out[:2, :2], truth, atol=0.15)
     assert np.all(np.abs(out[:2, 2] - 0.8) < 0.05)
     assert np.isnan(out[2]).sum() == 3
-    assert det.calls == 10  # five scales for each finite point
+    assert len(det.levels) == 5  # five scales, the two points of one face on one level each
+    single = _BlobDetector()
+    alone = refine_points(single, img, start, ["left_eye_center", "right_eye_center",
+                                               "left_eye_center"], np.array([30.0] * 3),
+                          shared=False)
+    assert len(single.levels) == 10
+    np.testing.assert_allclose(alone, out, atol=1e-6)
 
 
 def test_refine_face_keypoints_moves_only_positions():
@@ -146,3 +154,58 @@ def test_refine_face_keypoints_fills_missing_at_predicted_position():
     with pytest.raises(ValueError, match="fill_radius"):
         refine_face_keypoints(_BlobDetector(), img, [face], fill_missing=lambda k, s: s,
                               fill_radius=0.0)
+
+
+def test_sub_level_is_a_piece_of_the_resampled_image():
+    """A rectangle of the resampled image equals the same rectangle of the whole image
+    resampled as the pyramid does (blur, then bilinear resize), wherever it starts."""
+    import cv2
+
+    from cvfs.keypoints.refine import _sub_level
+
+    rng = np.random.default_rng(0)
+    img = cv2.GaussianBlur(rng.random((96, 128, 3)).astype(np.float32), (0, 0), 1.5)
+    for scale in (0.5, 1.5):
+        whole = img
+        if scale < 1:
+            s = math.sqrt(1 / scale ** 2 - 1) / 2
+            whole = cv2.GaussianBlur(img, (0, 0), sigmaX=s, sigmaY=s,
+                                     borderType=cv2.BORDER_REFLECT_101)
+        whole = cv2.resize(whole, (int(128 * scale), int(96 * scale)),
+                           interpolation=cv2.INTER_LINEAR)
+        for r0, c0 in ((0, 0), (5, 17), (20, 30)):
+            piece = _sub_level(img, scale, r0, c0, 24, 30)
+            np.testing.assert_allclose(piece, whole[r0:r0 + 24, c0:c0 + 30], atol=2e-6)
+        a = _sub_level(img, scale, 3, 4, 30, 40)
+        np.testing.assert_array_equal(a[7:27, 9:39], _sub_level(img, scale, 10, 13, 20, 30))
+
+
+def test_shared_levels_equal_one_level_per_keypoint_on_astronaut():
+    """With the shipped detector, the keypoints of the astronaut's face refined on one shared
+    level per scale equal those refined one keypoint at a time, and the full-classifier scores
+    of ``score_level`` equal the feature pool's."""
+    import cv2
+    from skimage import data
+
+    from cvfs.keypoints import load_detector
+    from cvfs.keypoints.detector import _level_scores
+    from cvfs.vision import LevelCache
+
+    det = load_detector()
+    frame = cv2.resize(data.astronaut(), (320, 240), interpolation=cv2.INTER_AREA)
+    cache = LevelCache(frame[40:120, 100:200])
+    centres = np.array([[30, 40], [31, 40], [50, 60], [60, 80]])
+    for k, m in det.classifiers.items():
+        got = det.score_level(cache, centres, [k], cascade=False)[1][k]
+        np.testing.assert_array_equal(got, _level_scores(det.pool, cache, centres, [m], False)[0])
+    (face,) = det.detect_faces(frame, max_scale=2.0, threshold=0.0, refine=False)[:1]
+    fm = det._face_model
+    shared = refine_face_keypoints(det, frame, [face], fill_missing=fm.probability)[0]
+    alone = refine_face_keypoints(det, frame, [face], fill_missing=fm.probability,
+                                  shared=False)[0]
+    assert set(shared.keypoints) == set(alone.keypoints)
+    for k, v in shared.keypoints.items():
+        np.testing.assert_allclose(v, alone.keypoints[k], atol=1e-5)
+    moved = [np.hypot(v[0] - face.keypoints[k][0], v[1] - face.keypoints[k][1])
+             for k, v in shared.keypoints.items() if np.isfinite(face.keypoints[k][0])]
+    assert max(moved) <= 0.1 * face.ied + 2.0  # within the search radius (plus a level pixel)

@@ -9,7 +9,7 @@ from skimage import data
 
 from cvfs.keypoints import load_detector, load_face_model
 from cvfs.keypoints._scan import ScanPlan
-from cvfs.keypoints._topdown import band_rows, eye_pairs, level_regions
+from cvfs.keypoints._topdown import band_rows, eye_pairs, level_regions, single_eye_hypotheses
 from cvfs.keypoints.detector import _grid_peaks, _parabolic_offsets, _region_peaks
 from cvfs.vision import HALF, WINDOW, LevelCache, level_bands, pyramid_level
 
@@ -106,13 +106,45 @@ def test_top_down_keypoints_are_full_scan_detections(setup):
         assert (d < 1e-6).mean() >= 0.9
 
 
-def test_no_eye_pair_scans_nothing_else(setup):
-    det, fm, _ = setup
+def test_no_eye_candidate_scans_the_others_everywhere(setup):
+    """Where no eye candidate places a face, the nose and mouth come from the full scan; a flat
+    image gives no face."""
+    det, fm, img = setup
     flat = np.full((120, 160, 3), 128, dtype=np.uint8)
-    found, scale = det._face_detections(flat, fm, max_scale=1.0, n_jobs=1, max_memory=None,
-                                        top_down=True)
-    assert all(len(found[k]) == 0 for k in OTHERS)
     assert det.detect_faces(flat, max_scale=1.0) == []
+    mouth = np.ascontiguousarray(img[110:200, 90:230])  # below the astronaut's eyes
+    kw = dict(max_scale=1.0, n_jobs=1, max_memory=None)
+    found, scale = det._face_detections(mouth, fm, top_down=True, **kw)
+    c, t = eye_pairs(found, scale, fm)
+    assert len(c) == 0 and len(single_eye_hypotheses(found, scale, fm, c, t)[0]) == 0
+    full, _ = det._face_detections(mouth, fm, top_down=False, **kw)
+    assert sum(len(found[k]) for k in OTHERS) > 0
+    for k in OTHERS:
+        np.testing.assert_array_equal(found[k], full[k])
+
+
+def test_single_eye_hypotheses(setup):
+    """An unpaired probable eye gives hypotheses through it over the eye's size and roll ranges;
+    an improbable one, or one in a valid eye pair, gives none."""
+    _, fm, _ = setup
+    names = fm.shape.names
+    hi = fm.calibration["left_eye_center"][0][-1]  # a raw score of the highest probability
+    lo = fm.calibration["left_eye_center"][0][0] - 1.0
+    found = {"left_eye_center": np.array([[100.0, 80.0, hi], [30.0, 20.0, lo]]),
+             "right_eye_center": np.zeros((0, 3))}
+    scale = {"left_eye_center": np.array([0.5, 0.5]), "right_eye_center": np.zeros(0)}
+    none = np.zeros(0, complex)
+    c, t = single_eye_hypotheses(found, scale, fm, none, none, n_ied=4, n_roll=3)
+    assert len(c) == 12
+    m = fm.shape.mean[names.index("left_eye_center")]
+    np.testing.assert_allclose(c * complex(*m) + t, 100.0 + 80.0j, atol=1e-9)
+    a, b = fm.scale_range["left_eye_center"]
+    np.testing.assert_allclose([np.abs(c).min(), np.abs(c).max()], [a / 0.5, b / 0.5])
+    roll = np.degrees(np.angle(c))
+    np.testing.assert_allclose([roll.min(), roll.max()], fm.shape.roll_range)
+    # the eye is in a pair: no single hypotheses
+    pair = np.array([c[0]]), np.array([t[0]])
+    assert len(single_eye_hypotheses(found, scale, fm, *pair)[0]) == 0
 
 
 def test_level_regions_and_band_rows(setup):

@@ -1,5 +1,5 @@
 """Top-down scan of :meth:`cvfs.keypoints.KeypointDetector.detect_faces`: the eyes everywhere,
-the other keypoints only where an eye pair puts them.
+the other keypoints only where an eye pair, or an eye without a partner, puts them.
 
 The face assembly (:func:`cvfs.keypoints.faces.assemble_faces`) uses a keypoint detection only
 near the position the face model predicts for it, at a pyramid scale within the keypoint's
@@ -11,9 +11,15 @@ radius) and a range of pyramid levels (``scale_range`` widened by one level on e
 the windows of those squares on those levels are scanned, plus a one-window ring whose scores
 make the peaks inside the squares exactly the peaks of the full scan.
 
-The peaks inside the regions equal the full scan's; those outside are not found, so a face whose
-eyes do not form a valid pair of candidates loses its other keypoints, and a region's detection
-is no longer suppressed or merged by a stronger peak just outside it.
+A face with one eye missed (a profile, a closed or occluded eye) has no eye pair: a probable eye
+candidate in no valid pair places the face up to its size and roll
+(:func:`single_eye_hypotheses`), and where no eye candidate places any face the detector scans
+the other keypoints over the whole pyramid, so a face seen without its eyes can still be
+assembled from its nose and mouth corners.
+
+The peaks inside the regions equal the full scan's; those outside are not found, so a face
+placed by no eye candidate while another face in the image is loses its other keypoints, and a
+region's detection is no longer suppressed or merged by a stronger peak just outside it.
 """
 
 import numpy as np
@@ -22,7 +28,7 @@ from cvfs._jit import njit
 from cvfs.keypoints.faces import _candidates, _hypotheses
 from cvfs.vision import HALF
 
-__all__ = ["MARGIN", "band_rows", "eye_pairs", "level_regions"]
+__all__ = ["MARGIN", "band_rows", "eye_pairs", "level_regions", "single_eye_hypotheses"]
 
 #: Inter-eye distances added to a keypoint's search radius: room for the refit of the face
 #: model (similarity and shape modes through every inlier) to move the prediction. With 0.25
@@ -52,6 +58,58 @@ def eye_pairs(found, scales, model, max_per_keypoint=60):
     eyes = {k: found[k] for k in EYES if k in found}
     cands = _candidates(eyes, scales, model, int(max_per_keypoint))
     return _hypotheses(model, cands)
+
+
+def single_eye_hypotheses(found, scales, model, c, t, *, p_min=0.5, max_per_keypoint=10,
+                          n_ied=4, n_roll=3):
+    """Face hypotheses ``(c, t)`` around eye candidates that are in no valid eye pair.
+
+    An eye whose partner is missed (a profile, a closed or occluded eye) fixes the face only up
+    to its size and roll: for each such candidate with calibrated probability ``>= p_min``
+    (among the ``max_per_keypoint`` most probable of its eye), the mean shape is placed through
+    it at ``n_ied`` inter-eye distances spanning the eye's ``scale_range`` at the pyramid scale
+    it was found at, times ``n_roll`` rolls spanning the training roll range. The regions of
+    these hypotheses (:func:`level_regions`, whose squares overlap between the samples) let
+    the other keypoints, and so :func:`cvfs.keypoints.faces.assemble_faces`' hypotheses from
+    pairs such as an eye and a mouth corner, be found.
+
+    Parameters
+    ----------
+    found, scales, model :
+        As :func:`eye_pairs`.
+    c, t : ndarray of complex
+        The eye-pair hypotheses (:func:`eye_pairs`): candidates they pass through are skipped.
+    p_min : float
+    max_per_keypoint : int
+    n_ied, n_roll : int
+
+    Returns
+    -------
+    c, t : ndarray of complex, shape (h,)
+    """
+    names = model.shape.names
+    eyes = {k: found[k] for k in EYES if k in found}
+    cands = _candidates(eyes, scales, model, int(max_per_keypoint))
+    lo_r, hi_r = np.radians(model.shape.roll_range)
+    rolls = np.exp(1j * np.linspace(lo_r, hi_r, int(n_roll)))
+    cs, ts = [], []
+    for k in EYES:
+        i = names.index(k)
+        zm = model.shape.mean[i, 0] + 1j * model.shape.mean[i, 1]
+        lo, hi = model.scale_range[k]
+        paired = c * zm + t  # where the pair hypotheses put this eye: their candidates
+        for x, y, p, s in cands[i]:
+            z = x + 1j * y
+            if p < p_min or not np.isfinite(s) or (paired.size and np.abs(paired - z).min()
+                                                  < 1e-6):
+                continue
+            ied = np.geomspace(max(lo / s, 2.0), max(hi / s, 2.0), int(n_ied))
+            cc = (ied[:, None] * rolls[None, :]).ravel()
+            cs.append(cc)
+            ts.append(z - cc * zm)
+    if not cs:
+        return np.zeros(0, complex), np.zeros(0, complex)
+    return np.concatenate(cs), np.concatenate(ts)
 
 
 @njit(cache=True)

@@ -40,7 +40,13 @@ from cvfs.keypoints._tiling import (
     level_bytes,
     split_rows,
 )
-from cvfs.keypoints._topdown import EYES, band_rows, eye_pairs, level_regions
+from cvfs.keypoints._topdown import (
+    EYES,
+    band_rows,
+    eye_pairs,
+    level_regions,
+    single_eye_hypotheses,
+)
 from cvfs.keypoints.context import PairModel, pair_rescore
 from cvfs.vision import (
     HALF,
@@ -55,6 +61,7 @@ from cvfs.vision import (
     valid_centres,
     window_centres,
 )
+from cvfs.vision.hog import _COS, _SIN, _hog_into, _hog_plan, _orient_bin, _windows_kernel
 
 __all__ = ["KIND", "KeypointDetector", "cascade_hardness", "load_detector", "nms"]
 
@@ -240,6 +247,46 @@ def _level_scores(pool, cache, centres, models, cascade, plan=None):
             X = pool.compute(cache, centres[c0:c0 + _CHUNK], columns=m.features)
             out[q, c0:c0 + _CHUNK] = m.decision_function(X)
     return out
+
+
+class _FullScorer:
+    """Every feature of windows of one classifier, scored without the cascade: the pool's
+    column plan (HOG blocks, Haar corner tables) built once, so scoring a few windows of many
+    small levels (:mod:`cvfs.keypoints.refine`) costs little beyond the features themselves.
+    Scores equal ``model.decision_function(pool.compute(cache, centres, model.features))``."""
+
+    def __init__(self, pool, model):
+        cols = np.asarray(model.features, dtype=np.int64)
+        self.model = model
+        self.n = cols.size
+        self.hog_pos = np.flatnonzero(cols < N_HOG)
+        self.hog_plan = _hog_plan(cols[self.hog_pos]) if self.hog_pos.size else None
+        self.window_border = pool.hog_border == "window"
+        # orientation bins of the window-border pixels (gradient across the border zeroed)
+        self.b_row0 = _orient_bin(1.0, 0.0, _COS, _SIN)
+        self.b_col0 = _orient_bin(0.0, 1.0, _COS, _SIN)
+        self.hog_cols = cols[self.hog_pos]
+        self.haar_pos = np.flatnonzero(cols >= N_HOG)
+        self.haar = pool._haar_plan.take(cols[self.haar_pos] - N_HOG)
+
+    def __call__(self, cache, centres):
+        tl = np.ascontiguousarray(centres - HALF, dtype=np.int64)
+        out = np.empty((len(tl), self.n), dtype=np.float32)
+        if len(tl) == 0:
+            return np.zeros(0)
+        if self.hog_pos.size:
+            if self.window_border:
+                _windows_kernel(*_hog_maps(cache.hog), tl, *self.hog_plan, out, self.hog_pos,
+                                self.b_row0, self.b_col0)
+            else:
+                _hog_into(cache.hog, tl, self.hog_cols, out, self.hog_pos, False)
+        if self.haar_pos.size:
+            self.haar.run(cache.integral, tl, out, self.haar_pos)
+        return self.model.decision_function(out)
+
+
+def _hog_maps(hl):
+    return hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col
 
 
 def _check_n_jobs(n_jobs):
@@ -488,9 +535,16 @@ class KeypointDetector:
         if centres is None:
             centres = window_centres(cache.shape)
         centres = np.asarray(centres, dtype=np.int64).reshape(-1, 2)
-        s = _level_scores(self.pool, cache, centres, [self.classifiers[k] for k in names],
-                          cascade)
-        return centres, dict(zip(names, s, strict=True))
+        if cascade:
+            s = _level_scores(self.pool, cache, centres, [self.classifiers[k] for k in names],
+                              True)
+            return centres, dict(zip(names, s, strict=True))
+        centres = _check_centres(cache, centres)
+        full = self.__dict__.setdefault("_full_scorers", {})
+        for k in names:
+            if k not in full:
+                full[k] = _FullScorer(self.pool, self.classifiers[k])
+        return centres, {k: full[k](cache, centres) for k in names}
 
     def detect(self, image, *, threshold=None, max_scale=None, min_scale=0.0, nms_radius=None,
                refine=True, cascade=True, n_jobs=1, merge_radius=None, pairs=None,
@@ -568,13 +622,13 @@ class KeypointDetector:
         soft cascades keep), their scores become calibrated probabilities and the face shape
         model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. With
         ``top_down`` (the default) the eyes are detected over the whole pyramid and the other
-        keypoints only where a pair of eye candidates places them
-        (:mod:`cvfs.keypoints._topdown`): about twice as fast on a 640x480 frame as scanning
-        every keypoint everywhere (``top_down=False``), with the same peaks inside those
-        regions; a face whose eyes do not form a valid pair of candidates then loses its nose
-        and mouth detections.
+        keypoints only where a pair of eye candidates, or a probable eye without a partner,
+        places them (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate
+        places a face: about twice as fast on a 640x480 frame with a face as scanning every
+        keypoint everywhere (``top_down=False``), with the same peaks inside those regions.
         With ``refine``, each keypoint of a face is then rescanned at the face's own scale
-        (:func:`cvfs.keypoints.refine.refine_face_keypoints`).
+        (:func:`cvfs.keypoints.refine.refine_face_keypoints`; the keypoints of a face share
+        one small level per rescan scale).
 
         Parameters
         ----------
@@ -591,7 +645,8 @@ class KeypointDetector:
             As :meth:`detect`.
         max_faces : int, default=50
         top_down : bool, default=True
-            Scan the keypoints other than the eyes only around eye pairs (else everywhere).
+            Scan the keypoints other than the eyes only around eye pairs and unpaired probable
+            eyes, or everywhere when there is none (else always everywhere).
         refine : bool, default=True
             Move each keypoint of a found face to the sub-pixel maximum of a dense rescan of
             its neighbourhood on levels that bring the face to the detectors' training size.
@@ -654,6 +709,13 @@ class KeypointDetector:
                                                      max_memory) else None
         found, scale = self._detect(image, names=eyes, keep=keep, **kw)
         c, t = eye_pairs(found, scale, face_model)
+        c1, t1 = single_eye_hypotheses(found, scale, face_model, c, t)
+        c, t = np.concatenate([c, c1]), np.concatenate([t, t1])
+        if len(c) == 0:  # no eye candidate places a face: the other keypoints everywhere
+            more, more_scale = self._detect(image, names=others, **kw)
+            found.update(more)
+            scale.update(more_scale)
+            return found, scale
         more, more_scale = self._detect_in_regions(image, others, face_model, c, t,
                                                    max_scale=max_scale, max_memory=max_memory,
                                                    caches=keep)

@@ -10,6 +10,10 @@ pixels), every window of the neighbourhood scored by the full classifier (no cas
 moves the keypoint to the score-weighted mean of the per-scale maxima, each refined to sub-pixel
 by the vertex of a quadratic fitted to its 3 x 3 neighbourhood (:func:`quadratic_peak`).
 
+Every rescan scale resamples the image on one grid, so the keypoints of a face share one small
+piece of each level (its integral images and HOG maps built once), and only the windows within
+the search radius, then the missing neighbours of the best one, are scored.
+
 References
 ----------
 Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big Data
@@ -70,62 +74,154 @@ def quadratic_peak(patch):
     return np.clip(np.array([dx, dy]), -1.0, 1.0)
 
 
-def _level(crop, scale):
-    """The crop resampled by ``scale`` as the pyramid does (bilinear when upsampling, Gaussian
-    blur of sigma sqrt(f^2 - 1) / 2 before a downscale by f)."""
-    h, w = crop.shape[:2]
-    size = (max(WINDOW, int(round(h * scale))), max(WINDOW, int(round(w * scale))))
-    img = crop
+def _blur_radius(sigma):
+    """Half-width of OpenCV's Gaussian kernel for a float image (``ksize = round(8 sigma + 1)``,
+    made odd)."""
+    return (int(round(sigma * 8.0 + 1.0)) | 1) // 2
+
+
+def _sub_level(rgb, scale, r0, c0, h, w):
+    """Rows ``r0 .. r0 + h - 1`` and columns ``c0 .. c0 + w - 1`` of the image resampled by
+    ``scale`` on the grid ``x_level = (x + 0.5) * scale - 0.5``, as the pyramid resamples (Gaussian
+    blur of sigma ``sqrt(f^2 - 1) / 2`` before a downscale by ``f``, then bilinear
+    interpolation; borders replicated after a reflecting blur). Only the pixels the rectangle
+    reads are blurred, with the kernel's support around them, so a rectangle's values do not
+    depend on where it starts: levels of neighbouring keypoints share one grid."""
+    H, W = rgb.shape[:2]
+
+    def taps(n0, n, size):  # source pixels and weights of level pixels n0 .. n0 + n - 1
+        src = np.clip((np.arange(n0, n0 + n) + 0.5) / scale - 0.5, 0.0, size - 1.0)
+        i0 = np.minimum(np.floor(src).astype(np.int64), max(size - 2, 0))
+        return i0, src - i0, np.minimum(i0 + 1, size - 1)
+
+    y0, fy, y1 = taps(r0, h, H)
+    x0, fx, x1 = taps(c0, w, W)
+    pad = 0
     if scale < 1.0:
         f = 1.0 / scale
-        s = math.sqrt(f * f - 1.0) / 2.0
-        img = cv2.GaussianBlur(img, (0, 0), sigmaX=s, sigmaY=s, borderType=cv2.BORDER_REFLECT_101)
-    img = cv2.resize(img, (size[1], size[0]), interpolation=cv2.INTER_LINEAR)
-    img = np.clip(np.ascontiguousarray(img.reshape(size[0], size[1], 3), dtype=np.float32), 0, 1)
-    return PyramidLevel(image=img, index=0, scale=float(scale), scale_y=size[0] / h,
-                        scale_x=size[1] / w)
+        sigma = math.sqrt(f * f - 1.0) / 2.0
+        pad = _blur_radius(sigma) + 1
+    ya, yb = max(int(y0.min()) - pad, 0), min(int(y1.max()) + pad + 1, H)
+    xa, xb = max(int(x0.min()) - pad, 0), min(int(x1.max()) + pad + 1, W)
+    src = rgb[ya:yb, xa:xb]
+    if pad:
+        src = cv2.GaussianBlur(src, (0, 0), sigmaX=sigma, sigmaY=sigma,
+                               borderType=cv2.BORDER_REFLECT_101).reshape(src.shape)
+    y0, y1, x0, x1 = y0 - ya, y1 - ya, x0 - xa, x1 - xa
+    fx, fy = fx[None, :, None], fy[:, None, None]
+    top = src[y0][:, x0] * (1.0 - fx) + src[y0][:, x1] * fx
+    bot = src[y1][:, x0] * (1.0 - fx) + src[y1][:, x1] * fx
+    img = top * (1.0 - fy) + bot * fy
+    return np.clip(np.ascontiguousarray(img, dtype=np.float32), 0, 1)
 
 
-def _scan_at(detector, rgb, name, xy, radius, scale):
-    """Best window of keypoint ``name`` within ``radius`` image pixels of ``xy`` on the image
-    resampled by ``scale``: ``(x, y, score)`` in image pixels (sub-pixel), or None."""
+def _scan_group(detector, rgb, names, xys, radii, scale):
+    """Best window of keypoint ``names[i]`` within ``radii[i]`` image pixels of ``xys[i]`` on
+    the image resampled by ``scale``, every point scored on one shared level: per point
+    ``(x, y, score)`` in image pixels (sub-pixel), or None.
+
+    A window qualifies when its centre lies within the radius and its 3 x 3 neighbours are
+    windows of the level; only those windows are scored, then the missing neighbours of each
+    point's best one (for :func:`quadratic_peak`)."""
     H, W = rgb.shape[:2]
-    margin = radius + (HALF + 2) / scale
-    x0, y0 = int(math.floor(xy[0] - margin)), int(math.floor(xy[1] - margin))
-    x1, y1 = int(math.ceil(xy[0] + margin)) + 1, int(math.ceil(xy[1] + margin)) + 1
-    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
-    if min(x1 - x0, y1 - y0) * scale < WINDOW + 2:
-        return None
-    level = _level(rgb[y0:y1, x0:x1], scale)
-    cache = LevelCache(level)
-    h, w = level.shape
-    c = level.from_original(np.array([xy[0] - x0, xy[1] - y0]))
-    r = radius * scale
-    ys = np.arange(max(HALF, int(math.floor(c[1] - r)) - 1),
-                   min(h - HALF, int(math.ceil(c[1] + r)) + 2))
-    xs = np.arange(max(HALF, int(math.floor(c[0] - r)) - 1),
-                   min(w - HALF, int(math.ceil(c[0] + r)) + 2))
-    if ys.size < 3 or xs.size < 3:
-        return None
-    grid = np.stack(np.meshgrid(ys, xs, indexing="ij"), axis=-1).reshape(-1, 2)
-    _, s = detector.score_level(cache, grid, [name], cascade=False)
-    smap = s[name].reshape(ys.size, xs.size)
-    gy, gx = np.meshgrid(ys, xs, indexing="ij")
-    inside = np.hypot(gx - c[0], gy - c[1]) <= r
-    inside[[0, -1], :] = False  # the maximum needs its 3 x 3 neighbourhood
-    inside[:, [0, -1]] = False
-    if not inside.any():
-        return None
-    masked = np.where(inside, smap, -np.inf)
-    i, j = np.unravel_index(int(np.argmax(masked)), masked.shape)
-    off = quadratic_peak(smap[i - 1:i + 2, j - 1:j + 2])
-    pos = level.to_original(np.array([xs[j] + off[0], ys[i] + off[1]]))
-    return float(pos[0] + x0), float(pos[1] + y0), float(smap[i, j])
+    hl, wl = int(round(H * scale)), int(round(W * scale))  # the resampled image's grid
+    cands, out = [], [None] * len(names)
+    for xy, r in zip(xys, radii * scale, strict=True):
+        c = (np.asarray(xy, np.float64) + 0.5) * scale - 0.5
+        ys = np.arange(max(int(math.ceil(c[1] - r)), HALF + 1),
+                       min(int(math.floor(c[1] + r)), hl - HALF - 1) + 1)
+        xs = np.arange(max(int(math.ceil(c[0] - r)), HALF + 1),
+                       min(int(math.floor(c[0] + r)), wl - HALF - 1) + 1)
+        gy, gx = np.meshgrid(ys, xs, indexing="ij")
+        inside = np.hypot(gx - c[0], gy - c[1]) <= r
+        cands.append(np.column_stack([gy[inside], gx[inside]]))  # row-major
+    if not any(len(q) for q in cands):
+        return out
+    allc = np.concatenate([q for q in cands if len(q)])
+    r0, c0 = allc.min(axis=0) - 1 - HALF
+    r1, c1 = allc.max(axis=0) + 1 + HALF
+    img = _sub_level(rgb, scale, int(r0), int(c0), int(r1 - r0), int(c1 - c0))
+    cache = LevelCache(PyramidLevel(image=img, index=0, scale=float(scale), scale_y=scale,
+                                    scale_x=scale))
+    origin = np.array([r0, c0])
+
+    def score(pts_per_point):
+        """Scores of lists of level centres, one list per point, batched by keypoint."""
+        res = [None] * len(names)
+        for name in dict.fromkeys(names):
+            idx = [i for i, n in enumerate(names) if n == name and len(pts_per_point[i])]
+            if not idx:
+                continue
+            cat = np.concatenate([pts_per_point[i] for i in idx]) - origin
+            _, s = detector.score_level(cache, cat, [name], cascade=False)
+            s = np.asarray(s[name], np.float64)
+            ends = np.cumsum([len(pts_per_point[i]) for i in idx])
+            for i, part in zip(idx, np.split(s, ends[:-1]), strict=True):
+                res[i] = part
+        return res
+
+    first = score(cands)
+    best, extra = [None] * len(names), [np.zeros((0, 2), np.int64)] * len(names)
+    nb = np.array([(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)])
+    for i, (q, s) in enumerate(zip(cands, first, strict=True)):
+        if s is None:
+            continue
+        k = int(np.argmax(s))
+        around = q[k] + nb
+        known = {tuple(p): v for p, v in zip(q.tolist(), s, strict=True)}
+        best[i] = (q[k], around, known)
+        extra[i] = np.array([p for p in around.tolist() if tuple(p) not in known],
+                            np.int64).reshape(-1, 2)
+    second = score(extra)
+    for i, b in enumerate(best):
+        if b is None:
+            continue
+        peak, around, known = b
+        if second[i] is not None:
+            known.update(zip(map(tuple, extra[i].tolist()), second[i], strict=True))
+        patch = np.array([known[tuple(p)] for p in around.tolist()]).reshape(3, 3)
+        v = patch[1, 1]
+        if not np.isfinite(patch).all():
+            off = np.zeros(2)
+        else:
+            off = quadratic_peak(patch)
+        x = (peak[1] + off[0] + 0.5) / scale - 0.5
+        y = (peak[0] + off[1] + 0.5) / scale - 0.5
+        out[i] = (float(x), float(y), float(v))
+    return out
+
+
+def _groups(pts, s0, ieds, shared):
+    """Points rescanned on common levels: the same scales (equal ``s0``) and linked by
+    distances below two inter-eye distances (one face's keypoints); singletons without
+    ``shared``."""
+    ok = np.flatnonzero(np.isfinite(s0))
+    if not shared:
+        return [[int(i)] for i in ok]
+    groups = []
+    for v in np.unique(s0[ok]):
+        idx = ok[s0[ok] == v]
+        label = np.arange(idx.size)
+        d = np.hypot(*(pts[idx, None, :] - pts[None, idx, :]).transpose(2, 0, 1))
+        near = d <= 2.0 * ieds[idx][:, None]
+        for _ in range(idx.size):  # single linkage: propagate the smallest label
+            new = np.where(near, label[None, :], idx.size).min(axis=1)
+            if np.array_equal(new, label):
+                break
+            label = new
+        groups += [idx[label == g].tolist() for g in np.unique(label)]
+    return groups
 
 
 def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_scales=5,
-                  scale_step=2.0 ** 0.25, radius=0.1, max_scale=4.0):
+                  scale_step=2.0 ** 0.25, radius=0.1, max_scale=4.0, shared=True):
     """Refined positions of keypoints, each rescanned around its current position.
+
+    The image is resampled at each rescan scale on one grid (``x_level = (x + 0.5) * scale -
+    0.5``); with ``shared`` the keypoints of one face (points with the same scale within two
+    inter-eye distances of each other) are scored on one piece of that level per scale, which
+    gives the same windows as one piece per keypoint (``shared=False``) at a fraction of the
+    set-up cost.
 
     Parameters
     ----------
@@ -150,6 +246,9 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
     max_scale : float
         Largest middle rescan scale (faces smaller than ``level_ied / max_scale`` are rescanned
         around this scale).
+    shared : bool, default=True
+        Score the keypoints of one face on one level per scale (else one level per keypoint;
+        the windows, and so the results, are the same up to float rounding).
 
     Returns
     -------
@@ -184,15 +283,21 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
                          "level_ied > 0")
     out = np.column_stack([pts, np.full(len(pts), np.nan)])
     js = np.arange(int(n_scales)) - (int(n_scales) - 1) / 2.0
-    for i, (xy, name, ied, rad) in enumerate(zip(pts, names, ieds, radius, strict=True)):
-        if not (np.isfinite(xy).all() and np.isfinite(ied) and ied > 0):
+    ok = np.isfinite(pts).all(axis=1) & np.isfinite(ieds) & (ieds > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s0 = np.where(ok, np.minimum(level_ied / ieds, max_scale), np.nan)
+    found = [[] for _ in range(len(pts))]
+    for g in _groups(pts, s0, ieds, shared):
+        for j in js:
+            res = _scan_group(detector, rgb, [names[i] for i in g], pts[g],
+                              radius[g] * ieds[g], float(s0[g[0]] * scale_step ** j))
+            for i, f in zip(g, res, strict=True):
+                if f is not None and np.isfinite(f[2]):
+                    found[i].append(f)
+    for i, fi in enumerate(found):
+        if not fi:
             continue
-        s0 = min(level_ied / ied, max_scale)
-        found = [f for f in (_scan_at(detector, rgb, name, xy, rad * ied, s0 * scale_step ** j)
-                             for j in js) if f is not None and np.isfinite(f[2])]
-        if not found:
-            continue
-        f = np.array(found)
+        f = np.array(fi)
         w = np.maximum(f[:, 2], 0.0)
         if w.sum() > 0:
             out[i, :2] = (w[:, None] * f[:, :2]).sum(axis=0) / w.sum()
