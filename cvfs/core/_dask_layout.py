@@ -338,7 +338,8 @@ class DaskLayout:
         self._workers = None  # distributed: the worker holding each spilled chunk
         self.width = X.shape[1]
         self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
-                        "seconds": [], "read_bytes": [], "written_bytes": []}
+                        "seconds": [], "read_bytes": [], "written_bytes": [], "ended": []}
+        self.in_memory = (0.0, 0.0)  # wall, CPU seconds of the in-memory loop (set by fsa_fit)
         self.persisted_at = []
         self.spilled_at = []
         if self._fits(self.width):
@@ -411,6 +412,7 @@ class DaskLayout:
         of X read (from the source, the spill files or memory) and written to the spill files."""
         tr = self.traffic
         tr["seconds"].append(time.perf_counter() - t0)
+        tr["ended"].append(time.time())  # epoch seconds: passes lined up with CPU samples
         tr["pass"].append(name)
         tr["sent_bytes"].append(int(sent))
         tr["received_bytes"].append(int(received))
@@ -638,6 +640,8 @@ class DaskLayout:
             "passes": {k: list(v) for k, v in self.traffic.items()},
             "persisted_at": list(self.persisted_at),
             "spilled_at": list(self.spilled_at),
+            "in_memory_seconds": self.in_memory[0],
+            "in_memory_cpu_seconds": self.in_memory[1],
         }
 
 
