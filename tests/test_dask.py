@@ -124,6 +124,18 @@ def test_zarr_input_and_dask_targets(tmp_path, data, references):
     np.testing.assert_array_equal(clf.support_, ref.support)
     np.testing.assert_allclose(clf.coef_, ref.coef[:, 0], rtol=1e-6, atol=1e-8)
     assert clf.n_features_in_ == 300
+    assert clf.history_["dask"]["source"] == "zarr"  # read straight from the Zarr array
+    # row chunks unlike the store's (whose column chunks the read merges): same fit
+    da.from_array(X, chunks=(700, 100)).to_zarr(str(tmp_path / "y.zarr"))
+    Xy = da.from_zarr(str(tmp_path / "y.zarr"), chunks=(450, 300))
+    clf2 = FSAClassifier(k=8, loss="lorenz", max_memory=X.nbytes // 8).fit(Xy, y)
+    assert clf2.history_["dask"]["source"] == "zarr"
+    np.testing.assert_array_equal(clf2.support_, ref.support)
+    np.testing.assert_allclose(clf2.coef_, ref.coef[:, 0], rtol=1e-6, atol=1e-8)
+    # a transformed array is read through Dask's tasks
+    clf3 = FSAClassifier(k=8, loss="lorenz", max_memory=X.nbytes // 8).fit(Xy + 0.0, y)
+    assert clf3.history_["dask"]["source"] == "dask"
+    np.testing.assert_array_equal(clf3.support_, ref.support)
     mem = FSAClassifier(k=8, loss="lorenz").fit(X, y)
     np.testing.assert_allclose(clf.decision_function(Xz), mem.decision_function(X), rtol=1e-6,
                                atol=1e-8)

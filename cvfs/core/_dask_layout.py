@@ -23,6 +23,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -277,6 +278,56 @@ def _on_disk(func, bundle, args):
     return out
 
 
+_buffers = threading.local()  # per thread: the reused buffer of the direct Zarr reads
+
+
+def _zarr_source(X):
+    """The ``zarr.Array`` behind X if X is exactly ``dask.array.from_zarr(z)`` of a float32 or
+    float64 Zarr (zarr >= 3), else None. Its row ranges are then read straight into a reused
+    buffer on the workers (:func:`_on_source`) instead of through Dask's getter tasks, which
+    allocate a new array for every chunk."""
+    if "zarr" not in sys.modules:
+        return None
+    try:
+        import zarr
+        from zarr.core.buffer import cpu  # noqa: F401
+    except ImportError:
+        return None
+    graph = X.__dask_graph__()
+    layers = getattr(graph, "layers", {})
+    original = "original-" + X.name
+    if set(layers) != {X.name, original}:
+        return None
+    values = list(dict(layers[original]).values())
+    if len(values) != 1 or not isinstance(values[0], zarr.Array):
+        return None
+    z = values[0]
+    if z.shape != X.shape or z.dtype != X.dtype or z.dtype not in (np.float32, np.float64):
+        return None
+    return z
+
+
+def _read_rows(z, r0, r1):
+    """Rows r0:r1 of the Zarr array ``z``, read into this thread's reused buffer (a view of it,
+    valid until the thread's next read)."""
+    from zarr.core.buffer import cpu
+
+    n = r1 - r0
+    buf = getattr(_buffers, "x", None)
+    if buf is None or buf.dtype != z.dtype or buf.shape[1] != z.shape[1] or buf.shape[0] < n:
+        _buffers.x = None  # the old buffer is freed before the new one is allocated
+        buf = _buffers.x = np.empty((n, z.shape[1]), dtype=z.dtype)
+    out = buf[:n]
+    z.get_basic_selection(slice(r0, r1), out=cpu.NDBuffer.from_numpy_array(out))
+    return out
+
+
+def _on_source(func, z, rows, yp, args):
+    """``func`` on the rows ``rows`` = (r0, r1) of the Zarr array ``z``; ``func`` must not
+    return a view of its chunk (the buffer is reused)."""
+    return func(_read_rows(z, *rows), yp, args)
+
+
 class DaskLayout:
     """The row chunks of a Dask array X and the passes of FSA over them.
 
@@ -306,6 +357,7 @@ class DaskLayout:
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must be 1-D with X.shape[0]={X.shape[0]} entries, got shape "
                              f"{y.shape}")
+        self._zarr = _zarr_source(X)  # read directly, whatever the row chunks below
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         if len(X.chunks[1]) > 1:
@@ -332,7 +384,11 @@ class DaskLayout:
             local = (pi[sel] - r0, pj[sel] - r0, pr[sel], pw[sel]) if pi.size else ()
             parts.append(delayed((np.ascontiguousarray(y[r0:r1]), local), traverse=False))
         self._yp = dask.persist(*parts)
-        self._blocks = list(X.to_delayed().ravel())
+        if self._zarr is not None:  # the row range of each chunk, read by its task
+            self._source = delayed(self._zarr, traverse=False)
+            self._blocks = [(int(a), int(b)) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+        else:
+            self._blocks = list(X.to_delayed().ravel())
         self._mode = "source"  # where the chunks are: "source", "disk" or "memory"
         self._tag = uuid.uuid4().hex  # names this fit's scratch directories
         self._workers = None  # distributed: the worker holding each spilled chunk
@@ -356,7 +412,7 @@ class DaskLayout:
         from dask import delayed
 
         arg = delayed(args, traverse=False)
-        sent = len(pickle.dumps(args, protocol=5))
+        sent = len(pickle.dumps(args, protocol=5)) + self._source_bytes()
         tasks = []
         for c, (blk, yp) in enumerate(zip(self._blocks, self._yp)):
             with self._pinned(c):
@@ -373,7 +429,15 @@ class DaskLayout:
             return delayed(_on_bundle, pure=False)(func, blk, arg)
         if self._mode == "disk":
             return delayed(_on_disk, pure=False)(func, blk, arg)
+        if self._zarr is not None:
+            return delayed(_on_source, pure=False)(func, self._source, blk, yp, arg)
         return delayed(func, pure=False)(blk, yp, arg)
+
+    def _source_bytes(self):
+        """Pickled size of the Zarr array a pass over the source sends (0 otherwise)."""
+        if self._mode != "source" or self._zarr is None:
+            return 0
+        return len(pickle.dumps(self._zarr, protocol=5))
 
     def _pinned(self, c):
         """Context in which the task of chunk ``c`` is restricted to the worker holding its
@@ -479,7 +543,7 @@ class DaskLayout:
         t0 = time.perf_counter()
         M = self.shape[1]
         minmax = response.bins > 0
-        parts, sent = [], 0
+        parts, sent = [], self._source_bytes()
         from dask import delayed
 
         # the chunk offsets go with each task: one argument tuple per chunk here (once per fit)
@@ -636,6 +700,7 @@ class DaskLayout:
             it[:own.shape[0]] = own
         return {
             "n_chunks": self.n_chunks,
+            "source": "zarr" if self._zarr is not None else "dask",
             "sent_bytes": it[:, 0], "received_bytes": it[:, 1], "tasks": it[:, 2],
             "passes": {k: list(v) for k, v in self.traffic.items()},
             "persisted_at": list(self.persisted_at),
