@@ -249,8 +249,9 @@ def _remove_scratch(tag, dask_worker=None):
 
 
 def _spill(x, yp, args):
-    """A chunk spilled to local disk: its kept columns written to a ``.npy`` file; the task's
-    result is ((path, host), y and pairs), the file stays on this worker's disk."""
+    """A chunk spilled to local disk: its kept columns written feature-major, shape (m, n), to
+    a ``.npy`` file (so that a pass reads only the columns still kept); the task's result is
+    ((path, host), y and pairs), the file stays on this worker's disk."""
     cols, tag = args
     cols = _writable(cols)
     x = _writable(x)
@@ -259,19 +260,32 @@ def _spill(x, yp, args):
     folder = _scratch_dir(tag)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, uuid.uuid4().hex + ".npy")
-    np.save(path, out)
+    np.save(path, np.ascontiguousarray(out.T))
     return (path, socket.gethostname()), yp
 
 
+def _kept_args(func, args):
+    """(the positions ``cols`` that ``func``'s arguments ask for, the arguments with ``cols``
+    replaced by 0..m-1): a spilled chunk is read as its kept columns only."""
+    cols = args if func is _bundle else args[0]
+    local = np.arange(len(cols), dtype=np.int64)
+    return cols, (local if func is _bundle else (local, *args[1:]))
+
+
 def _on_disk(func, bundle, args):
-    """``func`` on a spilled chunk read back from its file; the file is removed once its
-    columns have moved to a new spill file or to memory."""
+    """``func`` on a spilled chunk: only the columns its arguments keep are read back from the
+    feature-major file; the file is removed once its columns have moved to a new spill file
+    or to memory."""
     (path, host), yp = bundle
     try:
-        x = np.load(path)
+        xt = np.load(path, mmap_mode="r")
     except FileNotFoundError:
         raise RuntimeError(f"FSA on Dask: the spilled chunk {path} written on {host} is not on "
                            f"{socket.gethostname()}") from None
+    cols, args = _kept_args(func, args)
+    cols = np.asarray(cols, dtype=np.int64)
+    x = np.ascontiguousarray(xt[cols].T)  # reads the kept rows of the file only
+    del xt
     out = func(x, yp, args)
     if func is _spill or func is _bundle:
         os.remove(path)
@@ -450,9 +464,10 @@ class DaskLayout:
             return contextlib.nullcontext()
         return dask.annotate(workers=[self._workers[c]], allow_other_workers=False)
 
-    def map_reduce(self, func, args, reduce=_add, name="pass"):
+    def map_reduce(self, func, args, reduce=_add, name="pass", width=None):
         """Run ``func`` on every chunk and reduce the results in a tree of fan-in 8 on the
-        workers. Records the bytes sent and received in ``traffic``."""
+        workers. Records the bytes sent and received in ``traffic`` (and ``width`` columns
+        read, default the layout's width)."""
         t0 = time.perf_counter()
         import dask
         from dask import delayed
@@ -468,10 +483,10 @@ class DaskLayout:
             n_tasks += len(nxt)
             parts = nxt
         (out,) = dask.compute(parts[0], optimize_graph=False)
-        self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0)
+        self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0, width=width)
         return out
 
-    def _record(self, name, sent, received, tasks, t0, written=0):
+    def _record(self, name, sent, received, tasks, t0, written=0, width=None):
         """Log one pass: its name, bytes sent and received, tasks, seconds since ``t0``, bytes
         of X read (from the source, the spill files or memory) and written to the spill files."""
         tr = self.traffic
@@ -481,7 +496,8 @@ class DaskLayout:
         tr["sent_bytes"].append(int(sent))
         tr["received_bytes"].append(int(received))
         tr["tasks"].append(int(tasks))
-        tr["read_bytes"].append(int(self.shape[0] * self.width * self.itemsize))
+        width = self.width if width is None else width
+        tr["read_bytes"].append(int(self.shape[0] * width * self.itemsize))
         tr["written_bytes"].append(int(written))
 
     def _persist(self, cols, when):
@@ -598,12 +614,11 @@ class DaskLayout:
         e = 0
         track = True
         lam0 = lam
-        waste = 0  # columns read with zero weight since the last spill
         self.iteration_traffic = np.zeros((schedule.size, 3), np.int64)
         while e < schedule.size and N * cols.size * self.itemsize > max_memory:
             m = cols.size
             n_rec = len(self.traffic["pass"])
-            width = self.width
+            width = m if self._mode == "disk" else self.width  # spill files: kept columns only
             if e == 0 and g_first.shape[0] > 0:  # from the statistics pass
                 g = g_first.copy()
                 value, gi = first
@@ -611,7 +626,7 @@ class DaskLayout:
             else:
                 args = (cols, fp, bins, beta, v, float(intercept), loss, track)
                 g, h, s = self.map_reduce(_chunk_rank if is_rank else _chunk_row_pass, args,
-                                          name="rank" if is_rank else "row")
+                                          name="rank" if is_rank else "row", width=width)
                 if is_rank:
                     K.finalize(g, fp, bins, s[1], 1.0)
                     K.finalize(h, fp, bins, s[2], 1.0)
@@ -622,8 +637,6 @@ class DaskLayout:
                     value, gi = s[0] / N, s[1] / N
             if width == 0:
                 h = np.zeros((m, G))
-            else:
-                waste += width - m
             b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
             keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0,
                                            track and width > 0, curv, shrink, smooth, lr_fixed,
@@ -644,15 +657,11 @@ class DaskLayout:
                     if mode != "memory" or 2 * m <= self.width:
                         self._persist(cols, e)
                         cols = np.arange(m, dtype=np.int64)
-                        waste = 0
-                elif mode == "source" or (mode == "disk" and (
-                        2 * m <= self.width or waste >= self.width + m)):
-                    # to disk after the first drop; re-written when the kept count halves or
-                    # the reads of dropped columns have cost as much as a re-write (read the
-                    # width, write the kept columns: ski rental)
+                elif mode == "source":
+                    # to disk after the first drop, feature-major: later passes read only the
+                    # columns still kept, so the files are not re-written as columns drop
                     self._spill_to_disk(cols, e)
                     cols = np.arange(m, dtype=np.int64)
-                    waste = 0
             if path.shape[0]:
                 path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
             tr = self.traffic
@@ -689,7 +698,8 @@ class DaskLayout:
                 else:
                     Xw[r0:r1] = out
                 received += out.nbytes
-        self._record("gather", sent, received, len(tasks), t0)
+        self._record("gather", sent, received, len(tasks), t0,
+                     width=m if self._mode == "disk" else None)
         return Xw
 
     def report(self, n_iter):
