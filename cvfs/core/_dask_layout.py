@@ -6,10 +6,11 @@ with the O(M) arguments (``cols``, ``fp``, ``beta``, ``v``: one graph key each, 
 pass) and returns O(m G) partial sums, added in a tree on the workers; the client receives one
 O(m G) result per pass. ``y`` and the ranking pairs go to the workers once, split by chunk.
 
-Layouts of X, in order: the input chunks (read by every pass, e.g. from Zarr); after the first
-drop, while the kept columns do not fit ``worker_memory``, each chunk's kept columns in a file
-on its worker's local disk (re-written when the kept count halves or the reads of dropped
-columns have cost as much as a re-write); the kept columns persisted in the workers' memory
+Layouts of X, in order: the input chunks (read by every pass; the chunks of an unmodified
+``dask.array.from_zarr`` array are read by the task itself into a buffer reused by each worker
+thread); after the first drop, while the kept columns do not fit ``worker_memory``, each
+chunk's kept columns in a feature-major file on its worker's local disk (written once; a pass
+reads only the columns still kept); the kept columns persisted in the workers' memory
 beside their ``y`` chunk once N m itemsize <= ``worker_memory`` (again whenever the kept count
 halves); the kept columns gathered into the client's memory once N m itemsize <=
 ``max_memory``, where the in-memory loop takes over. ``docs/methods.md``, "FSA on Dask", has
