@@ -224,9 +224,9 @@ def _scratch_dirs(client=None):
 def test_spill_to_disk_equals_persisted(data, references, request, sched, case):
     """Kept columns too large for ``worker_memory``: written to the workers' disk after the
     first drop, read back column by column as they shrink, then persisted in memory and
-    gathered; the model is
-    the one of the fit whose columns stay in memory, and no spill file is left. On the cluster
-    the piecewise-linear case only (the Lorenz spill path is the same tasks with other sums)."""
+    gathered; the model is the one of the fit whose columns stay in memory, and no spill file
+    is left. On the cluster the piecewise-linear case only (the Lorenz spill path is the same
+    tasks with other sums)."""
     X, y, true = data
     Xd = da.from_array(X, chunks=(250, 300))
     with _scheduler(sched, request) as c:
