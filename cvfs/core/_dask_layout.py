@@ -6,10 +6,11 @@ with the O(M) arguments (``cols``, ``fp``, ``beta``, ``v``: one graph key each, 
 pass) and returns O(m G) partial sums, added in a tree on the workers; the client receives one
 O(m G) result per pass. ``y`` and the ranking pairs go to the workers once, split by chunk.
 
-Layouts of X, in order: the input chunks (read by every pass, e.g. from Zarr); after the first
-drop, while the kept columns do not fit ``worker_memory``, each chunk's kept columns in a file
-on its worker's local disk (re-written when the kept count halves or the reads of dropped
-columns have cost as much as a re-write); the kept columns persisted in the workers' memory
+Layouts of X, in order: the input chunks (read by every pass; the chunks of an unmodified
+``dask.array.from_zarr`` array are read by the task itself into a buffer reused by each worker
+thread); after the first drop, while the kept columns do not fit ``worker_memory``, each
+chunk's kept columns in a feature-major file on its worker's local disk (written once; a pass
+reads only the columns still kept); the kept columns persisted in the workers' memory
 beside their ``y`` chunk once N m itemsize <= ``worker_memory`` (again whenever the kept count
 halves); the kept columns gathered into the client's memory once N m itemsize <=
 ``max_memory``, where the in-memory loop takes over. ``docs/methods.md``, "FSA on Dask", has
@@ -23,6 +24,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -248,8 +250,9 @@ def _remove_scratch(tag, dask_worker=None):
 
 
 def _spill(x, yp, args):
-    """A chunk spilled to local disk: its kept columns written to a ``.npy`` file; the task's
-    result is ((path, host), y and pairs), the file stays on this worker's disk."""
+    """A chunk spilled to local disk: its kept columns written feature-major, shape (m, n), to
+    a ``.npy`` file (so that a pass reads only the columns still kept); the task's result is
+    ((path, host), y and pairs), the file stays on this worker's disk."""
     cols, tag = args
     cols = _writable(cols)
     x = _writable(x)
@@ -258,23 +261,86 @@ def _spill(x, yp, args):
     folder = _scratch_dir(tag)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, uuid.uuid4().hex + ".npy")
-    np.save(path, out)
+    np.save(path, np.ascontiguousarray(out.T))
     return (path, socket.gethostname()), yp
 
 
+def _kept_args(func, args):
+    """(the positions ``cols`` that ``func``'s arguments ask for, the arguments with ``cols``
+    replaced by 0..m-1): a spilled chunk is read as its kept columns only."""
+    cols = args if func is _bundle else args[0]
+    local = np.arange(len(cols), dtype=np.int64)
+    return cols, (local if func is _bundle else (local, *args[1:]))
+
+
 def _on_disk(func, bundle, args):
-    """``func`` on a spilled chunk read back from its file; the file is removed once its
-    columns have moved to a new spill file or to memory."""
+    """``func`` on a spilled chunk: only the columns its arguments keep are read back from the
+    feature-major file; the file is removed once its columns have moved to a new spill file
+    or to memory."""
     (path, host), yp = bundle
     try:
-        x = np.load(path)
+        xt = np.load(path, mmap_mode="r")
     except FileNotFoundError:
         raise RuntimeError(f"FSA on Dask: the spilled chunk {path} written on {host} is not on "
                            f"{socket.gethostname()}") from None
+    cols, args = _kept_args(func, args)
+    cols = np.asarray(cols, dtype=np.int64)
+    x = np.ascontiguousarray(xt[cols].T)  # reads the kept rows of the file only
+    del xt
     out = func(x, yp, args)
     if func is _spill or func is _bundle:
         os.remove(path)
     return out
+
+
+_buffers = threading.local()  # per thread: the reused buffer of the direct Zarr reads
+
+
+def _zarr_source(X):
+    """The ``zarr.Array`` behind X if X is exactly ``dask.array.from_zarr(z)`` of a float32 or
+    float64 Zarr (zarr >= 3), else None. Its row ranges are then read straight into a reused
+    buffer on the workers (:func:`_on_source`) instead of through Dask's getter tasks, which
+    allocate a new array for every chunk."""
+    if "zarr" not in sys.modules:
+        return None
+    try:
+        import zarr
+        from zarr.core.buffer import cpu  # noqa: F401
+    except ImportError:
+        return None
+    graph = X.__dask_graph__()
+    layers = getattr(graph, "layers", {})
+    original = "original-" + X.name
+    if set(layers) != {X.name, original}:
+        return None
+    values = list(dict(layers[original]).values())
+    if len(values) != 1 or not isinstance(values[0], zarr.Array):
+        return None
+    z = values[0]
+    if z.shape != X.shape or z.dtype != X.dtype or z.dtype not in (np.float32, np.float64):
+        return None
+    return z
+
+
+def _read_rows(z, r0, r1):
+    """Rows r0:r1 of the Zarr array ``z``, read into this thread's reused buffer (a view of it,
+    valid until the thread's next read)."""
+    from zarr.core.buffer import cpu
+
+    n = r1 - r0
+    buf = getattr(_buffers, "x", None)
+    if buf is None or buf.dtype != z.dtype or buf.shape[1] != z.shape[1] or buf.shape[0] < n:
+        _buffers.x = None  # the old buffer is freed before the new one is allocated
+        buf = _buffers.x = np.empty((n, z.shape[1]), dtype=z.dtype)
+    out = buf[:n]
+    z.get_basic_selection(slice(r0, r1), out=cpu.NDBuffer.from_numpy_array(out))
+    return out
+
+
+def _on_source(func, z, rows, yp, args):
+    """``func`` on the rows ``rows`` = (r0, r1) of the Zarr array ``z``; ``func`` must not
+    return a view of its chunk (the buffer is reused)."""
+    return func(_read_rows(z, *rows), yp, args)
 
 
 class DaskLayout:
@@ -306,6 +372,7 @@ class DaskLayout:
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must be 1-D with X.shape[0]={X.shape[0]} entries, got shape "
                              f"{y.shape}")
+        self._zarr = _zarr_source(X)  # read directly, whatever the row chunks below
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         if len(X.chunks[1]) > 1:
@@ -332,13 +399,18 @@ class DaskLayout:
             local = (pi[sel] - r0, pj[sel] - r0, pr[sel], pw[sel]) if pi.size else ()
             parts.append(delayed((np.ascontiguousarray(y[r0:r1]), local), traverse=False))
         self._yp = dask.persist(*parts)
-        self._blocks = list(X.to_delayed().ravel())
+        if self._zarr is not None:  # the row range of each chunk, read by its task
+            self._source = delayed(self._zarr, traverse=False)
+            self._blocks = [(int(a), int(b)) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+        else:
+            self._blocks = list(X.to_delayed().ravel())
         self._mode = "source"  # where the chunks are: "source", "disk" or "memory"
         self._tag = uuid.uuid4().hex  # names this fit's scratch directories
         self._workers = None  # distributed: the worker holding each spilled chunk
         self.width = X.shape[1]
         self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
-                        "seconds": [], "read_bytes": [], "written_bytes": []}
+                        "seconds": [], "read_bytes": [], "written_bytes": [], "ended": []}
+        self.in_memory = (0.0, 0.0)  # wall, CPU seconds of the in-memory loop (set by fsa_fit)
         self.persisted_at = []
         self.spilled_at = []
         if self._fits(self.width):
@@ -355,7 +427,7 @@ class DaskLayout:
         from dask import delayed
 
         arg = delayed(args, traverse=False)
-        sent = len(pickle.dumps(args, protocol=5))
+        sent = len(pickle.dumps(args, protocol=5)) + self._source_bytes()
         tasks = []
         for c, (blk, yp) in enumerate(zip(self._blocks, self._yp)):
             with self._pinned(c):
@@ -372,7 +444,15 @@ class DaskLayout:
             return delayed(_on_bundle, pure=False)(func, blk, arg)
         if self._mode == "disk":
             return delayed(_on_disk, pure=False)(func, blk, arg)
+        if self._zarr is not None:
+            return delayed(_on_source, pure=False)(func, self._source, blk, yp, arg)
         return delayed(func, pure=False)(blk, yp, arg)
+
+    def _source_bytes(self):
+        """Pickled size of the Zarr array a pass over the source sends (0 otherwise)."""
+        if self._mode != "source" or self._zarr is None:
+            return 0
+        return len(pickle.dumps(self._zarr, protocol=5))
 
     def _pinned(self, c):
         """Context in which the task of chunk ``c`` is restricted to the worker holding its
@@ -385,9 +465,10 @@ class DaskLayout:
             return contextlib.nullcontext()
         return dask.annotate(workers=[self._workers[c]], allow_other_workers=False)
 
-    def map_reduce(self, func, args, reduce=_add, name="pass"):
+    def map_reduce(self, func, args, reduce=_add, name="pass", width=None):
         """Run ``func`` on every chunk and reduce the results in a tree of fan-in 8 on the
-        workers. Records the bytes sent and received in ``traffic``."""
+        workers. Records the bytes sent and received in ``traffic`` (and ``width`` columns
+        read, default the layout's width)."""
         t0 = time.perf_counter()
         import dask
         from dask import delayed
@@ -403,19 +484,21 @@ class DaskLayout:
             n_tasks += len(nxt)
             parts = nxt
         (out,) = dask.compute(parts[0], optimize_graph=False)
-        self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0)
+        self._record(name, sent, len(pickle.dumps(out, protocol=5)), n_tasks, t0, width=width)
         return out
 
-    def _record(self, name, sent, received, tasks, t0, written=0):
+    def _record(self, name, sent, received, tasks, t0, written=0, width=None):
         """Log one pass: its name, bytes sent and received, tasks, seconds since ``t0``, bytes
         of X read (from the source, the spill files or memory) and written to the spill files."""
         tr = self.traffic
         tr["seconds"].append(time.perf_counter() - t0)
+        tr["ended"].append(time.time())  # epoch seconds: passes lined up with CPU samples
         tr["pass"].append(name)
         tr["sent_bytes"].append(int(sent))
         tr["received_bytes"].append(int(received))
         tr["tasks"].append(int(tasks))
-        tr["read_bytes"].append(int(self.shape[0] * self.width * self.itemsize))
+        width = self.width if width is None else width
+        tr["read_bytes"].append(int(self.shape[0] * width * self.itemsize))
         tr["written_bytes"].append(int(written))
 
     def _persist(self, cols, when):
@@ -477,7 +560,7 @@ class DaskLayout:
         t0 = time.perf_counter()
         M = self.shape[1]
         minmax = response.bins > 0
-        parts, sent = [], 0
+        parts, sent = [], self._source_bytes()
         from dask import delayed
 
         # the chunk offsets go with each task: one argument tuple per chunk here (once per fit)
@@ -532,12 +615,11 @@ class DaskLayout:
         e = 0
         track = True
         lam0 = lam
-        waste = 0  # columns read with zero weight since the last spill
         self.iteration_traffic = np.zeros((schedule.size, 3), np.int64)
         while e < schedule.size and N * cols.size * self.itemsize > max_memory:
             m = cols.size
             n_rec = len(self.traffic["pass"])
-            width = self.width
+            width = m if self._mode == "disk" else self.width  # spill files: kept columns only
             if e == 0 and g_first.shape[0] > 0:  # from the statistics pass
                 g = g_first.copy()
                 value, gi = first
@@ -545,7 +627,7 @@ class DaskLayout:
             else:
                 args = (cols, fp, bins, beta, v, float(intercept), loss, track)
                 g, h, s = self.map_reduce(_chunk_rank if is_rank else _chunk_row_pass, args,
-                                          name="rank" if is_rank else "row")
+                                          name="rank" if is_rank else "row", width=width)
                 if is_rank:
                     K.finalize(g, fp, bins, s[1], 1.0)
                     K.finalize(h, fp, bins, s[2], 1.0)
@@ -556,8 +638,6 @@ class DaskLayout:
                     value, gi = s[0] / N, s[1] / N
             if width == 0:
                 h = np.zeros((m, G))
-            else:
-                waste += width - m
             b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
             keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0,
                                            track and width > 0, curv, shrink, smooth, lr_fixed,
@@ -578,15 +658,11 @@ class DaskLayout:
                     if mode != "memory" or 2 * m <= self.width:
                         self._persist(cols, e)
                         cols = np.arange(m, dtype=np.int64)
-                        waste = 0
-                elif mode == "source" or (mode == "disk" and (
-                        2 * m <= self.width or waste >= self.width + m)):
-                    # to disk after the first drop; re-written when the kept count halves or
-                    # the reads of dropped columns have cost as much as a re-write (read the
-                    # width, write the kept columns: ski rental)
+                elif mode == "source":
+                    # to disk after the first drop, feature-major: later passes read only the
+                    # columns still kept, so the files are not re-written as columns drop
                     self._spill_to_disk(cols, e)
                     cols = np.arange(m, dtype=np.int64)
-                    waste = 0
             if path.shape[0]:
                 path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
             tr = self.traffic
@@ -623,7 +699,8 @@ class DaskLayout:
                 else:
                     Xw[r0:r1] = out
                 received += out.nbytes
-        self._record("gather", sent, received, len(tasks), t0)
+        self._record("gather", sent, received, len(tasks), t0,
+                     width=m if self._mode == "disk" else None)
         return Xw
 
     def report(self, n_iter):
@@ -634,10 +711,13 @@ class DaskLayout:
             it[:own.shape[0]] = own
         return {
             "n_chunks": self.n_chunks,
+            "source": "zarr" if self._zarr is not None else "dask",
             "sent_bytes": it[:, 0], "received_bytes": it[:, 1], "tasks": it[:, 2],
             "passes": {k: list(v) for k, v in self.traffic.items()},
             "persisted_at": list(self.persisted_at),
             "spilled_at": list(self.spilled_at),
+            "in_memory_seconds": self.in_memory[0],
+            "in_memory_cpu_seconds": self.in_memory[1],
         }
 
 

@@ -568,6 +568,7 @@ def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, v
         e, X, transposed, cols, fp, beta, v, support, intercept, lam = p.layout.iterations(
             p.y, p.pairs, cols, fp, bins, beta, v, support, intercept, lam, *common, bar)
     n_ooc = e
+    t_mem = time.perf_counter(), time.process_time()
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
     # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
@@ -585,6 +586,8 @@ def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, v
         e = e1
     if bar is not None:
         bar.close()
+    if p.layout is not None:  # wall and CPU seconds of the in-memory loop after the gather
+        p.layout.in_memory = (time.perf_counter() - t_mem[0], time.process_time() - t_mem[1])
     return beta, fp, support, intercept, lam, n_ooc
 
 
