@@ -69,7 +69,7 @@ def probe(det, rgb, xy, ied, name, scale, radius=0.1):
     return bool(np.isfinite(sc[name]).any()), float(sf[name].max())
 
 
-def run(det, images, label, shrink_to=None):
+def run(det, images, label, shrink_to=None, eyes=EYES):
     rows = []
     for im in tqdm(images, desc=label):
         rgb = as_float_rgb(read_image(im.path), min_size=WINDOW)
@@ -85,7 +85,7 @@ def run(det, images, label, shrink_to=None):
             ied = float(ieds[fi])
             if not (np.isfinite(ied) and ied > 0):
                 continue
-            for k in EYES:
+            for k in eyes:
                 xy = pts[fi, keypoint_index(k)]
                 if np.isfinite(xy).all():
                     p = probe(det, rgb, xy, ied, k, 28.0 / ied)
@@ -101,6 +101,8 @@ def main(argv=None):
     ap.add_argument("--train-slice", type=int, nargs=2, default=[1000, 1100])
     ap.add_argument("--shrink-ied", type=float, default=14.0)
     ap.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    ap.add_argument("--eyes", nargs="+", choices=EYES, default=list(EYES),
+                    help="eyes probed (every model must detect them)")
     ap.add_argument("--models", nargs="+", default=None, metavar="NAME=PATH",
                     help="eye detector files (default: the shipped detectors)")
     ap.add_argument("--out", default="benchmarks/results/keypoints_window_recall.json")
@@ -122,7 +124,8 @@ def main(argv=None):
         for key in args.sets:
             label, images, shrink = data[key]
             name = label if len(models) == 1 else f"{mname}: {label}"
-            sets[name] = run(det, images(), f"{mname} {key}", shrink_to=shrink)
+            sets[name] = run(det, images(), f"{mname} {key}", shrink_to=shrink,
+                             eyes=args.eyes)
     table, res = [], {}
     for name, r in sets.items():
         res[name] = {}
