@@ -132,3 +132,11 @@ def test_train_detector_with_degraded_images(real_data):
     img = read_image(train[0].path)
     np.testing.assert_array_equal(again.detect(img, max_scale=1.0)["left_eye_center"],
                                   det.detect(img, max_scale=1.0)["left_eye_center"])
+    # the cascade calibrated on the same mix: every face (sharp or degraded) keeps a window
+    from cvfs.keypoints.calibrate import calibrate_detector
+    from cvfs.keypoints.train import _image_shape
+
+    mix = with_degraded(train, [_image_shape(im) for im in train], 0.5, random_state=0)
+    cal = calibrate_detector(det, mix, miss_rate=0.0, n_negatives=200, random_state=0)
+    stats = cal.info["training"]["calibration"]["keypoints"]["left_eye_center"]
+    assert stats["bags_rejected"] == 0.0 and cal.info["training"]["calibration"]["n_images"] == 4
