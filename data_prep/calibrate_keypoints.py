@@ -24,8 +24,8 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from cvfs.datasets.faces import load_mtfl  # noqa: E402
-from cvfs.keypoints import load_detector  # noqa: E402
 from cvfs.io.images import read_image  # noqa: E402
+from cvfs.keypoints import load_detector  # noqa: E402
 from cvfs.keypoints.calibrate import calibrate_detector  # noqa: E402
 from cvfs.keypoints.degrade import with_degraded  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Training faces degraded like small web faces (cvfs.keypoints.degrade) and their use in training."""
+"""Training faces degraded like small web faces (cvfs.keypoints.degrade) and training on them."""
 
 import numpy as np
 import pytest

@@ -30,9 +30,9 @@ from cvfs.base import check_random_state
 from cvfs.datasets.faces import keypoint_index
 from cvfs.io.images import read_image
 from cvfs.keypoints._additive import best_of_bags
+from cvfs.keypoints.degrade import degrade_pixels
 from cvfs.keypoints.detector import KeypointDetector
 from cvfs.keypoints.examples import negative_mask, positive_examples
-from cvfs.keypoints.degrade import degrade_pixels
 from cvfs.keypoints.train import ExampleFeatures
 from cvfs.vision import HALF, LevelCache, gaussian_pyramid, window_centres
 

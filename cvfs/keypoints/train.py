@@ -366,7 +366,8 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
                    n_rounds=3, n_hard=3000,
                    neg_per_image=20, max_positives=None, ied_range=(20.0, 40.0),
                    pos_radius=1.0, neg_radius=0.5, negative_levels="training", mirror=False,
-                   degrade=0.0, degrade_recipe=None, scales_per_octave=4, max_scale=2.0, scan_stride=2,
+                   degrade=0.0, degrade_recipe=None, scales_per_octave=4, max_scale=2.0,
+                   scan_stride=2,
                    cascade_miss_rate=0.001, cascade_front_load=10.0, checkpoint_dir=None,
                    random_state=None, verbose=False):
     """Train a :class:`KeypointDetector` with hard-negative mining.
