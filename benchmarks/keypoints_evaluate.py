@@ -110,6 +110,9 @@ def main(argv=None):
     ap.add_argument("--baselines", default=None, help="JSON of keypoints_baselines.py")
     ap.add_argument("--pairs", action="store_true",
                     help="also run each eye model with detect(pairs=True), as LABEL+pairs")
+    ap.add_argument("--loose-radius", type=float, default=None, metavar="IED",
+                    help="also report each keypoint's AP with a detection counted right within "
+                    "this many IED (e.g. 0.1; the paper's rule is 0.05)")
     ap.add_argument("--out", default="benchmarks/results/keypoints_evaluate.json")
     args = ap.parse_args(argv)
     if args.faces:
@@ -156,6 +159,11 @@ def main(argv=None):
                 "fit_seconds": {k: v.get("fit_seconds") for k, v in
                                 tr.get("keypoints", {}).items()},
                 "keypoints": {k: c.as_dict() for k, c in curves.items()},
+                "keypoints_loose": {k: c.as_dict() for k, c in evaluate_detections(
+                    dets, images, kps, detect_radius=args.loose_radius,
+                    fp_radius=max(0.10, args.loose_radius)).items()}
+                if args.loose_radius else None,
+                "loose_radius": args.loose_radius,
                 "eye": eye.as_dict() if eye else None, "_eye_curve": eye,
                 "eye_recall_at_quoted_precision": {
                     b: {"precision": p, "quoted_recall": r,
@@ -369,6 +377,9 @@ def _print(ds, n, res):
         print(f"{label:14s} AP: {aps}{eye} | train "
               f"{m['train_seconds'] or 0:.0f} s (fit {fit:.0f} s) | {m['seconds_per_image']:.2f}"
               f" s/image (load {m['load_average']:.1f})")
+        if m.get("keypoints_loose"):
+            print(f"    AP within {m['loose_radius']:g} IED: " + "  ".join(
+                f"{k} {v['average_precision']:.3f}" for k, v in m["keypoints_loose"].items()))
         for b, v in m.get("eye_recall_at_quoted_precision", {}).items():
             print(f"    eye recall at {b}'s precision {v['precision']:.2f}: ours "
                   f"{v['our_recall']:.3f} vs {v['quoted_recall']:.3f}")

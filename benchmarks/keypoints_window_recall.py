@@ -14,9 +14,13 @@ The eyes are grouped by IED in image pixels. Sets: Caltech WebFaces dev (every `
 -th image), MTFL AFLW test crops (every ``--test-every``-th) and held-out MTFL training faces
 (images ``--train-slice``, never used to train or calibrate the detectors) shrunk to an IED of
 ``--shrink-ied`` px (Gaussian blur then bilinear, as the pyramid downsamples): the same face
-size as Caltech's median, from sharp studio-quality faces. Single thread; the shipped detectors.
+size as Caltech's median, from sharp studio-quality faces. Single thread; the shipped detectors,
+or eye models given as ``--models NAME=PATH ...`` (e.g. detectors trained with ``--degrade``),
+on the sets chosen with ``--sets``.
 
     python benchmarks/keypoints_window_recall.py
+    python benchmarks/keypoints_window_recall.py --sets caltech \
+        --models shipped=cvfs/models/keypoints_fsa_lorenz_eyes.h5 degraded=eyes_degraded.h5
 """
 
 import argparse
@@ -37,6 +41,7 @@ from cvfs.vision.windows import LevelCache
 
 EYES = ("left_eye_center", "right_eye_center")
 BINS = ((0, 10), (10, 14), (14, 20), (20, math.inf))
+SETS = ("caltech", "mtfl-test", "mtfl-train")
 
 
 def probe(det, rgb, xy, ied, name, scale, radius=0.1):
@@ -64,7 +69,7 @@ def probe(det, rgb, xy, ied, name, scale, radius=0.1):
     return bool(np.isfinite(sc[name]).any()), float(sf[name].max())
 
 
-def run(det, images, label, shrink_to=None):
+def run(det, images, label, shrink_to=None, eyes=EYES):
     rows = []
     for im in tqdm(images, desc=label):
         rgb = as_float_rgb(read_image(im.path), min_size=WINDOW)
@@ -80,7 +85,7 @@ def run(det, images, label, shrink_to=None):
             ied = float(ieds[fi])
             if not (np.isfinite(ied) and ied > 0):
                 continue
-            for k in EYES:
+            for k in eyes:
                 xy = pts[fi, keypoint_index(k)]
                 if np.isfinite(xy).all():
                     p = probe(det, rgb, xy, ied, k, 28.0 / ied)
@@ -95,18 +100,32 @@ def main(argv=None):
     ap.add_argument("--test-every", type=int, default=30)
     ap.add_argument("--train-slice", type=int, nargs=2, default=[1000, 1100])
     ap.add_argument("--shrink-ied", type=float, default=14.0)
+    ap.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    ap.add_argument("--eyes", nargs="+", choices=EYES, default=list(EYES),
+                    help="eyes probed (every model must detect them)")
+    ap.add_argument("--models", nargs="+", default=None, metavar="NAME=PATH",
+                    help="eye detector files (default: the shipped detectors)")
     ap.add_argument("--out", default="benchmarks/results/keypoints_window_recall.json")
     args = ap.parse_args(argv)
     limit_threads()
-    det = load_detector()
+    models = {"shipped": None} if not args.models else dict(
+        m.split("=", 1) for m in args.models)
     t0 = time.perf_counter()
     lo, hi = args.train_slice
-    sets = {
-        "Caltech dev": run(det, load_caltech_webfaces()[::args.caltech_every], "caltech"),
-        "MTFL test crops": run(det, load_mtfl("test")[::args.test_every], "mtfl-test"),
-        f"MTFL train {lo}-{hi - 1} at IED {args.shrink_ied:g}": run(
-            det, load_mtfl("train")[lo:hi], "mtfl-train", shrink_to=args.shrink_ied),
-    }
+    data = {"caltech": ("Caltech dev", lambda: load_caltech_webfaces()[::args.caltech_every],
+                        None),
+            "mtfl-test": ("MTFL test crops", lambda: load_mtfl("test")[::args.test_every],
+                          None),
+            "mtfl-train": (f"MTFL train {lo}-{hi - 1} at IED {args.shrink_ied:g}",
+                           lambda: load_mtfl("train")[lo:hi], args.shrink_ied)}
+    sets = {}
+    for mname, path in models.items():
+        det = load_detector(path)
+        for key in args.sets:
+            label, images, shrink = data[key]
+            name = label if len(models) == 1 else f"{mname}: {label}"
+            sets[name] = run(det, images(), f"{mname} {key}", shrink_to=shrink,
+                             eyes=args.eyes)
     table, res = [], {}
     for name, r in sets.items():
         res[name] = {}

@@ -24,8 +24,10 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from cvfs.datasets.faces import load_mtfl  # noqa: E402
+from cvfs.io.images import read_image  # noqa: E402
 from cvfs.keypoints import load_detector  # noqa: E402
 from cvfs.keypoints.calibrate import calibrate_detector  # noqa: E402
+from cvfs.keypoints.degrade import with_degraded  # noqa: E402
 
 __all__ = ["main"]
 
@@ -43,12 +45,19 @@ def main(argv=None):
     parser.add_argument("--front-load", type=float, default=0.0,
                         help="exponent of the rejection distribution (0: uniform; > 0: the miss "
                         "budget spent at the first thresholds)")
+    parser.add_argument("--degrade", type=float, default=0.0, metavar="SHARE",
+                        help="share of the images degraded like small web faces "
+                        "(cvfs.keypoints.degrade, drawn with --seed), for detectors trained "
+                        "with --degrade")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     images = load_mtfl("train", args.data)[:args.n_images]
+    if args.degrade:
+        shapes = [read_image(im.path).shape[:2] for im in images]
+        images = with_degraded(images, shapes, args.degrade, random_state=args.seed)
     command = "python data_prep/calibrate_keypoints.py " + shlex.join(
         argv if argv is not None else sys.argv[1:])
     for path in args.models:

@@ -256,7 +256,7 @@ def _cmd_keypoints_detect(args):
 _TRAIN_OPTIONS = ("k", "bins", "n_iter", "mu", "annealing_boost", "clip_quantile",
                   "haar_per_channel", "hog_border", "n_rounds", "n_hard", "neg_per_image",
                   "max_positives", "ied_range", "pos_radius", "neg_radius", "negative_levels",
-                  "mirror", "max_scale", "scan_stride", "cascade_miss_rate",
+                  "mirror", "degrade", "max_scale", "scan_stride", "cascade_miss_rate",
                   "cascade_front_load")
 
 
@@ -362,6 +362,10 @@ def _add_keypoints_parser(sub):
                    help="exponent of that cascade's rejection distribution (0: uniform)")
     p.add_argument("--mirror", action=argparse.BooleanOptionalAction,
                    help="add the mirrored images (left/right swapped) as training examples")
+    p.add_argument("--degrade", type=float, metavar="SHARE",
+                   help="share of the training images replaced by versions degraded like small "
+                   "web faces (shrunk to an IED of 8-16 px, blurred, JPEG quality 30-80; "
+                   "cvfs.keypoints.degrade); 0: none")
     p.add_argument("--max-scale", type=float, help="largest pyramid scale scanned for negatives")
     p.add_argument("--scan-stride", type=int, help="window stride (level pixels) of the scans")
     p.add_argument("--checkpoint-dir", default=None,

@@ -11,7 +11,8 @@ Public API::
 Faces (a shape model fitted to the detections, calibrated scores): :mod:`cvfs.keypoints.faces`;
 their keypoints refined by a dense rescan at the face's scale: :mod:`cvfs.keypoints.refine`;
 tracking faces across video frames: :mod:`cvfs.keypoints.tracking`.
-Training: :func:`cvfs.keypoints.train.train_detector`; evaluation with the paper's criteria:
+Training: :func:`cvfs.keypoints.train.train_detector` (training faces degraded like small web
+faces: :mod:`cvfs.keypoints.degrade`); evaluation with the paper's criteria:
 :mod:`cvfs.keypoints.evaluate`; the LogitBoost baseline: :mod:`cvfs.keypoints.boosting`.
 """
 

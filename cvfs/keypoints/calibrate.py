@@ -30,6 +30,7 @@ from cvfs.base import check_random_state
 from cvfs.datasets.faces import keypoint_index
 from cvfs.io.images import read_image
 from cvfs.keypoints._additive import best_of_bags
+from cvfs.keypoints.degrade import degrade_pixels
 from cvfs.keypoints.detector import KeypointDetector
 from cvfs.keypoints.examples import negative_mask, positive_examples
 from cvfs.keypoints.train import ExampleFeatures
@@ -50,7 +51,8 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
     detector : KeypointDetector
     images : list of cvfs.datasets.faces.AnnotatedImage
         Calibration images (training data: they must annotate the detector's keypoints and the
-        eye centres).
+        eye centres); mirrored or degraded ones (``attrs["mirror"]``, ``attrs["degrade"]``,
+        :func:`cvfs.keypoints.degrade.with_degraded`) are read as training reads them.
     miss_rate : float
         Fraction of the annotated faces whose best window the cascade may reject.
     n_negatives : int
@@ -85,8 +87,7 @@ def calibrate_detector(detector, images, *, miss_rate=0.005, n_negatives=60_000,
         raise ValueError(f"n_negatives must be a positive int; got {n_negatives!r}")
     rng = check_random_state(random_state)
     names = detector.keypoints
-    feats = ExampleFeatures([im.path for im in images], detector.pool,
-                            detector.scales_per_octave)
+    feats = ExampleFeatures.from_images(images, detector.pool, detector.scales_per_octave)
     X_all, columns, far = _negatives(detector, images, int(n_negatives), neg_radius, rng, verbose)
     out, stats = {}, {}
     for name in tqdm(names, desc="calibrate", disable=not verbose):
@@ -184,7 +185,12 @@ def _negatives(detector, images, n_total, neg_radius, rng, verbose):
                         disable=not verbose):
         if n_i == 0:
             continue
-        levels = gaussian_pyramid(read_image(im.path), scales_per_octave=detector.scales_per_octave,
+        img = read_image(im.path)
+        if im.attrs.get("degrade") is not None:  # cvfs.keypoints.degrade.with_degraded
+            img = degrade_pixels(img, **im.attrs["degrade"])
+        if im.attrs.get("mirror", False):
+            img = np.ascontiguousarray(img[:, ::-1])
+        levels = gaussian_pyramid(img, scales_per_octave=detector.scales_per_octave,
                                   max_scale=detector.max_scale, min_size=detector.pool.window)
         sizes = np.array([len(window_centres(lv.shape)) for lv in levels])
         draw = rng.choice(sizes.sum(), size=min(int(n_i), int(sizes.sum())), replace=False)

@@ -41,6 +41,7 @@ from cvfs.io.images import read_image
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints.boosting import LogitBoostClassifier
+from cvfs.keypoints.degrade import degrade_pixels, with_degraded
 from cvfs.keypoints.detector import KeypointDetector, cascade_hardness
 from cvfs.keypoints.examples import (
     EXAMPLE_DTYPE,
@@ -77,27 +78,35 @@ class ExampleFeatures:
     scales_per_octave : int
     flips : sequence of bool, optional
         Per path: use the horizontally mirrored pixels (see :func:`cvfs.datasets.faces.mirrored`).
+    degrades : sequence of dict or None, optional
+        Per path: keyword arguments of :func:`cvfs.keypoints.degrade.degrade_pixels` applied to
+        the pixels before any flip (None: the image as read).
     """
 
-    def __init__(self, paths, pool, scales_per_octave=4, flips=None):
+    def __init__(self, paths, pool, scales_per_octave=4, flips=None, degrades=None):
         self.paths = list(paths)
         self.pool = pool
         self.scales_per_octave = scales_per_octave
         self.flips = [False] * len(self.paths) if flips is None else [bool(f) for f in flips]
-        if len(self.flips) != len(self.paths):
-            raise ValueError(f"flips must have one entry per path ({len(self.paths)}); got "
-                             f"{len(self.flips)}")
+        self.degrades = [None] * len(self.paths) if degrades is None else list(degrades)
+        for name, v in (("flips", self.flips), ("degrades", self.degrades)):
+            if len(v) != len(self.paths):
+                raise ValueError(f"{name} must have one entry per path ({len(self.paths)}); "
+                                 f"got {len(v)}")
 
     @classmethod
     def from_images(cls, images, pool, scales_per_octave=4):
         """Features of examples of annotated images (mirrored ones, ``attrs["mirror"]``, are
-        flipped)."""
+        flipped; degraded ones, ``attrs["degrade"]``, degraded: :mod:`cvfs.keypoints.degrade`)."""
         return cls([im.path for im in images], pool, scales_per_octave,
-                   flips=[im.attrs.get("mirror", False) for im in images])
+                   flips=[im.attrs.get("mirror", False) for im in images],
+                   degrades=[im.attrs.get("degrade") for im in images])
 
     def levels(self, i, ks):
         """LevelCaches of image ``i`` for level exponents ``ks`` (dict k -> LevelCache)."""
         img = read_image(self.paths[i])
+        if self.degrades[i] is not None:
+            img = degrade_pixels(img, **self.degrades[i])
         if self.flips[i]:
             img = np.ascontiguousarray(img[:, ::-1])
         return {int(k): LevelCache(pyramid_level(img, int(k),
@@ -357,7 +366,8 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
                    n_rounds=3, n_hard=3000,
                    neg_per_image=20, max_positives=None, ied_range=(20.0, 40.0),
                    pos_radius=1.0, neg_radius=0.5, negative_levels="training", mirror=False,
-                   scales_per_octave=4, max_scale=2.0, scan_stride=2,
+                   degrade=0.0, degrade_recipe=None, scales_per_octave=4, max_scale=2.0,
+                   scan_stride=2,
                    cascade_miss_rate=0.001, cascade_front_load=10.0, checkpoint_dir=None,
                    random_state=None, verbose=False):
     """Train a :class:`KeypointDetector` with hard-negative mining.
@@ -399,6 +409,14 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         Add the horizontally mirrored copy of every image (left and right points swapped, see
         :func:`cvfs.datasets.faces.mirrored`): twice the positives and random negatives. Mining
         scans the original images only.
+    degrade : float in [0, 1]
+        Share of the training images replaced by versions degraded like small web faces
+        (:func:`cvfs.keypoints.degrade.with_degraded`: shrunk to an IED of 8-16 px, blurred,
+        JPEG-compressed; their training levels are upsampled pyramid levels). Their positives,
+        random negatives and mined negatives all come from the degraded pixels; the other
+        images stay sharp. 0: none (no random draw).
+    degrade_recipe : dict, optional
+        Parameter ranges of the degradation (:data:`cvfs.keypoints.degrade.DEGRADE_RECIPE`).
     max_scale : float
         Largest pyramid scale the returned detector scans.
     scan_stride : int
@@ -450,6 +468,9 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         keypoint_index(name)
     rng = check_random_state(random_state)
     pool = FeaturePool(haar_per_channel=haar_per_channel, hog_border=hog_border)
+    if degrade:
+        images = with_degraded(list(images), [_image_shape(im) for im in images], degrade,
+                               recipe=degrade_recipe, random_state=seed_from(rng))
     examples_from = with_mirrored(images) if mirror else list(images)
     feats = ExampleFeatures.from_images(examples_from, pool, scales_per_octave)
     classifiers, record = {}, {}
@@ -509,7 +530,8 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
               "cascade_front_load": cascade_front_load,
               "max_positives": max_positives, "ied_range": list(ied_range),
               "pos_radius": pos_radius, "neg_radius": neg_radius,
-              "negative_levels": negative_levels, "mirror": bool(mirror)}
+              "negative_levels": negative_levels, "mirror": bool(mirror),
+              "degrade": float(degrade), "degrade_recipe": degrade_recipe}
     info = {"params": params, "training": {"n_images": len(images), "keypoints": record},
             "random_state": random_state if isinstance(random_state, int) else None}
     return KeypointDetector(classifiers, pool.get_params(), scales_per_octave=scales_per_octave,
