@@ -170,7 +170,7 @@ def test_prior_gradient_matches_finite_differences_and_kernel(prior):
     fd = _fd(prior.value, beta)
     np.testing.assert_allclose(prior.gradient(beta), fd, rtol=1e-6, atol=1e-8)
     g = np.zeros_like(beta)
-    val = K.prior_value_grad(beta, prior.shrinkage, prior.smoothness, g)
+    val = prior.value_grad(beta, g, prior.shrinkage, prior.smoothness)
     np.testing.assert_allclose(val, prior.value(beta), rtol=1e-12)
     np.testing.assert_allclose(g, prior.gradient(beta), rtol=1e-12)
     # the Lipschitz bound holds
@@ -247,8 +247,8 @@ def test_kernel_gradient_matches_naive(bins, name):
         pi = pj = np.zeros(0, np.int64)
         pr = pw = np.zeros(0)
     cols = np.arange(6)
-    val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, 0.2,
-                                       loss, True)
+    val, g, gi, h = K.compute_gradient(X, y, (pi, pj, pr, pw), loss,
+                                       (cols, fp, bins, beta, v, 0.2), True)
     rval, rg, rgi = naive.fsa_gradient(X, y, fp, bins, beta, 0.2, name,
                                        pairs if name == "rank" else None)
     tol = 2e-7 if name == "logistic" else 1e-9  # logistic rows: float32 exp polynomial
@@ -271,10 +271,11 @@ def test_kernel_gradient_matches_naive(bins, name):
         else:
             XT, cols_t = PL.compact_bins(X, cols, fp, bins), sub
         for track in (True, False):
-            ref = K.compute_gradient(X, y, pi, pj, pr, pw, sub, fp[sub], bins, beta[sub],
-                                     v[sub], 0.2, loss, track)
-            got = K.compute_gradient(XT, y, pi, pj, pr, pw, cols_t, fp[sub], bins, beta[sub],
-                                     v[sub], 0.2, loss, track, True)
+            ref = K.compute_gradient(X, y, (pi, pj, pr, pw), loss,
+                                     (sub, fp[sub], bins, beta[sub], v[sub], 0.2), track)
+            got = K.compute_gradient(XT, y, (pi, pj, pr, pw), loss,
+                                     (cols_t, fp[sub], bins, beta[sub], v[sub], 0.2), track,
+                                     True)
             # (the two layouts sum the scores in different orders: last-bit differences, which
             # the float32 exp of the logistic rows can turn into ~1e-7 relative ones)
             for a, b in zip(got, ref):
@@ -297,12 +298,10 @@ def test_feature_major_pass_matches_row_pass_for_every_remainder(m):
     XT = K.compact_features(X, cols, False)
     for loss in (get_loss("squared"), get_loss("lorenz")):
         for track in (True, False):
-            ref = K.compute_gradient(X, y, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                                     np.zeros(0), np.zeros(0), cols, fp[cols], 0, beta, v, 0.1,
-                                     loss, track)
-            got = K.compute_gradient(XT, y, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                                     np.zeros(0), np.zeros(0), np.arange(m), fp[cols], 0, beta,
-                                     v, 0.1, loss, track, True)
+            none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+            ref = K.compute_gradient(X, y, none, loss, (cols, fp[cols], 0, beta, v, 0.1), track)
+            got = K.compute_gradient(XT, y, none, loss, (np.arange(m), fp[cols], 0, beta, v,
+                                                         0.1), track, True)
             for a, b in zip(got, ref):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
             if not track:

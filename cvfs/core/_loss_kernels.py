@@ -98,10 +98,19 @@ class Loss:
         (N,) or None weights the rows."""
         return 0.0
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # the numba type of the class's objects (:class:`LossType`), read by numba's dispatcher
+        # from the object itself: a kernel call with a loss then costs no Python-level type
+        # inference. Fixed here, from the functions set in the class body.
+        key = _class_key(cls)
+        _CLASSES[key] = cls
+        cls._numba_type_ = LossType(key)
+
 
 # ---- the numba type of a loss object: its class (by name), and its param as the only value
 
-_CLASSES = {}
+_CLASSES = {}  # loss classes by their key in the numba type
 
 
 def _class_key(cls):
@@ -131,10 +140,7 @@ class LossType(types.Type):
 
 @typeof_impl.register(Loss)
 def _typeof_loss(val, c):
-    cls = type(val)
-    key = _class_key(cls)
-    _CLASSES[key] = cls
-    return LossType(key)
+    return val._numba_type_
 
 
 @register_model(LossType)

@@ -414,7 +414,6 @@ def _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, p
     G = p.response.G
     itemsize = p.X.dtype.itemsize
     index_bytes = p.X.indices.dtype.itemsize
-    shrink, smooth = p.prior.shrinkage, p.prior.smoothness
     curv = float(p.loss.curvature)
     schedule = p.schedule
     beta = np.zeros((M, G))
@@ -447,8 +446,8 @@ def _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, p
             value, g, gi, h = _sparse_pass(p, csc, cols, fp, beta, v, intercept, track)
             width = m
         b = p.boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
-        keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk, curv,
-                                       shrink, smooth, lr_fixed, b, schedule[e])
+        keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk,
+                                       p.prior, (curv, lr_fixed, b), schedule[e])
         if p.fit_intercept:
             intercept -= min(lr, 1.0 / curv) * gi
         hist[e] = (value + pval, keep.size, lr, width, lam)
@@ -483,13 +482,12 @@ def _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbo
         Xw = PL.compact_bins(Xw, cols, fp, bins)
     log.debug("FSA: %d kept columns made dense after %d sparse iterations", cols.size, e)
     chunk = p.n_iter if not verbose else max(1, p.n_iter // 50)
-    prior = (p.prior.shrinkage, p.prior.smoothness)
     steps = (p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost, p.fit_intercept)
     while e < p.n_iter:
         e1 = min(p.n_iter, e + chunk)
         state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            Xw, p.yk, p.pairs, p.loss, prior, steps, (g_first, first), state, hist, path,
+            Xw, p.yk, p.pairs, p.loss, p.prior, steps, (g_first, first), state, hist, path,
             (e, e1))
         if bar is not None:
             bar.update(e1 - e)
