@@ -515,9 +515,11 @@ class DaskLayout:
 
     # ---- the layout of cvfs.core._driver.fsa_iterate ----
 
-    def fits(self, m):
-        """True once the m kept columns fit in the client's ``max_memory``."""
-        return self.shape[0] * m * self.itemsize <= self.max_memory
+    stop_tracking = False
+
+    def fits(self, state):
+        """True once the kept columns fit in the client's ``max_memory``."""
+        return self.shape[0] * state.cols.size * self.itemsize <= self.max_memory
 
     def begin(self, e):
         if e == 0:
@@ -560,7 +562,7 @@ class DaskLayout:
         kept columns: ski rental). Gathered by :meth:`load` once they fit ``max_memory``."""
         m = state.cols.size
         mode = self._mode
-        if self.fits(m):
+        if self.fits(state):
             return
         if self._fits(m):
             if mode != "memory" or 2 * m <= self.width:

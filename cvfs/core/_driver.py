@@ -9,7 +9,9 @@ which fuses the same iteration with the in-memory layouts' compaction in numba).
 
 A layout provides:
 
-- ``fits(m)``: True once the m kept columns fit in memory (the driver stops);
+- ``fits(state)``: True once the kept columns are better held in memory (the driver stops);
+- ``stop_tracking``: True to stop the power iteration once the curvature estimate is stable
+  (resumed after every drop), as the in-memory loop does; False to keep it running;
 - ``gradient(loss, bins, state, track)``: one pass, (mean loss, gradient (m, G), d loss /
   d intercept, H v (m, G), columns read);
 - ``dropped(state, e)``: after a drop at iteration e (the layout may compact the kept columns
@@ -75,22 +77,24 @@ class FitState:
 
 
 def fsa_iterate(layout, loss, prior, steps, state, start, record):
-    """Iterations of FSA on ``layout`` until the kept columns fit in memory.
+    """Iterations of FSA on ``layout`` until the kept columns are better held in memory.
 
     ``start`` = (g_first, first): iteration 0's gradient and (mean loss, d loss / d intercept)
     from the statistics pass, or an empty g_first; ``record`` = (hist, path, bar): the
     per-iteration rows (objective, kept count, step, columns read, lam), the coefficient path
     (zero rows: not recorded) and a progress bar or None. ``state`` (:class:`FitState`) is
-    updated in place. Returns (iterations done, Xw, transposed) with Xw the kept columns
-    loaded by the layout and ``state.cols`` their positions in it.
+    updated in place. Returns (iterations done, Xw, transposed, track) with Xw the kept
+    columns loaded by the layout (None if every iteration ran here), ``state.cols`` their
+    positions in it, and whether the power iteration is still running.
     """
     g_first, first = start
     hist, path, bar = record
     schedule = steps.schedule
     G = state.beta.shape[1]
-    lam0 = state.lam
+    lam0 = lam_prev = state.lam
+    track = True
     e = 0
-    while e < schedule.size and not layout.fits(state.cols.size):
+    while e < schedule.size and not layout.fits(state):
         layout.begin(e)
         m = state.cols.size
         if e == 0 and g_first.shape[0] > 0:  # from the statistics pass
@@ -99,10 +103,11 @@ def fsa_iterate(layout, loss, prior, steps, state, start, record):
             value, gi = first
             width = 0
         else:
-            value, g, gi, h, width = layout.gradient(loss, steps.bins, state, True)
+            value, g, gi, h, width = layout.gradient(loss, steps.bins, state, track)
         b = steps.boost if steps.lr_fixed <= 0.0 and m > schedule[-1] else 1.0
         keep, state.lam, lr, pval = K.update(
-            state.beta, g, h, state.v, state.lam, lam0 if e == 0 else 0.0, width > 0, prior,
+            state.beta, g, h, state.v, state.lam, lam0 if e == 0 else 0.0, track and width > 0,
+            prior,
             (steps.curv, steps.lr_fixed, b), schedule[e])
         if steps.fit_intercept:
             state.intercept -= min(lr, 1.0 / steps.curv) * gi
@@ -110,6 +115,10 @@ def fsa_iterate(layout, loss, prior, steps, state, start, record):
         if keep.size < m:
             state.keep(keep)
             layout.dropped(state, e)
+            track = True
+        elif layout.stop_tracking and track and abs(state.lam - lam_prev) <= 1e-4 * state.lam:
+            track = False
+        lam_prev = state.lam
         if path.shape[0]:
             beta = state.beta
             path[e, state.support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
@@ -117,6 +126,8 @@ def fsa_iterate(layout, loss, prior, steps, state, start, record):
         e += 1
         if bar is not None:
             bar.update(1)
+    if e == schedule.size:
+        return e, None, False, track
     Xw, transposed = layout.load(state, steps.bins)
     state.cols = np.arange(state.cols.size, dtype=np.int64)
-    return e, Xw, transposed
+    return e, Xw, transposed, track

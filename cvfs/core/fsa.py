@@ -562,8 +562,8 @@ def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, v
               else p.layout)
     if layout is not None:
         try:
-            e, X, transposed = fsa_iterate(layout, p.loss, p.prior, steps, state,
-                                           (g_first, first), (hist, path, bar))
+            e, X, transposed, _ = fsa_iterate(layout, p.loss, p.prior, steps, state,
+                                              (g_first, first), (hist, path, bar))
         finally:
             if layout is p.layout:
                 layout.cleanup()
@@ -641,8 +641,10 @@ class RowBlocks:
     def _read(self, r0, r1):
         return _read_block(self.X, r0, r1, self.buf)
 
-    def fits(self, m):
-        return self.X.shape[0] * m * self.itemsize <= self.max_memory
+    stop_tracking = False
+
+    def fits(self, state):
+        return self.X.shape[0] * state.cols.size * self.itemsize <= self.max_memory
 
     def begin(self, e):
         pass
