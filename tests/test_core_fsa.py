@@ -647,3 +647,47 @@ def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path, bins):
     assert np.all(res.history["width"][1:n_ooc] == 500)
     loaded = res.history["n_kept"][n_ooc - 1]
     assert 4000 * loaded * 4 <= max_memory < 4000 * res.history["n_kept"][n_ooc - 2] * 4
+
+
+def test_user_prior_is_one_class_that_reaches_the_kernels():
+    # a prior written by the user as one Prior subclass: the shrinkage prior under another
+    # name gives the built-in one's fit exactly; a larger constant changes it
+    from numba import njit
+
+    from cvfs.core.priors import Prior
+
+    @njit
+    def ridge(beta, grad, s, c):
+        val = 0.0
+        for j in range(beta.shape[0]):
+            for b in range(beta.shape[1]):
+                val += s * beta[j, b] * beta[j, b]
+                grad[j, b] += 2.0 * s * beta[j, b]
+        return val
+
+    @njit
+    def ridge_lipschitz(G, s, c):
+        return 2.0 * s
+
+    class Ridge(Prior):
+        value_grad = staticmethod(ridge)
+        lipschitz_bound = staticmethod(ridge_lipschitz)
+
+        def __init__(self, s):
+            self.shrinkage = s
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 30))
+    y = np.where(X[:, :3].sum(axis=1) + 0.3 * rng.normal(size=200) > 0, 1.0, -1.0)
+    ref = fsa_fit(X, y, 3, n_iter=40, prior=Shrinkage(0.05))
+    got = fsa_fit(X, y, 3, n_iter=40, prior=Ridge(0.05))
+    np.testing.assert_array_equal(got.support, ref.support)
+    np.testing.assert_array_equal(got.coef, ref.coef)
+    np.testing.assert_array_equal(got.history["loss"], ref.history["loss"])
+    other = fsa_fit(X, y, 3, n_iter=40, prior=Ridge(0.5))
+    assert not np.array_equal(other.coef, ref.coef)
+    assert Ridge(0.05).lipschitz(4) == Shrinkage(0.05).lipschitz(4)
+    # an object with the two constants is taken as the second-order prior of them
+    duck = type("Duck", (), {"shrinkage": 0.1, "smoothness": 0.2})()
+    prior = get_prior(duck)
+    assert isinstance(prior, SecondOrder) and (prior.shrinkage, prior.smoothness) == (0.1, 0.2)

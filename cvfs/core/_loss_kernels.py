@@ -113,14 +113,15 @@ class Loss:
 _CLASSES = {}  # loss classes by their key in the numba type
 
 
-def _class_key(cls):
+def _class_key(cls, attrs=("value_grad", "rows")):
     """The name of a loss class in numba's types (and cache index): module and qualified name,
-    and for classes outside cvfs a digest of their compiled functions' bytecode, so that an
-    edited user loss is not served a cached kernel of its previous version."""
+    and for classes outside cvfs a digest of the bytecode of their compiled functions
+    ``attrs``, so that an edited user loss is not served a cached kernel of its previous
+    version."""
     key = f"{cls.__module__}.{cls.__qualname__}"
     if not cls.__module__.startswith("cvfs."):
         h = hashlib.sha256()
-        for attr in ("value_grad", "rows"):
+        for attr in attrs:
             f = getattr(cls, attr, None)
             f = getattr(f, "py_func", f)
             if f is not None:

@@ -29,6 +29,7 @@ from numba.extending import (
 )
 
 from cvfs._jit import njit
+from cvfs.core._loss_kernels import _class_key
 
 __all__ = ["PRIORS", "Prior", "SecondOrder", "Shrinkage", "get_prior", "prior_lipschitz",
            "prior_value_grad"]
@@ -45,8 +46,9 @@ class Prior:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # numba reads the type from the object (no Python-level type inference per call)
-        key = f"{cls.__module__}.{cls.__qualname__}"
+        # numba reads the type from the object (no Python-level type inference per call); a
+        # class outside cvfs is named with a digest of its functions, as a loss is
+        key = _class_key(cls, ("value_grad", "lipschitz_bound"))
         _PRIOR_CLASSES[key] = cls
         cls._numba_type_ = PriorType(key)
 
