@@ -170,7 +170,7 @@ def test_prior_gradient_matches_finite_differences_and_kernel(prior):
     fd = _fd(prior.value, beta)
     np.testing.assert_allclose(prior.gradient(beta), fd, rtol=1e-6, atol=1e-8)
     g = np.zeros_like(beta)
-    val = K.prior_value_grad(beta, prior.shrinkage, prior.smoothness, g)
+    val = prior.value_grad(beta, g, prior.shrinkage, prior.smoothness)
     np.testing.assert_allclose(val, prior.value(beta), rtol=1e-12)
     np.testing.assert_allclose(g, prior.gradient(beta), rtol=1e-12)
     # the Lipschitz bound holds
@@ -247,8 +247,8 @@ def test_kernel_gradient_matches_naive(bins, name):
         pi = pj = np.zeros(0, np.int64)
         pr = pw = np.zeros(0)
     cols = np.arange(6)
-    val, g, gi, h = K.compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, 0.2,
-                                       loss, True)
+    val, g, gi, h = K.compute_gradient(X, y, (pi, pj, pr, pw), loss,
+                                       (cols, fp, bins, beta, v, 0.2), True)
     rval, rg, rgi = naive.fsa_gradient(X, y, fp, bins, beta, 0.2, name,
                                        pairs if name == "rank" else None)
     tol = 2e-7 if name == "logistic" else 1e-9  # logistic rows: float32 exp polynomial
@@ -271,10 +271,11 @@ def test_kernel_gradient_matches_naive(bins, name):
         else:
             XT, cols_t = PL.compact_bins(X, cols, fp, bins), sub
         for track in (True, False):
-            ref = K.compute_gradient(X, y, pi, pj, pr, pw, sub, fp[sub], bins, beta[sub],
-                                     v[sub], 0.2, loss, track)
-            got = K.compute_gradient(XT, y, pi, pj, pr, pw, cols_t, fp[sub], bins, beta[sub],
-                                     v[sub], 0.2, loss, track, True)
+            ref = K.compute_gradient(X, y, (pi, pj, pr, pw), loss,
+                                     (sub, fp[sub], bins, beta[sub], v[sub], 0.2), track)
+            got = K.compute_gradient(XT, y, (pi, pj, pr, pw), loss,
+                                     (cols_t, fp[sub], bins, beta[sub], v[sub], 0.2), track,
+                                     True)
             # (the two layouts sum the scores in different orders: last-bit differences, which
             # the float32 exp of the logistic rows can turn into ~1e-7 relative ones)
             for a, b in zip(got, ref):
@@ -297,12 +298,10 @@ def test_feature_major_pass_matches_row_pass_for_every_remainder(m):
     XT = K.compact_features(X, cols, False)
     for loss in (get_loss("squared"), get_loss("lorenz")):
         for track in (True, False):
-            ref = K.compute_gradient(X, y, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                                     np.zeros(0), np.zeros(0), cols, fp[cols], 0, beta, v, 0.1,
-                                     loss, track)
-            got = K.compute_gradient(XT, y, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                                     np.zeros(0), np.zeros(0), np.arange(m), fp[cols], 0, beta,
-                                     v, 0.1, loss, track, True)
+            none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+            ref = K.compute_gradient(X, y, none, loss, (cols, fp[cols], 0, beta, v, 0.1), track)
+            got = K.compute_gradient(XT, y, none, loss, (np.arange(m), fp[cols], 0, beta, v,
+                                                         0.1), track, True)
             for a, b in zip(got, ref):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
             if not track:
@@ -648,3 +647,47 @@ def test_out_of_core_peak_memory_stays_within_the_bound(tmp_path, bins):
     assert np.all(res.history["width"][1:n_ooc] == 500)
     loaded = res.history["n_kept"][n_ooc - 1]
     assert 4000 * loaded * 4 <= max_memory < 4000 * res.history["n_kept"][n_ooc - 2] * 4
+
+
+def test_user_prior_is_one_class_that_reaches_the_kernels():
+    # a prior written by the user as one Prior subclass: the shrinkage prior under another
+    # name gives the built-in one's fit exactly; a larger constant changes it
+    from numba import njit
+
+    from cvfs.core.priors import Prior
+
+    @njit
+    def ridge(beta, grad, s, c):
+        val = 0.0
+        for j in range(beta.shape[0]):
+            for b in range(beta.shape[1]):
+                val += s * beta[j, b] * beta[j, b]
+                grad[j, b] += 2.0 * s * beta[j, b]
+        return val
+
+    @njit
+    def ridge_lipschitz(G, s, c):
+        return 2.0 * s
+
+    class Ridge(Prior):
+        value_grad = staticmethod(ridge)
+        lipschitz_bound = staticmethod(ridge_lipschitz)
+
+        def __init__(self, s):
+            self.shrinkage = s
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 30))
+    y = np.where(X[:, :3].sum(axis=1) + 0.3 * rng.normal(size=200) > 0, 1.0, -1.0)
+    ref = fsa_fit(X, y, 3, n_iter=40, prior=Shrinkage(0.05))
+    got = fsa_fit(X, y, 3, n_iter=40, prior=Ridge(0.05))
+    np.testing.assert_array_equal(got.support, ref.support)
+    np.testing.assert_array_equal(got.coef, ref.coef)
+    np.testing.assert_array_equal(got.history["loss"], ref.history["loss"])
+    other = fsa_fit(X, y, 3, n_iter=40, prior=Ridge(0.5))
+    assert not np.array_equal(other.coef, ref.coef)
+    assert Ridge(0.05).lipschitz(4) == Shrinkage(0.05).lipschitz(4)
+    # an object with the two constants is taken as the second-order prior of them
+    duck = type("Duck", (), {"shrinkage": 0.1, "smoothness": 0.2})()
+    prior = get_prior(duck)
+    assert isinstance(prior, SecondOrder) and (prior.shrinkage, prior.smoothness) == (0.1, 0.2)

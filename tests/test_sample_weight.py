@@ -121,8 +121,9 @@ def test_weighted_kernel_gradient_matches_naive(bins, name):
     XT = np.ascontiguousarray(X.T) if bins == 0 else PL.compact_bins(X, cols, fp, bins)
     tol = 2e-7 if name == "logistic" else 1e-9
     for Xk, transposed in ((X, False), (XT, True)):
-        val, g, gi, h = K.compute_gradient(Xk, yw, none_i, none_i, none_f, none_f, cols, fp,
-                                           bins, beta, v, 0.2, get_loss(name), True, transposed)
+        val, g, gi, h = K.compute_gradient(Xk, yw, (none_i, none_i, none_f, none_f),
+                                           get_loss(name), (cols, fp, bins, beta, v, 0.2), True,
+                                           transposed)
         np.testing.assert_allclose(val, rval, rtol=tol)
         np.testing.assert_allclose(g, rg, rtol=tol, atol=tol * np.abs(rg).max())
         np.testing.assert_allclose(gi, rgi, rtol=tol, atol=1e-12)

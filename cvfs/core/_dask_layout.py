@@ -358,9 +358,11 @@ class DaskLayout:
     worker_memory : int
         Bytes the persisted kept columns may use on the workers; beyond it, the kept columns
         are spilled to the workers' local disk after the first drop.
+    max_memory : int
+        Bytes of the kept columns gathered into the client's memory for the in-memory loop.
     """
 
-    def __init__(self, X, y, pairs, worker_memory):
+    def __init__(self, X, y, pairs, worker_memory, max_memory):
         import dask
         from dask import delayed
 
@@ -389,6 +391,7 @@ class DaskLayout:
         self.shape = X.shape
         self.itemsize = X.dtype.itemsize
         self.worker_memory = int(worker_memory)
+        self.max_memory = int(max_memory)
         self.offsets = np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
         self.n_chunks = len(chunks)
         # y and the pairs of each chunk (local row indices): sent to the workers once
@@ -592,90 +595,70 @@ class DaskLayout:
         fp[:, 2:] = sums / self.shape[0]
         return fp, graw, rows_out
 
-    def iterations(self, y, pairs, cols, fp, bins, beta, v, support, intercept, lam, g_first,
-                   first, schedule, loss, curv, shrink, smooth, lr_fixed, boost, fit_intercept,
-                   hist, path, max_memory, bar):
-        """:func:`cvfs.core.fsa._out_of_core_iterations` with each pass a map-reduce over the
-        chunks: iterations until the kept columns fit in ``max_memory``, which are then
-        gathered. Returns the iteration reached and the in-memory state."""
-        try:
-            return self._iterations(
-                y, pairs, cols, fp, bins, beta, v, support, intercept, lam, g_first, first,
-                schedule, loss, curv, shrink, smooth, lr_fixed, boost, fit_intercept, hist, path,
-                max_memory, bar)
-        finally:
-            self.cleanup()
+    # ---- the layout of cvfs.core._driver.fsa_iterate ----
 
-    def _iterations(self, y, pairs, cols, fp, bins, beta, v, support, intercept, lam, g_first,
-                    first, schedule, loss, curv, shrink, smooth, lr_fixed, boost, fit_intercept,
-                    hist, path, max_memory, bar):
-        N, M = self.shape
-        G = beta.shape[1]
+    stop_tracking = False
+
+    def fits(self, state):
+        """True once the kept columns fit in the client's ``max_memory``."""
+        return self.shape[0] * state.cols.size * self.itemsize <= self.max_memory
+
+    def begin(self, e):
+        if e == 0:
+            self.iteration_traffic = np.zeros((0, 3), np.int64)
+        self._n_rec = len(self.traffic["pass"])
+
+    def end(self, e):
+        """Record iteration e's traffic (sent, received bytes, tasks)."""
+        tr = self.traffic
+        n = self._n_rec
+        row = [(sum(tr["sent_bytes"][n:]), sum(tr["received_bytes"][n:]), sum(tr["tasks"][n:]))]
+        self.iteration_traffic = np.concatenate([self.iteration_traffic,
+                                                 np.array(row, np.int64)])
+
+    def gradient(self, loss, bins, state, track):
+        """One map-reduce pass over the chunks: (mean loss, g, d loss / d intercept, H v,
+        columns read)."""
+        N = self.shape[0]
+        cols, fp, beta, v, intercept = state.model
         is_rank = loss.pairwise
-        e = 0
-        track = True
-        lam0 = lam
-        self.iteration_traffic = np.zeros((schedule.size, 3), np.int64)
-        while e < schedule.size and N * cols.size * self.itemsize > max_memory:
-            m = cols.size
-            n_rec = len(self.traffic["pass"])
-            width = m if self._mode == "disk" else self.width  # spill files: kept columns only
-            if e == 0 and g_first.shape[0] > 0:  # from the statistics pass
-                g = g_first.copy()
-                value, gi = first
-                width = 0
-            else:
-                args = (cols, fp, bins, beta, v, float(intercept), loss, track)
-                g, h, s = self.map_reduce(_chunk_rank if is_rank else _chunk_row_pass, args,
-                                          name="rank" if is_rank else "row", width=width)
-                if is_rank:
-                    K.finalize(g, fp, bins, s[1], 1.0)
-                    K.finalize(h, fp, bins, s[2], 1.0)
-                    value, gi = s[0], 0.0
-                else:
-                    K.finalize(g, fp, bins, s[1], N)
-                    K.finalize(h, fp, bins, s[2], N)
-                    value, gi = s[0] / N, s[1] / N
-            if width == 0:
-                h = np.zeros((m, G))
-            b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
-            keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0,
-                                           track and width > 0, curv, shrink, smooth, lr_fixed,
-                                           b, schedule[e])
-            if fit_intercept:
-                intercept -= min(lr, 1.0 / curv) * gi
-            hist[e] = (value + pval, keep.size, lr, width, lam)
-            if keep.size < m:
-                beta, v, fp, support, cols = (beta[keep], v[keep], fp[keep], support[keep],
-                                              cols[keep])
-                nv = np.linalg.norm(v)
-                v = v / nv if nv > 0 else np.full_like(v, 1.0 / np.sqrt(v.size))
-                m = cols.size
-                mode = self._mode
-                if N * m * self.itemsize <= max_memory:
-                    pass  # gathered below
-                elif self._fits(m):
-                    if mode != "memory" or 2 * m <= self.width:
-                        self._persist(cols, e)
-                        cols = np.arange(m, dtype=np.int64)
-                elif mode == "source":
-                    # to disk after the first drop, feature-major: later passes read only the
-                    # columns still kept, so the files are not re-written as columns drop
-                    self._spill_to_disk(cols, e)
-                    cols = np.arange(m, dtype=np.int64)
-            if path.shape[0]:
-                path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
-            tr = self.traffic
-            self.iteration_traffic[e] = (sum(tr["sent_bytes"][n_rec:]),
-                                         sum(tr["received_bytes"][n_rec:]),
-                                         sum(tr["tasks"][n_rec:]))
-            e += 1
-            if bar is not None:
-                bar.update(1)
-        Xw = self.gather(cols, fp, bins)
-        log.debug("FSA on Dask: %d kept columns gathered after %d iterations", cols.size, e)
-        return (e, Xw, bins > 0, np.arange(cols.size, dtype=np.int64), fp, beta, v, support,
-                intercept, lam)
+        width = cols.size if self._mode == "disk" else self.width  # spill files: kept columns
+        args = (cols, fp, bins, beta, v, float(intercept), loss, track)
+        g, h, s = self.map_reduce(_chunk_rank if is_rank else _chunk_row_pass, args,
+                                  name="rank" if is_rank else "row", width=width)
+        if is_rank:
+            K.finalize(g, fp, bins, s[1], 1.0)
+            K.finalize(h, fp, bins, s[2], 1.0)
+            value, gi = s[0], 0.0
+        else:
+            K.finalize(g, fp, bins, s[1], N)
+            K.finalize(h, fp, bins, s[2], N)
+            value, gi = s[0] / N, s[1] / N
+        return value, g, gi, h, width
+
+    def dropped(self, state, e):
+        """After a drop to m kept columns: persist them on the workers once they fit
+        ``worker_memory`` (again when the kept count halves); before that, spill them to the
+        workers' disks after the first drop, feature-major, so that later passes read only the
+        columns still kept and the files are never re-written. Gathered by :meth:`load` once
+        they fit ``max_memory``."""
+        m = state.cols.size
+        mode = self._mode
+        if self.fits(state):
+            return
+        if self._fits(m):
+            if mode != "memory" or 2 * m <= self.width:
+                self._persist(state.cols, e)
+                state.cols = np.arange(m, dtype=np.int64)
+        elif mode == "source":
+            self._spill_to_disk(state.cols, e)
+            state.cols = np.arange(m, dtype=np.int64)
+
+    def load(self, state, bins):
+        """The kept columns gathered into the client's memory: (Xw, transposed)."""
+        Xw = self.gather(state.cols, state.fp, bins)
+        log.debug("FSA on Dask: %d kept columns gathered", state.cols.size)
+        return Xw, bins > 0
 
     def gather(self, cols, fp, bins):
         """The kept columns in the client's memory, (N, m) row-major or (bins) the (m, N)

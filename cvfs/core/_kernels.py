@@ -38,6 +38,7 @@ from cvfs.core._pl_kernels import (
     pl_score_pass,
     pl_score_pass_t,
 )
+from cvfs.core.priors import prior_lipschitz, prior_value_grad
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
@@ -486,26 +487,6 @@ def finalize(acc, fp, bins, total, denom):
 
 
 @njit(cache=True)
-def prior_value_grad(beta, shrink, smooth, grad):
-    """Adds the prior gradient to ``grad`` in place; returns the prior value (paper eq. 13)."""
-    m, G = beta.shape
-    val = 0.0
-    for j in range(m):
-        for b in range(G):
-            val += shrink * beta[j, b] * beta[j, b]
-            grad[j, b] += 2.0 * shrink * beta[j, b]
-        if smooth > 0.0 and G >= 3:
-            for b in range(1, G - 1):
-                d2 = beta[j, b + 1] + beta[j, b - 1] - 2.0 * beta[j, b]
-                val += smooth * d2 * d2
-                c = 2.0 * smooth * d2
-                grad[j, b + 1] += c
-                grad[j, b - 1] += c
-                grad[j, b] -= 2.0 * c
-    return val
-
-
-@njit(cache=True)
 def top_groups(beta, n_keep):
     """Sorted positions of the ``n_keep`` groups of largest L2 norm (ties: lower index)."""
     m, G = beta.shape
@@ -536,13 +517,15 @@ def top_groups(beta, n_keep):
 
 
 @njit(cache=True)
-def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, loss,
-                     track, transposed=False):
+def compute_gradient(X, y, pairs, loss, model, track, transposed=False):
     """Mean loss, its gradient on the centred basis (m, G), d loss / d intercept, and
     H v with H the curvature operator (U_c^T U_c / N, or U_c^T D^T W D U_c for ranking pairs
-    with weights W summing to 1). ``transposed``: X is feature-major (W, N): the kept linear
+    (pi, pj, pr, pw) with weights pw summing to 1), for the ``model`` (cols, fp, bins, beta, v,
+    intercept). ``transposed``: X is feature-major (W, N): the kept linear
     columns of a row-separable loss, or the bin coordinates of kept piecewise-linear features
     (:func:`cvfs.core._pl_kernels.compact_bins`); see :func:`fsa_loop`."""
+    pi, pj, pr, pw = pairs
+    cols, fp, bins, beta, v, intercept = model
     m, G = beta.shape
     g = np.zeros((m, G))
     h = np.zeros((m, G))
@@ -580,26 +563,25 @@ def compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v, intercept, l
 
 
 @njit(cache=True)
-def update(beta, g, h, v, lam, lam_floor, track, curv, shrink, smooth, lr_fixed, boost,
-           n_keep):
+def update(beta, g, h, v, lam, lam_floor, track, prior, step, n_keep):
     """One FSA iteration after the gradient: power-iteration update of (v, lam), gradient step
     beta -= lr (g + prior'), and selection of the top ``n_keep`` groups.
 
-    Returns (keep positions, lam, lr, prior value). ``lr_fixed <= 0`` selects the automatic
-    step 1 / (curv * lam / boost + L_prior) (``boost`` is 1 once the kept set has its final
-    size);
-    ``lam`` is never taken below ``lam_floor`` (used on the first iteration, whose start vector
-    is least converged).
+    Returns (keep positions, lam, lr, prior value). ``step`` = (curv, lr_fixed, boost):
+    ``lr_fixed <= 0`` selects the automatic step 1 / (curv * lam / boost + L_prior) (``boost``
+    is 1 once the kept set has its final size); ``lam`` is never taken below ``lam_floor``
+    (used on the first iteration, whose start vector is least converged). ``prior`` is a
+    :class:`cvfs.core.priors.Prior` object.
     """
+    curv, lr_fixed, boost = step
     if track:
         nh = np.sqrt(np.sum(h * h))
         if nh > 0.0:
             lam = max(nh, lam_floor)
             v[:, :] = h / nh
-    G = beta.shape[1]
-    lprior = 2.0 * shrink + (32.0 * smooth if G >= 3 else 0.0)
+    lprior = prior_lipschitz(prior, beta.shape[1])
     lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam / boost + lprior)
-    pval = prior_value_grad(beta, shrink, smooth, g)
+    pval = prior_value_grad(prior, beta, g)
     beta -= lr * g
     return top_groups(beta, n_keep), lam, lr, pval
 
@@ -740,7 +722,7 @@ def fsa_loop(X, y, pairs, loss, prior, steps, start, state, hist, path, span):
 
     Arguments: the caller's matrix ``X``, the targets ``y`` ((N,) or (N, 2) weighted rows, see
     :mod:`cvfs.core._loss_kernels`), the ranking ``pairs`` (pi, pj, pr, pw) (empty arrays
-    otherwise), the ``loss`` object, the ``prior`` constants (shrinkage, smoothness), the
+    otherwise), the ``loss`` and ``prior`` objects, the
     ``steps`` constants (schedule, bins, curvature bound of the loss, fixed step or 0,
     annealing boost, fit_intercept), the ``start`` (g_first, (mean loss, d loss / d
     intercept)), and the ``state`` (Xw, transposed, cols, fp, beta, v, support, intercept,
@@ -761,8 +743,6 @@ def fsa_loop(X, y, pairs, loss, prior, steps, start, state, hist, path, span):
     solver's own buffer ``Xw`` (empty until then, or the kept columns an out-of-core fit
     loaded); :func:`_compact` describes the compactions.
     """
-    pi, pj, pr, pw = pairs
-    shrink, smooth = prior
     schedule, bins, curv, lr_fixed, boost, fit_intercept = steps
     g_first, first = start
     Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = state
@@ -783,17 +763,18 @@ def fsa_loop(X, y, pairs, loss, prior, steps, start, state, hist, path, span):
             trk = False
         elif owned:
             width = Xw.shape[0] if transposed else Xw.shape[1]
-            value, g, gi, h = compute_gradient(Xw, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
-                                               intercept, loss, track, transposed)
+            value, g, gi, h = compute_gradient(Xw, y, pairs, loss,
+                                               (cols, fp, bins, beta, v, intercept), track,
+                                               transposed)
         else:
             width = X.shape[1]
-            value, g, gi, h = compute_gradient(X, y, pi, pj, pr, pw, cols, fp, bins, beta, v,
-                                               intercept, loss, track, False)
+            value, g, gi, h = compute_gradient(X, y, pairs, loss,
+                                               (cols, fp, bins, beta, v, intercept), track, False)
         if not fused:
             waste += width - m
         b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
-        keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk, curv,
-                                     shrink, smooth, lr_fixed, b, schedule[e])
+        keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk, prior,
+                                     (curv, lr_fixed, b), schedule[e])
         if fit_intercept:
             intercept -= min(lr, 1.0 / curv) * gi
         hist[e, 0] = value + pval

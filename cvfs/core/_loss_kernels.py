@@ -98,20 +98,30 @@ class Loss:
         (N,) or None weights the rows."""
         return 0.0
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # the numba type of the class's objects (:class:`LossType`), read by numba's dispatcher
+        # from the object itself: a kernel call with a loss then costs no Python-level type
+        # inference. Fixed here, from the functions set in the class body.
+        key = _class_key(cls)
+        _CLASSES[key] = cls
+        cls._numba_type_ = LossType(key)
+
 
 # ---- the numba type of a loss object: its class (by name), and its param as the only value
 
-_CLASSES = {}
+_CLASSES = {}  # loss classes by their key in the numba type
 
 
-def _class_key(cls):
+def _class_key(cls, attrs=("value_grad", "rows")):
     """The name of a loss class in numba's types (and cache index): module and qualified name,
-    and for classes outside cvfs a digest of their compiled functions' bytecode, so that an
-    edited user loss is not served a cached kernel of its previous version."""
+    and for classes outside cvfs a digest of the bytecode of their compiled functions
+    ``attrs``, so that an edited user loss is not served a cached kernel of its previous
+    version."""
     key = f"{cls.__module__}.{cls.__qualname__}"
     if not cls.__module__.startswith("cvfs."):
         h = hashlib.sha256()
-        for attr in ("value_grad", "rows"):
+        for attr in attrs:
             f = getattr(cls, attr, None)
             f = getattr(f, "py_func", f)
             if f is not None:
@@ -131,10 +141,7 @@ class LossType(types.Type):
 
 @typeof_impl.register(Loss)
 def _typeof_loss(val, c):
-    cls = type(val)
-    key = _class_key(cls)
-    _CLASSES[key] = cls
-    return LossType(key)
+    return val._numba_type_
 
 
 @register_model(LossType)

@@ -46,13 +46,14 @@ from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core._dask_layout import is_dask_array
+from cvfs.core._driver import FitState, Steps, fsa_iterate
 from cvfs.core.losses import get_loss
-from cvfs.core.priors import Shrinkage
+from cvfs.core.priors import Shrinkage, get_prior
 from cvfs.core.responses import _ColumnStats, get_response
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
-__all__ = ["FSAResult", "check_sample_weight", "fsa_fit", "is_out_of_core", "pair_degree",
-           "power_rows"]
+__all__ = ["FSAResult", "RowBlocks", "check_sample_weight", "fsa_fit", "is_out_of_core",
+           "pair_degree", "power_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -434,7 +435,7 @@ class _Problem:
 def _model_parts(loss, prior, annealing_boost, bins):
     """The loss, prior, annealing boost and response of an FSA fit, checked, with defaults."""
     loss = get_loss(loss)
-    prior = prior if prior is not None else Shrinkage()
+    prior = Shrinkage() if prior is None else get_prior(prior)
     boost = float(getattr(loss, "annealing_boost", 1.0) if annealing_boost is None
                   else annealing_boost)
     if not (math.isfinite(boost) and boost > 0):
@@ -461,6 +462,8 @@ def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fi
     pairs = ranking_arrays(pairs if is_rank else None, is_rank, sw)
     fit_intercept = fit_intercept and not is_rank
     layout = None
+    if max_memory is None:
+        max_memory = _physical_memory() // 4
     if sw is not None and is_dask_array(X):
         raise NotImplementedError("sample_weight is not supported for a Dask X: compute X, or "
                                   "pass it as an np.memmap / HDF5 dataset")
@@ -469,7 +472,7 @@ def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fi
 
         if worker_memory is None:
             worker_memory = default_worker_memory(_physical_memory())
-        layout = DaskLayout(X, y, pairs, worker_memory)
+        layout = DaskLayout(X, y, pairs, worker_memory, max_memory)
         X = layout.X
     out_of_core = is_out_of_core(X)
     if not out_of_core and layout is None:
@@ -477,8 +480,6 @@ def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fi
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         X = np.ascontiguousarray(X)
-    if max_memory is None:
-        max_memory = _physical_memory() // 4
     if not fit_intercept:
         intercept = 0.0
     elif sw is None:
@@ -543,44 +544,45 @@ def _start(p, fp, Xs, sub, random_state):
 
 def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, verbose):
     """The iterations: in row blocks (out of core) or Dask chunks until the kept columns fit
-    in memory, then :func:`cvfs.core._kernels.fsa_loop`. Returns (beta, fp, support,
-    intercept, lam, iterations out of core)."""
+    in memory (:func:`cvfs.core._driver.fsa_iterate`), then
+    :func:`cvfs.core._kernels.fsa_loop`. Returns (beta, fp, support, intercept, lam,
+    iterations out of core)."""
     from tqdm.auto import tqdm
 
     M, G, n_iter, bins = p.M, p.response.G, p.n_iter, p.response.bins
     X = p.X
-    beta = np.zeros((M, G))
-    cols = np.arange(M, dtype=np.int64)
-    support = np.arange(M, dtype=np.int64)
-    intercept = p.intercept
-    shrink, smooth = p.prior.shrinkage, p.prior.smoothness
-    curv = float(p.loss.curvature)
+    state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), v,
+                     np.arange(M, dtype=np.int64), p.intercept, lam)
+    steps = Steps(p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost,
+                  p.fit_intercept)
     bar = tqdm(total=n_iter, desc="FSA", leave=False) if verbose else None
     e = 0
     transposed = False
-    common = (g_first, first, p.schedule, p.loss, curv, shrink, smooth, lr_fixed, p.boost,
-              p.fit_intercept, hist, path, p.max_memory)
-    if p.out_of_core:
-        e, X, transposed, cols, fp, beta, v, support, intercept, lam = _out_of_core_iterations(
-            X, p.yk, p.pairs, cols, fp, bins, beta, v, support, intercept, lam, *common,
-            block_bytes, X.dtype.itemsize, bar)
-    elif p.layout is not None:
-        e, X, transposed, cols, fp, beta, v, support, intercept, lam = p.layout.iterations(
-            p.y, p.pairs, cols, fp, bins, beta, v, support, intercept, lam, *common, bar)
+    layout = (RowBlocks(X, p.yk, p.pairs, block_bytes, p.max_memory) if p.out_of_core
+              else p.layout)
+    if layout is not None:
+        try:
+            e, X, transposed, _ = fsa_iterate(layout, p.loss, p.prior, steps, state,
+                                              (g_first, first), (hist, path, bar))
+        finally:
+            if layout is p.layout:
+                layout.cleanup()
     n_ooc = e
     t_mem = time.perf_counter(), time.process_time()
     chunk = n_iter if not verbose else max(1, n_iter // 50)
     track = True
     # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
     # empty until the first compaction
-    Xw = X if p.out_of_core or p.layout is not None else np.empty((0, 0), dtype=X.dtype)
-    steps = (p.schedule, bins, curv, lr_fixed, p.boost, p.fit_intercept)
+    Xw = X if layout is not None else np.empty((0, 0), dtype=X.dtype)
+    s = state
+    cols, fp, beta, v, support, intercept, lam = (s.cols, s.fp, s.beta, s.v, s.support,
+                                                  s.intercept, s.lam)
     while e < n_iter:
         e1 = min(n_iter, e + chunk)
         state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, p.yk, p.pairs, p.loss, (shrink, smooth), steps, (g_first, first), state, hist,
-            path, (e, e1))
+            X, p.yk, p.pairs, p.loss, p.prior, steps.as_tuple(), (g_first, first), state,
+            hist, path, (e, e1))
         if bar is not None:
             bar.update(e1 - e)
         e = e1
@@ -626,87 +628,87 @@ def fit_history(hist, M, lipschitz, t_start, **counts):
     }
 
 
-def _out_of_core_iterations(X, y, pairs, cols, fp, bins, beta, v, support, intercept, lam,
-                            g_first, first, schedule, loss, curv, shrink, smooth, lr_fixed,
-                            boost, fit_intercept, hist, path, max_memory, block_bytes, itemsize,
-                            bar):
-    """Iterations reading X in row blocks until the kept columns fit in ``max_memory``; then
-    the kept columns are loaded. Returns the iteration reached and the in-memory state."""
-    N, M = X.shape
-    pi, pj, pr, pw = pairs
-    row_bytes = M * itemsize
-    blocks = list(_row_blocks(N, row_bytes, block_bytes))
-    buf = _block_buffer(X, block_bytes)
-    G = beta.shape[1]
-    e = 0
-    track = True
-    lam0 = lam
-    while e < schedule.size and N * cols.size * itemsize > max_memory:
-        m = cols.size
-        g = np.zeros((m, G))
-        h = np.zeros((m, G))
-        width = M  # every column of every row is read
-        if e == 0 and g_first.shape[0] > 0:  # from the statistics pass
-            g[:] = g_first
-            value, gi = first
-            width = 0
-        elif loss.pairwise:
+class RowBlocks:
+    """The out-of-core layout of :func:`cvfs.core._driver.fsa_iterate`: X (``np.memmap`` or
+    ``h5py.Dataset``) read in row blocks of ``block_bytes`` by every pass, until the kept
+    columns fit in ``max_memory``; then they are loaded (one more pass over the rows). ``y``
+    as the kernels take it ((N,) or (N, 2) weighted rows), ``pairs`` the ranking pairs."""
+
+    def __init__(self, X, y, pairs, block_bytes, max_memory):
+        self.X, self.y, self.pairs = X, y, pairs
+        self.max_memory = max_memory
+        self.itemsize = X.dtype.itemsize
+        self.blocks = list(_row_blocks(X.shape[0], X.shape[1] * self.itemsize, block_bytes))
+        self.buf = _block_buffer(X, block_bytes)
+
+    def _read(self, r0, r1):
+        return _read_block(self.X, r0, r1, self.buf)
+
+    stop_tracking = False
+
+    def fits(self, state):
+        return self.X.shape[0] * state.cols.size * self.itemsize <= self.max_memory
+
+    def begin(self, e):
+        pass
+
+    def end(self, e):
+        pass
+
+    def dropped(self, state, e):
+        pass  # every pass reads the rows of X; nothing to compact
+
+    def gradient(self, loss, bins, state, track):
+        """One pass over the row blocks: (mean loss, g, d loss / d intercept, H v, M)."""
+        N, M = self.X.shape
+        cols, fp, beta, v, intercept = state.model
+        g = np.zeros(beta.shape)
+        h = np.zeros(beta.shape)
+        if loss.pairwise:
             z = np.empty(N)
             t = np.empty(N)
-            for r0, r1 in blocks:
-                K.score_pass(_read_block(X, r0, r1, buf), cols, fp, bins, beta, v, intercept,
+            for r0, r1 in self.blocks:
+                K.score_pass(self._read(r0, r1), cols, fp, bins, beta, v, intercept,
                              z[r0:r1], t[r0:r1], track)
             r = np.empty(N)
             w = np.empty(N)
-            value = K.rank_pairs(z, t, pi, pj, pr, pw, r, w, track)
+            value = K.rank_pairs(z, t, *self.pairs, r, w, track)
             rsum = wsum = 0.0
-            for r0, r1 in blocks:
-                a, b = K.grad_pass(_read_block(X, r0, r1, buf), cols, fp, bins, r[r0:r1],
-                                   w[r0:r1], g, h, track)
+            for r0, r1 in self.blocks:
+                a, b = K.grad_pass(self._read(r0, r1), cols, fp, bins, r[r0:r1], w[r0:r1], g,
+                                   h, track)
                 rsum += a
                 wsum += b
             K.finalize(g, fp, bins, rsum, 1.0)
             K.finalize(h, fp, bins, wsum, 1.0)
-            gi = 0.0
-        else:
-            lsum = dsum = tsum = 0.0
-            for r0, r1 in blocks:
-                a, b, c = K.row_pass(_read_block(X, r0, r1, buf), y[r0:r1], cols, fp, bins,
-                                     beta, v, intercept, loss, g, h, track)
-                lsum += a
-                dsum += b
-                tsum += c
-            n = N if y.ndim == 1 else float(y[:, 1].sum())
-            K.finalize(g, fp, bins, dsum, n)
-            K.finalize(h, fp, bins, tsum, n)
-            value, gi = lsum / n, dsum / n
-        b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
-        keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0,
-                                       track and width > 0, curv, shrink, smooth, lr_fixed, b,
-                                       schedule[e])
-        if fit_intercept:
-            intercept -= min(lr, 1.0 / curv) * gi
-        hist[e] = (value + pval, keep.size, lr, width, lam)
-        if keep.size < m:
-            beta, v, fp, support, cols = beta[keep], v[keep], fp[keep], support[keep], cols[keep]
-            nv = np.linalg.norm(v)
-            v = v / nv if nv > 0 else np.full_like(v, 1.0 / np.sqrt(v.size))
-        if path.shape[0]:
-            path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
-        e += 1
-        if bar is not None:
-            bar.update(1)
-    # load the kept columns (one more pass over the rows): piecewise-linear features as the
-    # feature-major bin coordinates the in-memory loop keeps them in (same size)
-    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
-    transposed = bins > 0
-    Xw = np.empty((cols.size, N) if transposed else (N, cols.size), dtype=dtype)
-    for r0, r1 in blocks:
-        block = _read_block(X, r0, r1, buf)
-        if transposed:
-            PL.take_bins(block, cols, fp, bins, Xw, r0)
-        else:
-            K.take_columns(block, cols, Xw[r0:r1])
-    log.debug("FSA: %d kept columns loaded into memory after %d iterations", cols.size, e)
-    return (e, Xw, transposed, np.arange(cols.size, dtype=np.int64), fp, beta, v, support,
-            intercept, lam)
+            return value, g, 0.0, h, M
+        y = self.y
+        lsum = dsum = tsum = 0.0
+        for r0, r1 in self.blocks:
+            a, b, c = K.row_pass(self._read(r0, r1), y[r0:r1], cols, fp, bins, beta, v,
+                                 intercept, loss, g, h, track)
+            lsum += a
+            dsum += b
+            tsum += c
+        n = N if y.ndim == 1 else float(y[:, 1].sum())
+        K.finalize(g, fp, bins, dsum, n)
+        K.finalize(h, fp, bins, tsum, n)
+        return lsum / n, g, dsum / n, h, M
+
+    def load(self, state, bins):
+        """The kept columns in memory: (N, m) row-major, or for piecewise-linear features
+        (``bins`` > 0) the (m, N) bin coordinates the in-memory loop keeps them in (same size).
+        Returns (Xw, transposed)."""
+        X, cols, fp = self.X, state.cols, state.fp
+        N = X.shape[0]
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        transposed = bins > 0
+        Xw = np.empty((cols.size, N) if transposed else (N, cols.size), dtype=dtype)
+        for r0, r1 in self.blocks:
+            block = self._read(r0, r1)
+            if transposed:
+                PL.take_bins(block, cols, fp, bins, Xw, r0)
+            else:
+                K.take_columns(block, cols, Xw[r0:r1])
+        log.debug("FSA: %d kept columns loaded into memory", cols.size)
+        return Xw, transposed

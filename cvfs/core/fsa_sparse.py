@@ -37,6 +37,7 @@ from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core import _sparse_kernels as SK
+from cvfs.core._driver import FitState, Steps, fsa_iterate
 from cvfs.core.fsa import (
     _POWER_ITERS,
     FSAResult,
@@ -407,99 +408,96 @@ def _sparse_pass(p, csc, cols, fp, beta, v, intercept, track):
     return value, g, gi, h
 
 
+class SparseColumns:
+    """The sparse layout of :func:`cvfs.core._driver.fsa_iterate`: each pass reads the stored
+    entries of the kept columns (of X itself if CSC, else of the kept columns copied once to
+    CSC), until the kept columns are cheaper dense (their dense size fits ``max_memory`` and
+    is at most that of their stored entries, or at most ``_DENSE_CELLS`` values). The power
+    iteration stops once the curvature estimate is stable, as in the in-memory loop."""
+
+    stop_tracking = True
+
+    def __init__(self, p, col_nnz):
+        self.p = p
+        self.col_nnz = col_nnz
+        X = p.X
+        self.csc = (X.indptr, X.indices, X.data) if X.format == "csc" else None
+
+    def fits(self, state):
+        X = self.p.X
+        m = state.cols.size
+        nnz = int(self.col_nnz[state.support].sum())
+        dense_bytes = X.shape[0] * m * X.dtype.itemsize
+        return dense_bytes <= self.p.max_memory and (
+            dense_bytes <= nnz * (X.dtype.itemsize + X.indices.dtype.itemsize)
+            or X.shape[0] * m <= _DENSE_CELLS)
+
+    def begin(self, e):
+        pass
+
+    def end(self, e):
+        pass
+
+    def dropped(self, state, e):
+        pass  # the passes read only the kept columns' entries
+
+    def gradient(self, loss, bins, state, track):
+        if self.csc is None:  # CSR input: copy the kept columns once, column-major
+            self.csc = _kept_columns_csc(self.p.X, state.support)
+            state.cols = np.arange(state.cols.size, dtype=np.int64)
+        value, g, gi, h = _sparse_pass(self.p, self.csc, state.cols, state.fp, state.beta,
+                                       state.v, state.intercept, track)
+        return value, g, gi, h, state.cols.size
+
+    def load(self, state, bins):
+        """The kept columns made dense (piecewise linear: the feature-major bin coordinates of
+        the in-memory loop). Returns (Xw, transposed)."""
+        Xw = _dense_columns(self.p.X, self.csc, state.cols, state.support)
+        if bins > 0:
+            Xw = PL.compact_bins(Xw, np.arange(Xw.shape[1], dtype=np.int64), state.fp, bins)
+        log.debug("FSA: %d kept columns made dense", state.cols.size)
+        return Xw, bins > 0
+
+
 def _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, path, bar):
-    """The iterations on the sparse layout, until the kept columns are cheaper dense. Returns
-    the state (iteration, CSC arrays, cols, fp, beta, v, support, intercept, lam, track)."""
-    N, M = p.X.shape
-    G = p.response.G
-    itemsize = p.X.dtype.itemsize
-    index_bytes = p.X.indices.dtype.itemsize
-    shrink, smooth = p.prior.shrinkage, p.prior.smoothness
-    curv = float(p.loss.curvature)
-    schedule = p.schedule
-    beta = np.zeros((M, G))
-    support = np.arange(M, dtype=np.int64)
-    intercept = p.intercept
-    # working CSC arrays and the positions ``cols`` of the kept columns in them
-    csc = (p.X.indptr, p.X.indices, p.X.data) if p.X.format == "csc" else None
-    cols = support.copy()
-    lam0 = lam_prev = lam
-    track = True
-    e = 0
-    while e < p.n_iter:
-        m = cols.size
-        nnz = int(col_nnz[support].sum())
-        dense_bytes = N * m * itemsize
-        if dense_bytes <= p.max_memory and (dense_bytes <= nnz * (itemsize + index_bytes)
-                                            or N * m <= _DENSE_CELLS):
-            break
-        trk = track
-        if e == 0 and g_first.shape[0] > 0:
-            g = g_first.copy()
-            h = np.zeros((m, G))
-            value, gi = first
-            trk = False
-            width = 0
-        else:
-            if csc is None:  # CSR input: copy the kept columns once, column-major
-                csc = _kept_columns_csc(p.X, support)
-                cols = np.arange(m, dtype=np.int64)
-            value, g, gi, h = _sparse_pass(p, csc, cols, fp, beta, v, intercept, track)
-            width = m
-        b = p.boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
-        keep, lam, lr, pval = K.update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk, curv,
-                                       shrink, smooth, lr_fixed, b, schedule[e])
-        if p.fit_intercept:
-            intercept -= min(lr, 1.0 / curv) * gi
-        hist[e] = (value + pval, keep.size, lr, width, lam)
-        if keep.size < m:
-            beta, v, fp, support, cols = beta[keep], v[keep], fp[keep], support[keep], cols[keep]
-            nv = np.linalg.norm(v)
-            v = v / nv if nv > 0 else np.full_like(v, 1.0 / np.sqrt(v.size))
-            track = True
-        elif track and abs(lam - lam_prev) <= 1e-4 * lam:
-            track = False
-        lam_prev = lam
-        if path.shape[0]:
-            path[e, support] = beta[:, 0] if G == 1 else np.linalg.norm(beta, axis=1)
-        e += 1
-        if bar is not None:
-            bar.update(1)
-    return e, csc, cols, fp, beta, v, support, intercept, lam, track
+    """The iterations on the sparse layout (:func:`cvfs.core._driver.fsa_iterate`), until the
+    kept columns are cheaper dense. Returns the state (iteration, dense kept columns or None,
+    transposed, cols, fp, beta, v, support, intercept, lam, track)."""
+    M, G = p.X.shape[1], p.response.G
+    state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), v,
+                     np.arange(M, dtype=np.int64), p.intercept, lam)
+    steps = Steps(p.schedule, p.response.bins, float(p.loss.curvature), lr_fixed, p.boost,
+                  p.fit_intercept)
+    e, Xw, transposed, track = fsa_iterate(SparseColumns(p, col_nnz), p.loss, p.prior, steps,
+                                           state, (g_first, first), (hist, path, bar))
+    s = state
+    return e, Xw, transposed, s.cols, s.fp, s.beta, s.v, s.support, s.intercept, s.lam, track
 
 
 def _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbose):
-    """The hand-over: the kept columns made dense (piecewise linear: feature-major bin
-    coordinates, as the dense loop) and the remaining iterations by
+    """The remaining iterations on the dense kept columns by
     :func:`cvfs.core._kernels.fsa_loop`."""
-    e, csc, cols, fp, beta, v, support, intercept, lam, track = state
+    e, Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = state
     if e >= p.n_iter:
         return state
     bins = p.response.bins
-    Xw = _dense_columns(p.X, csc, cols, support)
-    cols = np.arange(Xw.shape[1], dtype=np.int64)
-    transposed = bins > 0
-    if transposed:
-        Xw = PL.compact_bins(Xw, cols, fp, bins)
-    log.debug("FSA: %d kept columns made dense after %d sparse iterations", cols.size, e)
     chunk = p.n_iter if not verbose else max(1, p.n_iter // 50)
-    prior = (p.prior.shrinkage, p.prior.smoothness)
     steps = (p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost, p.fit_intercept)
     while e < p.n_iter:
         e1 = min(p.n_iter, e + chunk)
         state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
         Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            Xw, p.yk, p.pairs, p.loss, prior, steps, (g_first, first), state, hist, path,
+            Xw, p.yk, p.pairs, p.loss, p.prior, steps, (g_first, first), state, hist, path,
             (e, e1))
         if bar is not None:
             bar.update(e1 - e)
         e = e1
-    return e, None, cols, fp, beta, v, support, intercept, lam, track
+    return e, None, False, cols, fp, beta, v, support, intercept, lam, track
 
 
 def _sparse_result(p, state, n_sparse, hist, path, t_start):
     """The :class:`cvfs.core.fsa.FSAResult` (coefficients on the uncentred basis)."""
-    _, _, _, fp, beta, _, support, intercept, lam, _ = state
+    _, _, _, _, fp, beta, _, support, intercept, lam, _ = state
     bins = p.response.bins
     offset = float(np.sum(beta * fp[:, 2:]))
     history = fit_history(hist, p.X.shape[1], float(p.loss.curvature * lam), t_start,

@@ -150,69 +150,31 @@ def weighted_lasso(Phi, y, pen, *, positive=False, tol=1e-8, max_iter=200, max_e
     n = op.shape[1]
     yy = float(y @ y)
     abs_tol = tol * 0.5 * yy
-    cur = np.arange(n) if keep is None else np.flatnonzero(keep)
-    op_cur, sub = op, cur.copy()
-    if cur.size < 0.7 * n and hasattr(op, "subset"):
-        op_cur, sub = op.subset(cur), np.arange(cur.size)
-    norms = op.column_norms()[cur]
-    pen_c = pen[cur]
-    th = np.zeros(cur.size) if coef_init is None else np.asarray(coef_init, float)[cur].copy()
-    if positive:
-        np.maximum(th, 0.0, out=th)
-    nz = np.flatnonzero(th)
-    r = y - op_cur.columns(sub[nz]) @ th[nz] if nz.size else y.copy()
+    s, r = _lasso_start(op, y, pen, keep, coef_init, positive)
     n_screened = 0
     ws_size = ws_start
     gap, primal, converged, it = np.inf, 0.5 * yy, False, 0
-    if cur.size == 0 or yy == 0.0:
+    if s.cur.size == 0 or yy == 0.0:
         return LassoResult(np.zeros(n), 0.0, 0.5 * yy, 0, 0, True)
     for it in range(1, max_iter + 1):  # noqa: B007 - it is reported
-        corr = op_cur.rmatvec(r)[sub]
-        primal, gap, scale = _primal_dual(y, yy, r, corr, th, pen_c, positive)
+        corr = s.op.rmatvec(r)[s.sub]
+        primal, gap, scale = _primal_dual(y, yy, r, corr, s.th, s.pen, positive)
         if gap <= abs_tol:
             converged = True
             break
         if gap_safe:
-            k = gap_safe_test(corr, norms, pen_c, scale, np.sqrt(2.0 * max(gap, 0.0)), positive)
-            if not k.all():
-                drop = np.flatnonzero(~k & (th != 0))
-                if drop.size:  # safe: these coefficients are 0 at the optimum
-                    r += op_cur.columns(sub[drop]) @ th[drop]
-                n_screened += int((~k).sum())
-                cur, sub, th = cur[k], sub[k], th[k]
-                norms, pen_c, corr = norms[k], pen_c[k], corr[k]
-                if cur.size == 0:
-                    th = np.zeros(0)
-                    r = y.copy()
-                    continue
-                if sub.size < 0.5 * op_cur.shape[1] and hasattr(op_cur, "subset"):
-                    op_cur, sub = op_cur.subset(sub), np.arange(sub.size)
-                c = corr if positive else np.abs(corr)
-                scale = max(1.0, float(np.max(c / pen_c)))
-        m = cur.size
-        c = corr if positive else np.abs(corr)
-        prio = (pen_c - c / scale) / norms
-        prio[th != 0] = -np.inf
-        nnz = int(np.count_nonzero(th))
-        ws_size = min(m, max(ws_start, 2 * nnz, ws_size))
-        if ws_size < m:
-            ws = np.argpartition(prio, ws_size - 1)[:ws_size]
-        else:
-            ws = np.arange(m)
-        A = op_cur.columns(sub[ws])
-        G = A.T @ A
-        b = A.T @ y
-        t = th[ws].copy()
-        gram_cd_solve(G, b, pen_c[ws], t, yy, max(0.3 * gap, 0.1 * abs_tol), max_epochs, positive)
-        th[ws] = t
-        r = y - A @ t
-        ws_size = min(m, 2 * ws_size) if np.count_nonzero(t) >= ws_size // 2 else ws_size
+            r, corr, scale, n_drop = _gap_safe_screen(s, y, r, corr, scale, gap, positive)
+            n_screened += n_drop
+            if s.cur.size == 0:
+                continue
+        r, ws_size = _working_set_step(s, y, yy, corr, scale, (ws_size, ws_start),
+                                       (max(0.3 * gap, 0.1 * abs_tol), max_epochs), positive)
     else:
-        corr = op_cur.rmatvec(r)[sub]
-        primal, gap, _ = _primal_dual(y, yy, r, corr, th, pen_c, positive)
+        corr = s.op.rmatvec(r)[s.sub]
+        primal, gap, _ = _primal_dual(y, yy, r, corr, s.th, s.pen, positive)
         converged = gap <= abs_tol
     coef = np.zeros(n)
-    coef[cur] = th
+    coef[s.cur] = s.th
     if not converged:
         warnings.warn(
             f"weighted lasso did not reach relative gap {tol:g} in {max_iter} iterations "
@@ -221,6 +183,89 @@ def weighted_lasso(Phi, y, pen, *, positive=False, tol=1e-8, max_iter=200, max_e
             stacklevel=2,
         )
     return LassoResult(coef, float(gap), float(primal), it, n_screened, bool(converged))
+
+
+@dataclass
+class _Atoms:
+    """The atoms still in play during :func:`weighted_lasso`: their indices ``cur`` in Phi, the
+    operator ``op`` on them (restricted once they are few) with their columns ``sub`` in it,
+    their coefficients ``th``, column norms and penalties."""
+
+    op: object
+    cur: np.ndarray
+    sub: np.ndarray
+    th: np.ndarray
+    norms: np.ndarray
+    pen: np.ndarray
+
+    def restrict(self, k):
+        """Keep the atoms where the boolean mask ``k`` is True."""
+        self.cur, self.sub, self.th = self.cur[k], self.sub[k], self.th[k]
+        self.norms, self.pen = self.norms[k], self.pen[k]
+
+
+def _lasso_start(op, y, pen, keep, coef_init, positive):
+    """The atoms allowed by ``keep`` with the warm start ``coef_init``, and the residual."""
+    n = op.shape[1]
+    cur = np.arange(n) if keep is None else np.flatnonzero(keep)
+    op_cur, sub = op, cur.copy()
+    if cur.size < 0.7 * n and hasattr(op, "subset"):
+        op_cur, sub = op.subset(cur), np.arange(cur.size)
+    th = np.zeros(cur.size) if coef_init is None else np.asarray(coef_init, float)[cur].copy()
+    if positive:
+        np.maximum(th, 0.0, out=th)
+    nz = np.flatnonzero(th)
+    r = y - op_cur.columns(sub[nz]) @ th[nz] if nz.size else y.copy()
+    return _Atoms(op_cur, cur, sub, th, op.column_norms()[cur], pen[cur]), r
+
+
+def _gap_safe_screen(s, y, r, corr, scale, gap, positive):
+    """Dynamic gap-safe screening of the atoms ``s`` (restricted in place): the atoms the sphere
+    test proves zero at the optimum leave, their coefficients leave the residual. Returns
+    (r, corr, dual scaling, atoms screened)."""
+    k = gap_safe_test(corr, s.norms, s.pen, scale, np.sqrt(2.0 * max(gap, 0.0)), positive)
+    if k.all():
+        return r, corr, scale, 0
+    drop = np.flatnonzero(~k & (s.th != 0))
+    if drop.size:  # safe: these coefficients are 0 at the optimum
+        r += s.op.columns(s.sub[drop]) @ s.th[drop]
+    n_screened = int((~k).sum())
+    s.restrict(k)
+    corr = corr[k]
+    if s.cur.size == 0:
+        s.th = np.zeros(0)
+        return y.copy(), corr, scale, n_screened
+    if s.sub.size < 0.5 * s.op.shape[1] and hasattr(s.op, "subset"):
+        s.op, s.sub = s.op.subset(s.sub), np.arange(s.sub.size)
+    c = corr if positive else np.abs(corr)
+    return r, corr, max(1.0, float(np.max(c / s.pen))), n_screened
+
+
+def _working_set_step(s, y, yy, corr, scale, sizes, limits, positive):
+    """Solve the problem on the working set (the support plus the atoms whose dual constraints
+    are closest to violation) by coordinate descent on its Gram matrix; ``sizes`` = (current,
+    initial) working-set size, ``limits`` = (gap target, epochs). Returns (residual, next
+    working-set size)."""
+    ws_size, ws_start = sizes
+    m = s.cur.size
+    c = corr if positive else np.abs(corr)
+    prio = (s.pen - c / scale) / s.norms
+    prio[s.th != 0] = -np.inf
+    nnz = int(np.count_nonzero(s.th))
+    ws_size = min(m, max(ws_start, 2 * nnz, ws_size))
+    if ws_size < m:
+        ws = np.argpartition(prio, ws_size - 1)[:ws_size]
+    else:
+        ws = np.arange(m)
+    A = s.op.columns(s.sub[ws])
+    G = A.T @ A
+    b = A.T @ y
+    t = s.th[ws].copy()
+    gram_cd_solve(G, b, s.pen[ws], t, yy, limits[0], limits[1], positive)
+    s.th[ws] = t
+    r = y - A @ t
+    ws_size = min(m, 2 * ws_size) if np.count_nonzero(t) >= ws_size // 2 else ws_size
+    return r, ws_size
 
 
 def _gamma_h(op, norms, gamma, lam):
@@ -286,6 +331,33 @@ def _noise_update(op, y, coef, S, sigma, gamma):
     r = y - op.columns(S) @ coef[S] if S.size else y
     dof = float(np.sum(1.0 - np.diag(sigma) / gamma[S])) if S.size else 0.0
     return float(r @ r) / max(y.size - dof, 1.0)
+
+
+def _noise_step(op, y, gamma, lam, tol):
+    """MacKay's update of the noise variance ``lam`` at ``gamma`` (:func:`_noise_update`, kept
+    above 1e-12 of the mean square of y). Returns (new lam, whether it moved by more than
+    ``tol`` relative)."""
+    mu, S, sig = _posterior(op, y, gamma, lam, False)
+    lam_new = max(_noise_update(op, y, mu, S, sig, gamma), 1e-12 * float(y @ y) / y.size, 1e-300)
+    return lam_new, abs(lam_new - lam) > tol * lam
+
+
+def _screened_lasso(op, y, pen, theta, screen, positive, lasso, res):
+    """One weighted lasso of :func:`sbl_fit` from ``theta``, after the static safe test of
+    ``screen`` = (rule, Phi^T y, column norms) or with dynamic gap-safe screening; appends the
+    screened fraction to ``res.screening``. Returns (LassoResult, time the static test ended)."""
+    screening, rho, norms = screen
+    keep = None
+    if rho is not None:
+        keep = static_test(screening, op, rho, norms, pen, y, positive)
+    t1 = time.perf_counter()
+    lr = weighted_lasso(op, y, pen, positive=positive, tol=lasso[0], max_iter=lasso[1],
+                        gap_safe=screening == "gap", keep=keep, coef_init=theta)
+    if keep is not None:
+        res.screening.append(float(1.0 - keep.mean()) if keep.size else 0.0)
+    else:
+        res.screening.append(lr.n_screened / op.shape[1])
+    return lr, t1
 
 
 def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e-4,
@@ -357,31 +429,17 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         u = np.sqrt(gamma_h)
         pen = lam * u
         t0 = time.perf_counter()
-        keep = None
-        if rho is not None:
-            keep = static_test(screening, op, rho, norms, pen, y, positive)
-        t1 = time.perf_counter()
-        lr = weighted_lasso(op, y, pen, positive=positive, tol=lasso_tol,
-                            max_iter=lasso_max_iter, gap_safe=screening == "gap", keep=keep,
-                            coef_init=theta)
+        lr, t1 = _screened_lasso(op, y, pen, theta, (screening, rho, norms), positive,
+                                 (lasso_tol, lasso_max_iter), res)
         t2 = time.perf_counter()
         theta = lr.coef
-        if keep is not None:
-            res.screening.append(float(1.0 - keep.mean()) if keep.size else 0.0)
-        else:
-            res.screening.append(lr.n_screened / n)
         res.gaps.append(lr.gap / (0.5 * yy) if yy > 0 else 0.0)
         if callback is not None:
             callback(step, theta)
         gamma_new = np.abs(theta) / u
         delta = float(np.max(np.abs(gamma_new - gamma)))
         gamma = gamma_new
-        lam_moved = False
-        if update_noise:
-            mu, S, sig = _posterior(op, y, gamma, lam, False)
-            lam_new = max(_noise_update(op, y, mu, S, sig, gamma), 1e-12 * yy / y.size, 1e-300)
-            lam_moved = abs(lam_new - lam) > tol * lam
-            lam = lam_new
+        lam, lam_moved = _noise_step(op, y, gamma, lam, tol) if update_noise else (lam, False)
         gamma_h = _gamma_h(op, norms, gamma, lam)
         t3 = time.perf_counter()
         res.times["screen"] += t1 - t0
