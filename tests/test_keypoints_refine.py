@@ -44,11 +44,11 @@ class _BlobDetector:
 
     def __init__(self):
         self.calls = 0
-        self.levels = set()
+        self.levels = {}  # id -> level; holding the level keeps its id from being reused
 
     def score_level(self, cache, centres, keypoints, *, cascade=True):
         self.calls += 1
-        self.levels.add(id(cache))
+        self.levels[id(cache)] = cache
         assert cascade is False
         v = 1.0 - cache.image[centres[:, 0], centres[:, 1]].mean(axis=1)
         return centres, dict.fromkeys(keypoints, v.astype(np.float64))
