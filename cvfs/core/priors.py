@@ -139,13 +139,19 @@ def _second_difference(G):
 
 
 @njit(cache=True)
+def _add_shrinkage(beta, grad, shrink, j, val):
+    """Group j's s ||beta_j||^2 added to ``val`` (returned) and its gradient to ``grad``."""
+    for b in range(beta.shape[1]):
+        val += shrink * beta[j, b] * beta[j, b]
+        grad[j, b] += 2.0 * shrink * beta[j, b]
+    return val
+
+
+@njit(cache=True)
 def _shrinkage_value_grad(beta, grad, shrink, smooth):
-    m, G = beta.shape
     val = 0.0
-    for j in range(m):
-        for b in range(G):
-            val += shrink * beta[j, b] * beta[j, b]
-            grad[j, b] += 2.0 * shrink * beta[j, b]
+    for j in range(beta.shape[0]):
+        val = _add_shrinkage(beta, grad, shrink, j, val)
     return val
 
 
@@ -160,9 +166,7 @@ def _second_order_value_grad(beta, grad, shrink, smooth):
     m, G = beta.shape
     val = 0.0
     for j in range(m):
-        for b in range(G):
-            val += shrink * beta[j, b] * beta[j, b]
-            grad[j, b] += 2.0 * shrink * beta[j, b]
+        val = _add_shrinkage(beta, grad, shrink, j, val)
         if smooth > 0.0 and G >= 3:
             for b in range(1, G - 1):
                 d2 = beta[j, b + 1] + beta[j, b - 1] - 2.0 * beta[j, b]
