@@ -125,7 +125,7 @@ def _cmd_motion_segment(args):
     given = {"cell": args.cell, "per_cell": args.per_cell, "quality": args.min_quality,
              "min_distance": args.min_distance, "max_points": args.max_points,
              "fb_threshold": args.fb_threshold, "partial": args.partial,
-             "min_frames": args.min_frames}
+             "min_frames": args.min_frames, "moving_density": args.moving_density}
     tracker = TrackerSettings(**{k: v for k, v in given.items() if v is not None})
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
                    tracker=tracker, model=args.model, strict=args.strict)
@@ -538,7 +538,7 @@ def _build_parser():
     t = q.add_argument_group("tracker", "corner detection and Lucas-Kanade tracking; defaults: "
                              "cvfs.motion.tracking.TrackerSettings (cell 40, per-cell 8, "
                              "min-quality 0.01,\nmin-distance 6, max-points 2000, fb-threshold 1, "
-                             "min-frames 0.5)")
+                             "min-frames 0.5, moving-density 3)")
     t.add_argument("--cell", type=int, default=None,
                    help="corners are detected in square cells of CELL pixels, up to PER_CELL "
                    "each (0: the strongest corners of the whole frame)")
@@ -554,6 +554,9 @@ def _build_parser():
     t.add_argument("--partial", action="store_true", default=None,
                    help="keep lost tracks (visible up to their loss) and detect new corners in "
                    "every frame; the missing entries are completed before segmenting")
+    t.add_argument("--moving-density", type=int, default=None,
+                   help="the first frame is also searched MOVING_DENSITY times finer; those "
+                   "extra tracks are kept where they leave the dominant motion (1: off)")
     t.add_argument("--min-frames", type=_min_frames, default=None,
                    help="with --partial, drop tracks observed in fewer frames (an int >= 2, or a "
                    "fraction of the clip in (0, 1))")
