@@ -100,6 +100,10 @@ def test_moving_density_setting():
     with pytest.raises(ValueError, match="moving_density must be an int >= 1"):
         TrackerSettings(moving_density=0)
     frames, boxes = _walker_scene()
+    # the extra tracks stay within max_points
+    n = len(track_points(frames, moving_density=1))
+    capped = track_points(frames, max_points=n + 5)
+    assert len(capped) == n + 5 and _follows_object(capped, boxes).sum() >= 3
     pts, vis = track_points(frames, partial=True)
     assert vis.shape == pts.shape[:2] and vis[:, 0].sum() < len(pts)  # re-detected tracks too
     seen = vis.all(axis=1)

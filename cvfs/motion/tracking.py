@@ -5,7 +5,10 @@ pixels, up to ``per_cell`` in each, with a quality threshold relative to the cel
 corner, so that low-texture regions (a person before textured trees) still get points; then they
 are tracked frame to frame. A track is lost when, in some frame, (a) LK reports it lost, (b) the
 forward-backward check fails (tracking the new position back to the previous frame misses the old
-one by more than ``fb_threshold`` pixels), or (c) it leaves the image.
+one by more than ``fb_threshold`` pixels), or (c) it leaves the image. The first frame is also
+searched ``moving_density`` times finer; those extra tracks are kept only where they leave the
+frame's dominant motion (:func:`off_dominant_motion`), so independently moving regions get
+points at the density of their own texture.
 
 Full trajectories (``partial=False``, as Hopkins155): only tracks that survive every frame are
 returned and nothing is re-detected. Partial tracks (``partial=True``): a lost track keeps its
@@ -73,8 +76,10 @@ class TrackerSettings:
         ``min_distance / moving_density`` and ``per_cell * moving_density ** 2``; those extra
         tracks are kept only where they leave the frame's dominant motion (the RANSAC
         homography of all tracks from the first frame, :func:`off_dominant_motion`) by more than
-        ``MOVING_TOL`` pixels. A small object moving before a textured background (a walker
-        before trees) then gets points at the density of its own texture. 1 turns it off.
+        ``MOVING_TOL`` pixels (plus ``MOVING_REL`` of the dominant motion's displacement), and
+        within ``max_points`` tracks in all. A small object moving before a textured background
+        (a walker before trees) then gets points at the density of its own texture. 1 turns it
+        off.
     """
 
     cell: int = 40
@@ -186,13 +191,17 @@ def off_dominant_motion(points, visible=None, *, inlier_px=1.0, moving=False):
     visible : ndarray of shape (P, F), bool, optional
         Default: where ``points`` is finite.
     inlier_px : float, default 1.0
+    moving : bool, default False
+        Return instead whether each track leaves the dominant motion: further than
+        ``MOVING_TOL`` plus ``MOVING_REL`` times the dominant motion's median displacement in
+        some frame (the parallax of a moving camera's background grows with its motion).
 
     Returns
     -------
     distance : ndarray of shape (P,)
         Largest distance (pixels) over the frames between a track and the dominant motion's
         image of its first position; 0 for tracks not seen in the first frame, and over frames
-        where fewer than 8 tracks are seen (no fit).
+        where fewer than 8 tracks are seen (no fit). Bool with ``moving``.
     """
     points = np.asarray(points, dtype=np.float64)
     vis = np.isfinite(points[..., 0]) if visible is None else np.asarray(visible, bool)
@@ -327,6 +336,12 @@ def track_points(frames, settings=None, **kwargs):
         keep = visible.sum(axis=1) >= need
         points, visible, extra = points[keep], visible[keep], extra[keep]
     if extra.any():
-        keep = ~extra | off_dominant_motion(points, visible, moving=True)
+        moving = np.flatnonzero(extra & off_dominant_motion(points, visible, moving=True))
+        room = max(s.max_points - int((~extra).sum()), 0)
+        if len(moving) > room:  # within max_points, evenly over the moving regions
+            moving = moving[np.linspace(0, len(moving) - 1, room).astype(int)] if room else \
+                moving[:0]
+        keep = ~extra
+        keep[moving] = True
         points, visible = points[keep], visible[keep]
     return (points, visible) if s.partial else points
