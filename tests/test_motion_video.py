@@ -174,9 +174,9 @@ def test_video_truth_lines_up_with_the_videos(real_data):
 
 @pytest.mark.slow
 def test_walking_person_is_tracked_and_segmented(real_data):
-    """people2 (Hopkins155): the cell detector puts tracks on the walking woman before textured
-    trees (matched to her truth tracks within 3 px), and the two-motion segmentation separates
-    her from the background."""
+    """people2 (Hopkins155): the cell detector and the extra density on independent motion put
+    tracks on the walking woman before textured trees (matched to her truth tracks within 3 px),
+    and the two-motion segmentation separates her from the background."""
     from cvfs.datasets.hopkins155_videos import load_video_truth, match_truth
     from cvfs.motion.video import segment_video
 
@@ -185,7 +185,7 @@ def test_walking_person_is_tracked_and_segmented(real_data):
     j = match_truth(res.points, truth, visible=res.visible)
     ok = j >= 0
     on = truth.labels[j[ok]] == 0  # the woman is motion 0 of the truth file
-    assert ok.sum() > 150 and on.sum() >= 10
+    assert ok.sum() > 150 and on.sum() >= 15
     assert misclassification(res.labels[ok], truth.labels[j[ok]]) <= 0.02
 
 
