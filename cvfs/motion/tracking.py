@@ -75,7 +75,8 @@ class TrackerSettings:
         Extra density on independently moving regions: the first frame is also searched with
         ``min_distance / moving_density`` and ``per_cell * moving_density ** 2``; those extra
         tracks are kept only where they leave the frame's dominant motion (the RANSAC
-        homography of all tracks from the first frame, :func:`off_dominant_motion`) by more than
+        homography of the default-density tracks from the first frame,
+        :func:`off_dominant_motion`) by more than
         ``MOVING_TOL`` pixels (plus ``MOVING_REL`` of the dominant motion's displacement), and
         within ``max_points`` tracks in all. A small object moving before a textured background
         (a walker before trees) then gets points at the density of its own texture. 1 turns it
@@ -178,7 +179,7 @@ def _far_from(cand, pts, min_distance):
     return cand[d >= float(min_distance)]
 
 
-def off_dominant_motion(points, visible=None, *, inlier_px=1.0, moving=False):
+def off_dominant_motion(points, visible=None, *, fit=None, inlier_px=1.0, moving=False):
     """Distance of each track from the frame's dominant motion.
 
     For every frame f a homography from the first frame's positions to frame f's is fitted by
@@ -190,6 +191,9 @@ def off_dominant_motion(points, visible=None, *, inlier_px=1.0, moving=False):
     points : ndarray of shape (P, F, 2)
     visible : ndarray of shape (P, F), bool, optional
         Default: where ``points`` is finite.
+    fit : ndarray of shape (P,), bool, optional
+        Tracks the homographies are fitted to (default all): evenly spread tracks make the
+        dominant motion that of the largest area, not of the most textured object.
     inlier_px : float, default 1.0
     moving : bool, default False
         Return instead whether each track leaves the dominant motion: further than
@@ -205,17 +209,21 @@ def off_dominant_motion(points, visible=None, *, inlier_px=1.0, moving=False):
     """
     points = np.asarray(points, dtype=np.float64)
     vis = np.isfinite(points[..., 0]) if visible is None else np.asarray(visible, bool)
+    use = np.ones(points.shape[0], dtype=bool) if fit is None else np.asarray(fit, bool)
     out = np.zeros(points.shape[0])
     flag = np.zeros(points.shape[0], dtype=bool)
     for f in range(1, points.shape[1]):
         idx = np.flatnonzero(vis[:, 0] & vis[:, f])
-        if idx.size < 8:
+        basis = idx[use[idx]]
+        if basis.size < 8:
+            continue
+        H, _ = cv2.findHomography(points[basis, 0].astype(np.float32),
+                                  points[basis, f].astype(np.float32), cv2.RANSAC,
+                                  float(inlier_px))
+        if H is None:
             continue
         src = points[idx, 0].astype(np.float32)
         dst = points[idx, f].astype(np.float32)
-        H, _ = cv2.findHomography(src, dst, cv2.RANSAC, float(inlier_px))
-        if H is None:
-            continue
         proj = cv2.perspectiveTransform(src.reshape(-1, 1, 2), H).reshape(-1, 2)
         dist = np.linalg.norm(proj - dst, axis=1)
         out[idx] = np.maximum(out[idx], dist)
@@ -336,7 +344,8 @@ def track_points(frames, settings=None, **kwargs):
         keep = visible.sum(axis=1) >= need
         points, visible, extra = points[keep], visible[keep], extra[keep]
     if extra.any():
-        moving = np.flatnonzero(extra & off_dominant_motion(points, visible, moving=True))
+        moving = np.flatnonzero(extra & off_dominant_motion(points, visible, fit=~extra,
+                                                            moving=True))
         room = max(s.max_points - int((~extra).sum()), 0)
         if len(moving) > room:  # within max_points, evenly over the moving regions
             moving = moving[np.linspace(0, len(moving) - 1, room).astype(int)] if room else \
