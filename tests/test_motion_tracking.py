@@ -91,6 +91,10 @@ def test_off_dominant_motion_measures_the_independent_motion():
     part = np.where(vis[..., None], pts, np.nan)
     flag_part = off_dominant_motion(part, vis, moving=True)
     assert flag_part[on].all() and flag_part[far].sum() <= 4
+    # the dominant motion is that of the tracks it is fitted to
+    assert off_dominant_motion(pts, fit=far, moving=True)[on].all()
+    by_object = off_dominant_motion(pts, fit=on, moving=True)
+    assert not by_object[on].any() and by_object[far].mean() > 0.95
     # too few tracks seen: nothing to fit, no distance
     assert np.all(off_dominant_motion(pts[:5]) == 0)
 
