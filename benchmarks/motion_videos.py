@@ -88,6 +88,7 @@ def video_row(data, name, tracker):
             f"error_{key}": 100 * float(misclassification(res.labels[ok], true))
             if ok.any() else float("nan"),
             f"seconds_{key}": res.track_seconds + res.segment_seconds,
+            **({"k_residuals": res.k_residuals} if res.k_chosen else {}),
             "visible_fraction": float(res.visible.mean()),
             "in_hull_per_motion": [tracks_in_hull(res.points, truth, m)
                                    for m in range(truth.n_motions)]})
