@@ -112,3 +112,16 @@ def test_moving_density_setting():
     assert vis.shape == pts.shape[:2] and vis[:, 0].sum() < len(pts)  # re-detected tracks too
     seen = vis.all(axis=1)
     assert _follows_object(pts[seen], boxes).sum() >= 12
+
+
+def test_partial_redetection_ignores_the_extra_candidates():
+    """With partial tracks, corners re-detected later are the same with or without the extra
+    density (the extra candidates, dense everywhere until the end, do not block them)."""
+    frames, boxes = _walker_scene(pan=(-2.0, 1.0))
+    plain, vis_plain = track_points(frames, partial=True, moving_density=1)
+    dense, vis_dense = track_points(frames, partial=True)
+    late_plain = plain[~vis_plain[:, 0]]
+    late_dense = dense[~vis_dense[:, 0]]
+    assert len(late_plain) > 10 and len(late_dense) == len(late_plain)
+    assert np.allclose(np.nan_to_num(late_dense, nan=-1), np.nan_to_num(late_plain, nan=-1))
+    assert _follows_object(dense[vis_dense.all(axis=1)], boxes).sum() >= 12

@@ -322,9 +322,12 @@ def track_points(frames, settings=None, **kwargs):
             alive[idx[~ok]] = False
             if s.partial:
                 col[idx[~ok]] = np.nan
-        if s.partial and alive.sum() < s.max_points:
-            new = _far_from(_corners(gray, s, s.max_points), col[alive], s.min_distance)
-            new = new[: s.max_points - int(alive.sum())]
+        # re-detection sees the default-density tracks only: the extra ones cover the frame
+        # until the end, where most are dropped
+        base = alive & ~extra
+        if s.partial and base.sum() < s.max_points:
+            new = _far_from(_corners(gray, s, s.max_points), col[base], s.min_distance)
+            new = new[: s.max_points - int(base.sum())]
             if len(new):
                 cols = [np.vstack([c, np.full((len(new), 2), np.nan)]) for c in cols]
                 col = np.vstack([col, new])
