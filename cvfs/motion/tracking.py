@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 import cv2
 import numpy as np
 
-__all__ = ["MOVING_TOL", "TrackerSettings", "off_dominant_motion", "track_points"]
+__all__ = ["MOVING_REL", "MOVING_TOL", "TrackerSettings", "off_dominant_motion", "track_points"]
 
 # Shi-Tomasi block size; a crop is widened by this much so corners at a cell border see the
 # same neighbourhood as in the whole frame
@@ -76,11 +76,10 @@ class TrackerSettings:
         ``min_distance / moving_density`` and ``per_cell * moving_density ** 2``; those extra
         tracks are kept only where they leave the frame's dominant motion (the RANSAC
         homography of the default-density tracks from the first frame,
-        :func:`off_dominant_motion`) by more than
-        ``MOVING_TOL`` pixels (plus ``MOVING_REL`` of the dominant motion's displacement), and
-        within ``max_points`` tracks in all. A small object moving before a textured background
-        (a walker before trees) then gets points at the density of its own texture. 1 turns it
-        off.
+        :func:`off_dominant_motion`) by more than ``MOVING_TOL`` pixels plus ``MOVING_REL`` of
+        the dominant motion's displacement, and within ``max_points`` tracks in all. A small
+        object moving before a textured background (a walker before trees) then gets points at
+        the density of its own texture. 1 turns it off.
     """
 
     cell: int = 40
