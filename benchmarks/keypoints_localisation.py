@@ -17,12 +17,14 @@ faces that ``detect_faces`` finds (the face whose eyes are nearest to an annotat
   Gaussian blur of sigma U(0, 1) and JPEG quality U(30, 80),
   :func:`cvfs.keypoints.degrade.degrade_pixels`), through the same pipeline: how the detectors
   place their own training labels' convention on small, blurred faces;
-- ``mirror``: on those MTFL training faces at their own size, each eye rescanned around its label
-  (:func:`cvfs.keypoints.refine.refine_points`, one scale, IED 28 level px) on the image and on
-  its mirror image (with the other eye's detector; ``x -> W - 1 - x``). Detectors trained on
-  labels placed symmetrically about the eye would give the same position both ways; half the
-  horizontal difference is the labels' own horizontal offset from the mirror-symmetric
-  position, in training-image pixels (a 1-based pixel convention gives +1);
+- ``mirror``: on those MTFL training faces at their own size, the MTFL test crops and the
+  Caltech images, each eye rescanned around its label (:func:`cvfs.keypoints.refine.refine_points`,
+  one scale, IED 28 level px) on the image and on its mirror image (with the other eye's
+  detector; ``x -> W - 1 - x``). Detectors trained on labels placed symmetrically about the eye
+  would give the same position both ways: half the horizontal difference is the detectors'
+  offset from the mirror-symmetric position (the training labels' offset, scaled to the face),
+  and minus half the sum is the dataset's labels' own horizontal offset from it, in image
+  pixels (a 1-based pixel convention gives +1). Measured on the labels, never applied;
 - a diagnostic row (nothing is applied to the detectors): the Caltech eye AP with the refined
   eyes moved by ``+c px - IED / IED_train`` on both axes, for ``c`` = 0.5 and 1, where
   ``IED_train`` is the harmonic mean IED of the shipped detectors' training faces (MTFL
@@ -226,20 +228,22 @@ def _shrunk(images, target, degrade, seed):
     return ims, pix
 
 
-def _mirror(det, images):
-    """Eye positions rescanned around their labels on each image and on its mirror image:
-    median (plain, mirrored) error in training-image pixels per eye."""
+def _mirror(det, images, label, ied_train):
+    """Each eye rescanned around its label on the image and, with the other eye's detector, on
+    the mirror image; per range of IED the medians of half the horizontal difference (the
+    detectors' offset from the mirror-symmetric position) and of minus half the sum (the labels'
+    offset from it), in image pixels."""
     from cvfs.datasets.faces import keypoint_index
 
     other = {"left_eye_center": "right_eye_center", "right_eye_center": "left_eye_center"}
     idx = [keypoint_index(k) for k in EYES]
-    plain, mirr = [], []
-    for im in tqdm(images, desc="mirror"):
+    plain, mirr, ieds = [], [], []
+    for im in tqdm(images, desc=f"mirror {label}"):
         img = read_image(im.path)
         W = img.shape[1]
         P = im.points[:, idx]
         ied = im.ied()
-        ok = np.isfinite(P).all(axis=(1, 2)) & np.isfinite(ied)
+        ok = np.isfinite(P).all(axis=(1, 2)) & np.isfinite(ied) & (ied > 0)
         if not ok.any():
             continue
         P, ied = P[ok].reshape(-1, 2), np.repeat(ied[ok], 2)
@@ -251,19 +255,33 @@ def _mirror(det, images):
         b[:, 0] = W - 1 - b[:, 0]
         plain.append(a[:, :2] - P)
         mirr.append(b[:, :2] - P)
-    plain, mirr = np.concatenate(plain), np.concatenate(mirr)
-    out = {}
-    for i, k in enumerate(EYES):
-        pa, mb = np.median(plain[i::2], axis=0), np.median(mirr[i::2], axis=0)
-        out[k] = {"plain_px": pa.tolist(), "mirrored_px": mb.tolist(),
-                  "label_offset_x_px": float((pa[0] - mb[0]) / 2)}
-    rows = [[k, f"{v['plain_px'][0]:+.2f},{v['plain_px'][1]:+.2f}",
-             f"{v['mirrored_px'][0]:+.2f},{v['mirrored_px'][1]:+.2f}",
-             f"{v['label_offset_x_px']:+.2f}"] for k, v in out.items()]
-    print(format_table(["eye", "plain dx,dy px", "mirrored dx,dy px",
-                        "labels' x offset px (half the difference)"], rows,
-                       title=f"mirror test: {len(plain) // 2} MTFL training faces at their own "
-                             f"size (median error, training-image px)"))
+        ieds.append(ied)
+    plain, mirr, ieds = np.concatenate(plain), np.concatenate(mirr), np.concatenate(ieds)
+    det_off = (plain[:, 0] - mirr[:, 0]) / 2
+    lab_off = -(plain[:, 0] + mirr[:, 0]) / 2
+    out, rows = {}, []
+    for lo, hi in ((0, np.inf),) + BINS:
+        s = (ieds >= lo) & (ieds < hi)
+        if s.sum() < 2:
+            continue
+        name = "all" if (lo, hi) == (0, np.inf) else f"[{lo}, {hi})"
+        v = {"n_eyes": int(s.sum()), "median_ied": float(np.median(ieds[s])),
+             "plain_px": np.median(plain[s], axis=0).tolist(),
+             "mirrored_px": np.median(mirr[s], axis=0).tolist(),
+             "detector_offset_x_px": float(np.median(det_off[s])),
+             "detector_offset_x_training_px": float(np.median(det_off[s] * ied_train
+                                                              / ieds[s])),
+             "label_offset_x_px": float(np.median(lab_off[s]))}
+        out[name] = v
+        rows.append([name, v["n_eyes"], f"{v['plain_px'][0]:+.2f},{v['plain_px'][1]:+.2f}",
+                     f"{v['mirrored_px'][0]:+.2f},{v['mirrored_px'][1]:+.2f}",
+                     f"{v['detector_offset_x_px']:+.2f} "
+                     f"({v['detector_offset_x_training_px']:+.2f})",
+                     f"{v['label_offset_x_px']:+.2f}"])
+    print(format_table(["IED px", "eyes", "plain dx,dy px", "mirrored dx,dy px",
+                        "detectors' x offset px (x 41/IED)", "labels' x offset px"], rows,
+                       title=f"mirror test, {label}: medians, image px (offsets from the "
+                             f"mirror-symmetric eye position)"))
     return out
 
 
@@ -324,7 +342,15 @@ def main(argv=None):
             res, _ = _dataset(det, fm, ims, pix, 2.0, args, label)
             results["sections"]["lfw_degraded" if degrade else "lfw_sharp"] = res
     if "mirror" in args.sections:
-        results["sections"]["mirror"] = _mirror(det, train[lo:hi])
+        ied_train = float(1.0 / np.nanmean(1.0 / np.concatenate([im.ied() for im in
+                                                                 train[:600]])))
+        results["sections"]["mirror"] = {
+            "mtfl_training": _mirror(det, train[lo:hi], f"MTFL training {lo}-{hi - 1}",
+                                     ied_train),
+            "mtfl_test": _mirror(det, load_mtfl("test")[::args.mtfl_every],
+                                 f"MTFL AFLW test crops (every {args.mtfl_every})", ied_train),
+            "caltech": _mirror(det, load_caltech_webfaces()[::args.caltech_every],
+                               f"Caltech (every {args.caltech_every})", ied_train)}
     write_json(args.out, results)
     print(f"\nwritten {args.out}")
     return 0
