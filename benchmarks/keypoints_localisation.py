@@ -330,7 +330,8 @@ def main(argv=None):
         res["ied_train_harmonic_mean"] = ied_train
         res["eye_ap_if_label_offset_px"] = what_if
         print(f"diagnostic only (not applied): eye AP (5% / 7.5% / 10%) with the eyes moved by "
-              f"+c px - IED / {ied_train:.1f} on both axes: " + "; ".join(
+              f"+c px - IED / {ied_train:.1f} on both axes (c = 0.5, 1), or by minus the MTFL "
+              f"test crops' median offset (mtfl_px, mtfl_ied): " + "; ".join(
                   f"{c}: " + ", ".join(f"{k[:5]} " + "/".join(f"{v:.3f}" for v in d.values())
                                          for k, d in w.items()) for c, w in what_if.items()))
         results["sections"]["caltech"] = res
