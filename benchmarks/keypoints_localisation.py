@@ -34,7 +34,7 @@ faces that ``detect_faces`` finds (the face whose eyes are nearest to an annotat
   (``mtfl_px``) or in IED (``mtfl_ied``): the AP if Caltech's labels sat where MTFL's test labels
   sit. Caltech's offset cannot be learned on Caltech, the test set.
 
-Single thread; all four sections take ~20 minutes of one core. Prints tables, writes
+Single thread; all four sections take ~7 CPU minutes. Prints tables, writes
 ``benchmarks/results/keypoints_localisation.json``::
 
     NUMBA_NUM_THREADS=1 python benchmarks/keypoints_localisation.py --caltech-every 3
