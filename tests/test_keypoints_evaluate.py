@@ -126,3 +126,50 @@ def test_evaluate_merged():
     np.testing.assert_allclose(c.recall, [0.5, 1.0, 1.0])
     np.testing.assert_allclose(c.precision, [1.0, 1.0, 2 / 3])
     assert c.n_positives == 2
+
+
+def _two_faces():
+    pts = np.full((3, 21, 2), np.nan)
+    pts[0, 7], pts[0, 10] = [10, 10], [30, 10]  # IED 20
+    pts[1, 7], pts[1, 10] = [100, 50], [110, 50]  # IED 10
+    pts[2, 7] = [200, 200]  # one eye: not evaluated
+    return AnnotatedImage(path=None, points=pts, dataset="mtfl")
+
+
+def _face(score, left, right):
+    from cvfs.keypoints.faces import Face
+
+    return Face(score, (0, 0, 1, 1), {"left_eye_center": (*left, 0.9),
+                                      "right_eye_center": (*right, 0.8),
+                                      "nose_center": (np.nan, np.nan, np.nan)}, 1.0)
+
+
+def test_face_keypoint_errors():
+    from cvfs.keypoints.evaluate import face_keypoint_errors
+
+    im = _two_faces()
+    faces = [[_face(0.3, (11, 9), (30.5, 10)),  # face 0: errors (+1, -1), (+0.5, 0)
+              _face(0.9, (14, 10), (34, 10)),  # farther from face 0 (0.2 IED)
+              _face(0.5, (103, 50), (110, 50))]]  # face 1 at 0.3 IED: beyond max_distance 0.25
+    r = face_keypoint_errors(faces, [im], max_distance=0.25)
+    assert r["ied"].tolist() == [20.0, 10.0]
+    assert r["matched"].tolist() == [True, False]
+    np.testing.assert_allclose(r["distance"], [np.hypot(1, 1) / 20, 0.3])
+    np.testing.assert_allclose(r["errors"][0], [[1, -1], [0.5, 0]])
+    assert np.isnan(r["errors"][1]).all() and np.isnan(r["score"][1])
+    assert r["score"][0] == 0.3 and r["image"].tolist() == [0, 0]
+    # a keypoint the face lacks gives NaN errors; no faces at all: unmatched, distance inf
+    r = face_keypoint_errors([faces[0][:1]], [im], ("nose_center", "left_eye_center"))
+    assert np.isnan(r["errors"][0, 0]).all() and r["errors"][0, 1].tolist() == [1, -1]
+    r = face_keypoint_errors([[]], [im])
+    assert not r["matched"].any() and np.isinf(r["distance"]).all()
+    assert r["errors"].shape == (2, 2, 2)
+
+
+def test_face_keypoint_errors_bad_input():
+    from cvfs.keypoints.evaluate import face_keypoint_errors
+
+    with pytest.raises(ValueError, match="same images"):
+        face_keypoint_errors([[], []], [_two_faces()])
+    with pytest.raises(ValueError, match="max_distance"):
+        face_keypoint_errors([[]], [_two_faces()], max_distance=0)

@@ -31,6 +31,7 @@ __all__ = [
     "evaluate_faces",
     "evaluate_keypoint",
     "evaluate_merged",
+    "face_keypoint_errors",
     "match_image",
     "recall_at_precision",
 ]
@@ -399,3 +400,74 @@ def evaluate_faces(faces, images, *, radius=0.10):
         best.append(got)
     return _curve(np.array(scores, np.float64), np.array(fp, bool),
                   np.concatenate(best) if best else np.zeros(0))
+
+
+def face_keypoint_errors(faces, images, keypoints=("left_eye_center", "right_eye_center"), *,
+                         max_distance=0.5):
+    """Error vectors of the keypoints of the face nearest to each annotated face.
+
+    For every annotated face with both eyes and a positive inter-eye distance (IED), the face
+    (of the same image) whose eyes are nearest -- the larger of its two eye distances, in units
+    of the annotated IED -- is taken when that distance is below ``max_distance``; each of its
+    ``keypoints`` gives an error vector ``found - annotated`` in pixels. Several annotated faces
+    may take the same face. Used to tell a systematic offset (bias) from spread, by face size.
+
+    Parameters
+    ----------
+    faces : list of list of cvfs.keypoints.faces.Face
+        Per image.
+    images : list of cvfs.datasets.faces.AnnotatedImage
+    keypoints : sequence of str
+        Keypoints whose errors are returned.
+    max_distance : float
+        Largest eye distance (IED) of a match.
+
+    Returns
+    -------
+    result : dict
+        ``ied`` (n,), ``distance`` (n,; the matched face's eye distance in IED, ``inf`` when no
+        face has both eyes), ``matched`` (n, bool), ``score`` (n,; the matched face's score,
+        NaN when unmatched), ``errors`` (n, len(keypoints), 2; pixels, NaN when unmatched or
+        where the face or the annotation lacks the keypoint), ``image`` (n,; image index),
+        over the n annotated faces in image order.
+
+    Raises
+    ------
+    ValueError
+        If the lists differ in length or ``max_distance`` is not positive.
+    """
+    from cvfs.datasets.faces import keypoint_index
+
+    if len(faces) != len(images):
+        raise ValueError(f"faces and images must list the same images; got lengths "
+                         f"{len(faces)}, {len(images)}")
+    if not max_distance > 0:
+        raise ValueError(f"max_distance must be positive; got {max_distance!r}")
+    eyes = [keypoint_index("left_eye_center"), keypoint_index("right_eye_center")]
+    kidx = [keypoint_index(k) for k in keypoints]
+    ieds, dist, score, errs, img = [], [], [], [], []
+    for i, (fl, im) in enumerate(zip(faces, images, strict=True)):
+        pts = np.asarray(im.points, np.float64)
+        ied = im.ied()
+        ok = np.isfinite(pts[:, eyes]).all(axis=(1, 2)) & np.isfinite(ied) & (ied > 0)
+        found = np.array([[f.keypoints.get(k, (np.nan, np.nan))[:2] for k in
+                           ("left_eye_center", "right_eye_center", *keypoints)] for f in fl],
+                         np.float64).reshape(len(fl), 2 + len(kidx), 2)
+        for g in np.flatnonzero(ok):
+            d = np.full(len(fl), np.inf)
+            if len(fl):
+                e = np.hypot(*(found[:, :2] - pts[g, eyes][None]).transpose(2, 0, 1))
+                d = np.where(np.isfinite(e).all(axis=1), e.max(axis=1) / ied[g], np.inf)
+            j = int(np.argmin(d)) if len(fl) else -1
+            dj = float(d[j]) if j >= 0 else np.inf
+            hit = dj < max_distance
+            ieds.append(ied[g])
+            dist.append(dj)
+            score.append(float(fl[j].score) if hit else np.nan)
+            errs.append(found[j, 2:] - pts[g, kidx] if hit else np.full((len(kidx), 2), np.nan))
+            img.append(i)
+    dist = np.array(dist, np.float64)
+    return {"ied": np.array(ieds, np.float64), "distance": dist,
+            "matched": dist < max_distance, "score": np.array(score, np.float64),
+            "errors": np.array(errs, np.float64).reshape(len(dist), len(kidx), 2),
+            "image": np.array(img, np.int64)}
