@@ -264,10 +264,46 @@ def _check_spill(X, Xd, y, ref, case, scheduler):
                                                      for e in range(1, p0 + 1)]
     from_files = [passes["spill_read_bytes"][i] for i in row]
     repacked = [passes["written_bytes"][i] for i in row]
-    assert 0 < from_files[-1] < from_files[0] == written[0]
-    assert all(a >= b for a, b in zip(from_files, from_files[1:]))
-    assert all(w in (0, r) for w, r in zip(repacked, from_files)) and any(repacked)
+    _check_file_reads(h, from_files, repacked, held, written[0])
     assert sum(from_files) < sum(passes["read_bytes"][i] for i in row)
+
+
+def _check_file_reads(h, from_files, repacked, held, written):
+    """The spill files' columns read by each row pass: all of them first, then fewer; after
+    a pass the workers' memory rows hold kept columns again (the files' kept columns of
+    largest |beta| fill the rows of dropped ones), so the next pass reads at most the
+    previous kept count less those rows; re-packs write at most what the pass read."""
+    assert from_files[0] == written
+    assert all(a >= b for a, b in zip(from_files, from_files[1:]))
+    cols = [b // (2000 * 4) for b in from_files]
+    kept = [int(h["n_kept"][e]) for e in range(len(cols))]
+    assert all(c <= max(0, kept[e] - held) for e, c in enumerate(cols[1:]))
+    assert all(w <= r for w, r in zip(repacked, from_files)) and any(repacked)
+
+
+def test_spill_holds_kept_columns_in_worker_memory(data, references):
+    """Half the first kept set fits worker_memory: those columns stay in memory, the files
+    hold the rest, and columns of the files move into memory as kept ones are dropped."""
+    import dask
+
+    X, y, _ = data
+    Xd = da.from_array(X, chunks=(250, 300))
+    ref = references[("lorenz", None)]
+    with dask.config.set(scheduler="threads"):
+        res = fsa_fit(Xd, y, 8, loss="lorenz", max_memory=X.nbytes // 15,
+                      worker_memory=X.nbytes // 4)
+    _same(res, ref)
+    h, tr = res.history, res.history["dask"]
+    held = (X.nbytes // 4) // (2000 * 4)
+    assert tr["spilled_at"] == [0] and held < h["n_kept"][0] < 2 * held
+    passes = tr["passes"]
+    p0 = tr["persisted_at"][0]
+    row = [i for i, p in enumerate(passes["pass"]) if p == "row"][:p0]
+    from_files = [passes["spill_read_bytes"][i] for i in row]
+    written = [b for p, b in zip(passes["pass"], passes["written_bytes"]) if p == "spill"]
+    assert written == [2000 * (h["n_kept"][0] - held) * 4]
+    _check_file_reads(h, from_files, [passes["written_bytes"][i] for i in row], held,
+                      written[0])
 
 
 def test_estimators_take_worker_memory(data):

@@ -255,26 +255,38 @@ def _remove_scratch(tag, dask_worker=None):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-_spill_files = {}  # on each worker: spill file key -> (current path, disk positions in it)
+class _Spilled:
+    """A spilled chunk on its worker: ``mem`` (k, n) feature-major rows in memory holding the
+    kept positions ``mem_pos`` (-1: free row), and the raw feature-major file ``path`` whose
+    rows hold the positions ``held`` (sorted)."""
+
+    def __init__(self, mem, path, held):
+        self.mem, self.path, self.held = mem, path, held
+        self.mem_pos = np.arange(mem.shape[0], dtype=np.int64)
+
+
+_spill_files = {}  # on each worker: spill file key -> _Spilled
 _spill_lock = threading.Lock()
 
 
 def _spill(x, yp, args):
-    """A chunk spilled: the kept columns ``mem`` held feature-major, shape (k, n), in the
-    worker's memory, the columns ``disk`` written feature-major to a raw file on its local
-    disk (so that a pass reads only the columns still kept, one contiguous range per run of
-    them). The task's result is ((mem array, file key, host), y and pairs); the file stays
-    on this worker's disk."""
+    """A chunk spilled: its kept columns ``mem`` (positions 0..k-1) held feature-major, shape
+    (k, n), in the worker's memory, and the columns ``disk`` (positions k..) written
+    feature-major to a raw file on its local disk (so that a pass reads only the columns still
+    kept, one contiguous range per run of them). The task's result is ((file key, host), y
+    and pairs); the chunk stays on this worker."""
     mem, disk, tag = args
     x = _writable(x)
     kept = K.compact_features(x, _writable(mem), False)
     folder = _scratch_dir(tag)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, uuid.uuid4().hex + ".f")
-    K.compact_features(x, _writable(disk), False).tofile(path)
+    out = _thread_buffer("spill", (disk.size, x.shape[0]), x.dtype)
+    K.take_columns(x, _writable(disk), out.T)  # (written in place: no fresh pages per chunk)
+    out.tofile(path)
     with _spill_lock:
-        _spill_files[path] = (path, np.arange(disk.size, dtype=np.int64))
-    return (kept, path, socket.gethostname()), yp
+        _spill_files[path] = _Spilled(kept, path, mem.size + np.arange(disk.size))
+    return (path, socket.gethostname()), yp
 
 
 _buffers = threading.local()  # per thread: reused buffers of the Zarr and spill-file reads
@@ -291,52 +303,45 @@ def _thread_buffer(name, shape, dtype):
     return buf[:size].reshape(shape)
 
 
-def _read_spilled(key, host, want, n, dtype, repack):
-    """The disk positions ``want`` (sorted, unique) of the spill file ``key``, read into a
-    reused (want.size, n) buffer with one ``preadv`` per run of consecutive rows of the file.
-    With ``repack`` the file is then replaced by one holding these rows only, so that later
-    passes read it sequentially."""
-    with _spill_lock:
-        entry = _spill_files.get(key)
-    if entry is None or not os.path.exists(entry[0]):
-        raise RuntimeError(f"FSA on Dask: the spilled chunk {key} written on {host} is not on "
-                           f"{socket.gethostname()}")
-    path, held = entry
-    out = _thread_buffer("spill", (want.size, n), dtype)
+def _read_spilled(sp, want, repack):
+    """The positions ``want`` (sorted, unique) of the spill file of ``sp``, read into a reused
+    (want.size, n) buffer with one ``preadv`` per run of consecutive rows of the file. With
+    ``repack`` (a sorted subset of ``want``) the file is then replaced by one holding those
+    rows only, so that later passes read it sequentially."""
+    n = sp.mem.shape[1]
+    out = _thread_buffer("spill", (want.size, n), sp.mem.dtype)
     if want.size:
-        rows = np.searchsorted(held, want)
-        if rows[-1] >= held.size or not np.array_equal(held[rows], want):
-            raise RuntimeError(f"FSA on Dask: the spill file {path} lacks kept columns")
+        rows = np.searchsorted(sp.held, want)
+        if rows[-1] >= sp.held.size or not np.array_equal(sp.held[rows], want):
+            raise RuntimeError(f"FSA on Dask: the spill file {sp.path} lacks kept columns")
         row_bytes = n * out.itemsize
         flat = out.reshape(-1).view(np.uint8)
         cuts = np.flatnonzero(np.diff(rows) != 1) + 1
         starts = np.concatenate([[0], cuts])
         ends = np.concatenate([cuts, [rows.size]])
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(sp.path, os.O_RDONLY)
         try:
             for a, b in zip(starts, ends):
                 view = flat[a * row_bytes:b * row_bytes]
-                got = os.preadv(fd, [view], int(rows[a]) * row_bytes)
-                if got != view.size:
-                    raise RuntimeError(f"FSA on Dask: short read of the spill file {path}")
+                if os.preadv(fd, [view], int(rows[a]) * row_bytes) != view.size:
+                    raise RuntimeError(f"FSA on Dask: short read of the spill file {sp.path}")
         finally:
             os.close(fd)
-    if repack:
-        new = os.path.join(os.path.dirname(path), uuid.uuid4().hex + ".f")
-        out.tofile(new)
-        with _spill_lock:
-            _spill_files[key] = (new, want.copy())
-        os.remove(path)
+    if repack is not None:
+        new = os.path.join(os.path.dirname(sp.path), uuid.uuid4().hex + ".f")
+        out[np.searchsorted(want, repack)].tofile(new)
+        os.remove(sp.path)
+        sp.path, sp.held = new, repack
     return out
 
 
 def _forget_spilled(key):
-    """Remove the spill file ``key`` (its columns have moved to memory)."""
+    """Remove the spilled chunk ``key`` (its columns have moved to memory)."""
     with _spill_lock:
-        entry = _spill_files.pop(key, None)
-    if entry is not None:
+        sp = _spill_files.pop(key, None)
+    if sp is not None:
         with contextlib.suppress(FileNotFoundError):
-            os.remove(entry[0])
+            os.remove(sp.path)
 
 
 @njit(cache=True)
@@ -389,38 +394,48 @@ def _kept_args(func, args):
     return cols, (local if func is _bundle else (local, *args[1:]))
 
 
-def _on_disk(func, bundle, args, repack):
+def _on_disk(func, bundle, args, io):
     """``func`` on a spilled chunk: the kept columns held in memory and those of its file
-    that are still kept (read back feature-major, re-packed if ``repack``). A linear row
-    pass runs on them feature-major (:func:`_pass_split`); other passes get the kept columns
-    as rows. The file is removed once its columns have moved to memory."""
-    (mem, key, host), yp = bundle
+    still kept (read back feature-major). A linear row pass runs on them feature-major
+    (:func:`_pass_split`); other passes get the kept columns as rows. ``io`` = (promote,
+    repack) from :meth:`DaskLayout._file_reads`: the memory rows of columns no longer kept
+    then take the file's columns ``promote``, and the file is re-packed to the positions
+    ``repack`` (None: kept as it is). The chunk is forgotten once persisted."""
+    (key, host), yp = bundle
+    with _spill_lock:
+        sp = _spill_files.get(key)
+    if sp is None or not os.path.exists(sp.path):
+        raise RuntimeError(f"FSA on Dask: the spilled chunk {key} written on {host} is not on "
+                           f"{socket.gethostname()}")
+    promote, repack = io
     cols, args = _kept_args(func, args)
     cols = np.asarray(cols, dtype=np.int64)
+    mem = sp.mem
     n = mem.shape[1]
-    k = mem.shape[0]
-    on_disk = cols >= k
-    want = np.unique(cols[on_disk] - k)
-    XB = _read_spilled(key, host, want, n, mem.dtype, repack)
-    ia = np.flatnonzero(~on_disk)
-    ib = np.flatnonzero(on_disk)
-    ca = cols[ia]
-    cb = np.searchsorted(want, cols[ib] - k)
+    order = np.argsort(sp.mem_pos)
+    slot = np.searchsorted(sp.mem_pos, cols, sorter=order)
+    slot = np.minimum(slot, order.size - 1) if order.size else slot
+    in_mem = (sp.mem_pos[order[slot]] == cols) if order.size else np.zeros(cols.size, bool)
+    ia = np.flatnonzero(in_mem)
+    ib = np.flatnonzero(~in_mem)
+    want = np.unique(cols[ib])
+    XB = _read_spilled(sp, want, repack)
+    ca = order[slot[ia]] if ia.size else np.zeros(0, np.int64)
+    cb = np.searchsorted(want, cols[ib])
     if func is _chunk_row_pass and args[2] == 0:
         _, fp, _, beta, v, intercept, loss, track = args
-        order = np.concatenate([ia, ib])
-        a = beta[order, 0] * fp[order, 1]
-        b = v[order, 0] * fp[order, 1]
+        both = np.concatenate([ia, ib])
+        a = beta[both, 0] * fp[both, 1]
+        b = v[both, 0] * fp[both, 1]
         z0 = intercept - float(np.dot(beta[:, 0], fp[:, 2]))
         t0 = -float(np.dot(v[:, 0], fp[:, 2])) if track else 0.0
         g2 = np.zeros((cols.size, 1))
         h2 = np.zeros((cols.size, 1))
-        s = _pass_split(_writable(mem), ca, XB, cb, a, b, z0, t0, _writable(yp[0]), loss,
-                        track, g2, h2)
+        s = _pass_split(mem, ca, XB, cb, a, b, z0, t0, _writable(yp[0]), loss, track, g2, h2)
         g = np.empty_like(g2)
         h = np.empty_like(h2)
-        g[order] = g2
-        h[order] = h2
+        g[both] = g2
+        h[both] = h2
         out = g, h, np.array(s)
     else:
         x = np.empty((n, cols.size), dtype=mem.dtype)
@@ -429,9 +444,11 @@ def _on_disk(func, bundle, args, repack):
         out = func(x, yp, args)
     if func is _bundle:
         _forget_spilled(key)
+    elif promote.size:  # free rows: those of columns no longer kept
+        free = np.flatnonzero(~np.isin(sp.mem_pos, cols))[:promote.size]
+        mem[free] = XB[np.searchsorted(want, promote[:free.size])]
+        sp.mem_pos[free] = promote[:free.size]
     return out
-
-
 
 
 def _zarr_source(X):
@@ -619,8 +636,9 @@ class DaskLayout:
         self._mode = "source"  # where the chunks are: "source", "disk" or "memory"
         self._tag = uuid.uuid4().hex  # names this fit's scratch directories
         self._workers = None  # distributed: the worker holding each spilled chunk
-        self._held = 0  # spilled layout: kept positions < _held are in the workers' memory
-        self._file_cols = np.zeros(0, np.int64)  # and positions _held + these in the files
+        self._held = 0  # spilled layout: columns held in the workers' memory per chunk,
+        self._in_mem = np.zeros(0, bool)  # the positions there,
+        self._file_cols = np.zeros(0, np.int64)  # and the positions in the files
         self.width = X.shape[1]
         self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
                         "seconds": [], "read_bytes": [], "spill_read_bytes": [],
@@ -643,41 +661,62 @@ class DaskLayout:
 
         arg = delayed(args, traverse=False)
         sent = len(pickle.dumps(args, protocol=5)) + self._source_bytes()
-        repack = self._file_reads(func, args)
+        io = None
+        if self._mode == "disk":
+            io = self._file_reads(func, args)
+            sent += len(pickle.dumps(io, protocol=5))
+            io = delayed(io, traverse=False)
         tasks = []
         for c, (blk, yp) in enumerate(zip(self._blocks, self._yp)):
             with self._pinned(c):
-                t = self._task(func, blk, yp, arg, repack)
+                t = self._task(func, blk, yp, arg, io)
             sent += _task_bytes(t)
             tasks.append(t)
         return tasks, sent
 
     def _file_reads(self, func, args):
-        """In the spilled layout, the columns a pass over ``func`` reads from the spill files
-        (recorded for ``traffic``) and whether it re-packs them: once the kept columns of the
-        files are at most half of what they hold, a row pass writes them to new files as it
-        reads them (the writes cost one read, and keep later reads sequential)."""
+        """In the spilled layout, what a pass over ``func`` reads from the spill files and
+        changes (recorded for ``traffic``): (promote, repack) for :func:`_on_disk`. A row
+        pass moves the files' kept columns of largest |beta| into the memory rows of columns
+        no longer kept (``promote``); once the files' columns still needed are at most half of
+        what the files hold, it writes them to new files as it reads them (``repack``: the
+        writes cost one read, and keep later reads sequential)."""
         self._pass_io = (0, 0)
+        none = (np.zeros(0, np.int64), None)
         if self._mode != "disk":
-            return False
+            return none
         cols = np.asarray(_kept_args(func, args)[0], dtype=np.int64)
-        want = np.unique(cols[cols >= self._held]) - self._held
-        repack = (func in (_chunk_row_pass, _chunk_rank) and 0 < want.size
-                  and 2 * want.size <= self._file_cols.size)
+        on_disk = ~self._in_mem[cols]
+        want = np.unique(cols[on_disk])
         row_bytes = self.shape[0] * self.itemsize
-        self._pass_io = (want.size * row_bytes, want.size * row_bytes if repack else 0)
-        if repack:
-            self._file_cols = want
-        return repack
+        if func not in (_chunk_row_pass, _chunk_rank):
+            self._pass_io = (want.size * row_bytes, 0)
+            return none
+        promote = np.zeros(0, np.int64)
+        free = self._held - int(np.count_nonzero(~on_disk))
+        if free > 0 and want.size:
+            beta = args[3]
+            strength = np.linalg.norm(beta[on_disk], axis=1)
+            promote = np.sort(cols[on_disk][np.argsort(-strength, kind="stable")[:free]])
+        self._in_mem[:] = False
+        self._in_mem[cols[~on_disk]] = True
+        self._in_mem[promote] = True
+        left = np.setdiff1d(want, promote, assume_unique=True)
+        repack = None
+        if 2 * left.size <= self._file_cols.size and left.size < self._file_cols.size:
+            repack = left
+            self._file_cols = left
+        self._pass_io = (want.size * row_bytes, 0 if repack is None else left.size * row_bytes)
+        return promote, repack
 
-    def _task(self, func, blk, yp, arg, repack=False):
+    def _task(self, func, blk, yp, arg, io=None):
         """The delayed ``func`` on one chunk in the current layout."""
         from dask import delayed
 
         if self._mode == "memory":
             return delayed(_on_bundle, pure=False)(func, blk, arg)
         if self._mode == "disk":
-            return delayed(_on_disk, pure=False)(func, blk, arg, repack)
+            return delayed(_on_disk, pure=False)(func, blk, arg, io)
         if self._zarr is not None:
             return delayed(_on_source, pure=False)(func, self._source, blk, yp, arg)
         return delayed(func, pure=False)(blk, yp, arg)
@@ -784,7 +823,8 @@ class DaskLayout:
                      written=self.shape[0] * (m - k) * self.itemsize)
         self._mode = "disk"
         self._held = k
-        self._file_cols = np.arange(m - k, dtype=np.int64)
+        self._in_mem = np.arange(m) < k
+        self._file_cols = np.arange(k, m, dtype=np.int64)
         pos = np.empty(m, dtype=np.int64)
         pos[in_mem] = np.arange(k)
         pos[~in_mem] = k + np.arange(m - k)
