@@ -275,8 +275,11 @@ def warm_up(client):
 
     X, y, _ = make_equicorrelated_classification(600, 100, 5, random_state=0)
     Xd = da.from_array(X, chunks=(150, 100))
-    for max_memory in (1, None):  # the Dask passes throughout; then gathered to the client
-        FSAClassifier(k=5, loss="lorenz", n_iter=20, max_memory=max_memory).fit(Xd, y)
+    # the Dask passes throughout, with the kept columns persisted, or spilled (part in the
+    # workers' memory, part on their disks); then gathered to the client
+    for max_memory, worker_memory in ((1, None), (1, X.nbytes // 4), (None, None)):
+        FSAClassifier(k=5, loss="lorenz", n_iter=20, max_memory=max_memory,
+                      worker_memory=worker_memory).fit(Xd, y)
 
     def lb_kernels():
         from cvfs.keypoints.boosting import _bin_codes, _histograms

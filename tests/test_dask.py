@@ -248,17 +248,62 @@ def _check_spill(X, Xd, y, ref, case, scheduler):
     h, tr = res.history, res.history["dask"]
     spilled, persisted = tr["spilled_at"], tr["persisted_at"]
     assert spilled == [0] and persisted and persisted[0] > 0
-    # the feature-major spill files are written once; every pass on them reads only the
-    # columns still kept (not the 300 of X, nor the width written)
     p0 = persisted[0]
     assert 2000 * h["n_kept"][p0 - 1] * 4 > X.nbytes // 12 >= 2000 * h["n_kept"][p0] * 4
     assert [int(h["width"][e]) for e in range(1, p0 + 1)] == list(h["n_kept"][:p0])
     assert h["n_kept"][p0 - 1] < h["n_kept"][0] < 300
+    # the kept columns of largest |beta| that fit worker_memory stay in the workers' memory
+    # (25 of them), the others go to feature-major files written once; every pass reads
+    # only the files' columns still kept, and re-packs them once they are at most half
+    held = (X.nbytes // 12) // (2000 * 4)
     passes = tr["passes"]
-    read = [b for p, b in zip(passes["pass"], passes["read_bytes"]) if p == "row"]
-    assert read[:p0] == [2000 * int(h["n_kept"][e - 1]) * 4 for e in range(1, p0 + 1)]
     written = [b for p, b in zip(passes["pass"], passes["written_bytes"]) if p == "spill"]
-    assert written == [2000 * h["n_kept"][0] * 4]
+    assert written == [2000 * (h["n_kept"][0] - held) * 4]
+    row = [i for i, p in enumerate(passes["pass"]) if p == "row"][:p0]
+    assert [passes["read_bytes"][i] for i in row] == [2000 * int(h["n_kept"][e - 1]) * 4
+                                                     for e in range(1, p0 + 1)]
+    from_files = [passes["spill_read_bytes"][i] for i in row]
+    repacked = [passes["written_bytes"][i] for i in row]
+    _check_file_reads(h, from_files, repacked, held, written[0])
+    assert sum(from_files) < sum(passes["read_bytes"][i] for i in row)
+
+
+def _check_file_reads(h, from_files, repacked, held, written):
+    """The spill files' columns read by each row pass: all of them first, then fewer; after
+    a pass the workers' memory rows hold kept columns again (the files' kept columns of
+    largest |beta| fill the rows of dropped ones), so the next pass reads at most the
+    previous kept count less those rows; re-packs write at most what the pass read."""
+    assert from_files[0] == written
+    assert all(a >= b for a, b in zip(from_files, from_files[1:]))
+    cols = [b // (2000 * 4) for b in from_files]
+    kept = [int(h["n_kept"][e]) for e in range(len(cols))]
+    assert all(c <= max(0, kept[e] - held) for e, c in enumerate(cols[1:]))
+    assert all(w <= r for w, r in zip(repacked, from_files)) and any(repacked)
+
+
+def test_spill_holds_kept_columns_in_worker_memory(data, references):
+    """Half the first kept set fits worker_memory: those columns stay in memory, the files
+    hold the rest, and columns of the files move into memory as kept ones are dropped."""
+    import dask
+
+    X, y, _ = data
+    Xd = da.from_array(X, chunks=(250, 300))
+    ref = references[("lorenz", None)]
+    with dask.config.set(scheduler="threads"):
+        res = fsa_fit(Xd, y, 8, loss="lorenz", max_memory=X.nbytes // 15,
+                      worker_memory=X.nbytes // 4)
+    _same(res, ref)
+    h, tr = res.history, res.history["dask"]
+    held = (X.nbytes // 4) // (2000 * 4)
+    assert tr["spilled_at"] == [0] and held < h["n_kept"][0] < 2 * held
+    passes = tr["passes"]
+    p0 = tr["persisted_at"][0]
+    row = [i for i, p in enumerate(passes["pass"]) if p == "row"][:p0]
+    from_files = [passes["spill_read_bytes"][i] for i in row]
+    written = [b for p, b in zip(passes["pass"], passes["written_bytes"]) if p == "spill"]
+    assert written == [2000 * (h["n_kept"][0] - held) * 4]
+    _check_file_reads(h, from_files, [passes["written_bytes"][i] for i in row], held,
+                      written[0])
 
 
 def test_estimators_take_worker_memory(data):
@@ -279,3 +324,33 @@ def test_estimators_take_worker_memory(data):
                 FSARanker(worker_memory=1.5)):
         with pytest.raises(ValueError, match="worker_memory"):
             est.fit(X, y) if not isinstance(est, FSARanker) else est.fit(X, y, np.zeros(2000))
+
+
+def test_zarr_chunk_files_read_rows(tmp_path):
+    """Raw chunk files of an uncompressed Zarr array are read with preadv into the buffer:
+    any row range, across chunks, a chunk never written (the fill value); other layouts are
+    read through zarr."""
+    zarr = pytest.importorskip("zarr")
+    from cvfs.core._dask_layout import _chunk_files, _read_rows
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(103, 7)).astype(np.float32)
+    X[40:60] = 0.0  # the chunk of rows 40:60 equals the fill value: zarr writes no file
+    z = zarr.create_array(str(tmp_path / "a.zarr"), shape=X.shape, dtype=X.dtype,
+                          chunks=(20, 7), compressors=None)
+    z[:] = X
+    files = _chunk_files(z)
+    assert files is not None and files.chunk_rows == 20
+    for r0, r1 in [(0, 20), (5, 103), (39, 61), (100, 103), (45, 55)]:
+        np.testing.assert_array_equal(_read_rows(files, r0, r1), X[r0:r1])
+    res = fsa_fit(da.from_zarr(z, chunks=(33, 7)), np.where(X[:, 1] > 0, 1.0, -1.0), 2,
+                  n_iter=20, max_memory=1)
+    assert res.history["dask"]["zarr_files"]
+    ref = fsa_fit(X, np.where(X[:, 1] > 0, 1.0, -1.0), 2, n_iter=20)
+    np.testing.assert_array_equal(res.support, ref.support)
+    # compressed, or chunked by columns: read through zarr
+    zc = zarr.create_array(str(tmp_path / "c.zarr"), shape=X.shape, dtype=X.dtype,
+                           chunks=(20, 7))
+    zs = zarr.create_array(str(tmp_path / "s.zarr"), shape=X.shape, dtype=X.dtype,
+                           chunks=(20, 3), compressors=None)
+    assert _chunk_files(zc) is None and _chunk_files(zs) is None
