@@ -31,9 +31,10 @@ from cvfs.motion.candidates import (
     velocity_matrix,
 )
 
-__all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "SPECTRAL_K", "choose_k",
-           "choose_k_penalised", "fit_penalty",
-           "fit_threshold", "k_labellings", "k_residuals", "subspace_residual"]
+__all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "NOISE_RANK", "SPECTRAL_K",
+           "capped_cost", "choose_k", "choose_k_penalised", "fit_penalty", "fit_threshold",
+           "k_capped_costs", "k_labellings", "k_residuals", "noise_variance",
+           "subspace_residual"]
 
 # residual-ratio threshold of choose_k (fit_threshold gives 0.46 on most Hopkins155 folds)
 DEFAULT_TAU = 0.47
@@ -41,6 +42,9 @@ DEFAULT_TAU = 0.47
 # (benchmarks/motion_k.py); without q_K pass lam explicitly
 DEFAULT_LAMBDA = 65.33
 DEFAULT_MU = 0.356
+# singular values of the centred velocity matrix beyond this rank measure the noise
+# (noise_variance): three rigid motions span at most 12 dimensions
+NOISE_RANK = 12
 # the K whose spectral candidates join the K-subspaces restarts in k_residuals (the ranked K)
 SPECTRAL_K = (2, 3)
 
@@ -295,3 +299,105 @@ def fit_penalty(residual_list, n_points, true_k, *, grid=None, planar_list=None,
     best = np.argwhere(acc == acc.max())
     a, m = best[len(best) // 2]
     return float(grid[a]), float(acc.max()), float(mu_grid[m])
+
+
+def noise_variance(Y, rank=NOISE_RANK):
+    """Noise variance per entry of the rows of Y, from its singular values beyond ``rank``.
+
+    The centred rows span at most ``rank`` dimensions without noise; the remaining
+    ``(P - m) (D - m)`` degrees of freedom (``m = min(rank, P - 1, D - 1)``) hold noise only, so
+    their share of the squared singular values estimates its variance.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (P, D)
+        One row per trajectory (the velocity vectors).
+    rank : int, default ``NOISE_RANK``
+
+    Returns
+    -------
+    sigma2 : float
+        > 0 (floored at 1e-300).
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    P, D = Y.shape
+    m = max(0, min(int(rank), P - 1, D - 1))
+    with threadpool_limits(limits=1, user_api="blas"):
+        s = np.linalg.svd(Y - Y.mean(axis=0), compute_uv=False)
+    return max(float(np.sum(s[m:] ** 2)) / ((P - m) * (D - m)), 1e-300)
+
+
+def capped_cost(Y, labels, sigma2, *, dims=(2, 3, 4), cap=5.0, dim_cost=1.0):
+    """Robust model-selection cost of one labelling (Torr's GRIC form), per trajectory.
+
+    Every cluster takes the affine dimension d in ``dims`` minimising
+    ``sum_i min(e_i(d) / sigma2, cap (D - d)) + dim_cost d n_c``: ``e_i(d)`` is the squared
+    distance of row i to the cluster's affine d-subspace, ``n_c`` the cluster's size. A
+    residual is capped at ``cap`` times its expected value under noise alone, so points the
+    cluster does not explain (another motion) count a constant and a few of them do not dominate;
+    ``dim_cost`` charges each point for the dimensions of its subspace (a translating object is
+    2-D, an articulated or perspective one may need 4).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (P, D)
+    labels : ndarray of shape (P,) or (C, P)
+        One labelling or C of them.
+    sigma2 : float
+        Noise variance per entry (:func:`noise_variance`).
+    dims : tuple of int, default (2, 3, 4)
+    cap : float, default 5.0
+    dim_cost : float, default 1.0
+
+    Returns
+    -------
+    cost : float or ndarray of shape (C,)
+        Sum over clusters divided by P.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    labs = np.atleast_2d(np.asarray(labels))
+    P, D = Y.shape
+    out = np.zeros(len(labs))
+    with threadpool_limits(limits=1, user_api="blas"):
+        for c, lab in enumerate(labs):
+            for k in np.unique(lab):
+                R = Y[lab == k]
+                R = R - R.mean(axis=0)
+                _, _, vt = np.linalg.svd(R, full_matrices=False)
+                tot = np.einsum("ij,ij->i", R, R)
+                best = np.inf
+                for d in dims:
+                    along = R @ vt[:d].T
+                    e = np.maximum(tot - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
+                    best = min(best, float(np.minimum(e, cap * (D - d)).sum())
+                               + dim_cost * d * len(R))
+                out[c] += best
+    out /= P
+    return float(out[0]) if np.ndim(labels) == 1 else out
+
+
+def k_capped_costs(points, ks=range(2, 9), *, labellings=None, rank=NOISE_RANK, **cost):
+    """``g_K``: the lowest :func:`capped_cost` over the labellings of each K.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+        Normalised trajectories.
+    ks : iterable of int, default 2..8
+    labellings : dict of int to ndarray, optional
+        :func:`k_labellings` of ``points`` (computed when None).
+    rank : int, default ``NOISE_RANK``
+        For :func:`noise_variance`.
+    **cost
+        ``dims``, ``cap``, ``dim_cost`` of :func:`capped_cost`.
+
+    Returns
+    -------
+    costs : dict of int to float
+    """
+    points, _ = check_points(points, 2)
+    Y = velocity_matrix(points).T
+    labellings = k_labellings(points, ks) if labellings is None else labellings
+    sigma2 = noise_variance(Y, rank)
+    return {int(k): float(np.min(capped_cost(Y, labs, sigma2, **cost)))
+            for k, labs in labellings.items()}
