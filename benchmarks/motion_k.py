@@ -11,7 +11,9 @@ Usage::
    best of 20 seeded K-subspaces restarts and, for K = 2, 3, the spectral candidates; K = 2..5)
    and the spectra of the candidates' affinity, cached per sequence in
    ``out/motion_k_labellings/``. Candidate K rules (:func:`k_forms`: ``log r_K + lam K log(P)/P``
-   with one more term, the affinity's eigengap, a conditional logit over K) are scored by
+   with one more term, the affinity's eigengap, a conditional logit over K, the robust
+   GRIC-form cost ``g_K`` of :func:`cvfs.motion.kselect.capped_cost` with the noise level of
+   :func:`~cvfs.motion.kselect.noise_variance`) are scored by
    10-fold cross-validation by video (the folds of Table VII, fold seed 0; each rule's
    parameters fitted on the nine training folds), and by a nested cross-validation: in each
    outer fold the rule is picked by a 9-fold CV on the training folds, refitted on them and
@@ -58,6 +60,7 @@ from cvfs.motion.kselect import (  # noqa: E402
     choose_k_penalised,
     k_labellings,
     k_residuals,
+    noise_variance,
     subspace_residual,
 )
 from cvfs.motion.synthetic import make_rigid_motions  # noqa: E402
@@ -111,32 +114,54 @@ def hopkins_cache(seqs, cache):
     return [dict(np.load(cache / f"{s.name}.npz")) for s in seqs]
 
 
+# the robust cost's grid (cvfs.motion.kselect.capped_cost): cap, dimension cost
+CAP_GRID = (3.0, 5.0, 8.0, 13.0)
+DIM_COST_GRID = (1.0, 10.0, 50.0)
+
+
 def k_statistics(points, cached, ks=K_RANGE):
     """Per K: residuals of the lowest-``r_K`` labelling (affine 3-D ``r``, 2-D ``q``, 4-D
-    ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``) and the
-    lowest 2-D residual over all labellings ``qmin``; also P and the affinity spectra."""
+    ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``), the
+    lowest 2-D residual over all labellings ``qmin`` and the lowest robust cost ``g``
+    (:func:`cvfs.motion.kselect.capped_cost`, dimensions 2-4) over all labellings on the grid
+    ``CAP_GRID`` x ``DIM_COST_GRID``; also P and the affinity spectra."""
     Y = velocity_matrix(normalise_points(points)).T
-    P = Y.shape[0]
+    P, D = Y.shape
+    sigma2 = noise_variance(Y)
+    caps = np.asarray(CAP_GRID)[:, None]
+    dcost = np.asarray(DIM_COST_GRID)[None, :]
     stats = {}
     with threadpool_limits(limits=1, user_api="blas"):
         for k in ks:
             if f"lab{k}" not in cached:
                 continue
-            rows = []
+            rows, gmin = [], np.full((len(CAP_GRID), len(DIM_COST_GRID)), np.inf)
             for lab in cached[f"lab{k}"]:
                 tot, per, sizes = np.zeros(3), [], []
+                g = np.zeros_like(gmin)
                 for c in np.unique(lab):
                     m = Y[lab == c]
-                    s2 = np.linalg.svd(m - m.mean(axis=0), compute_uv=False) ** 2
+                    R = m - m.mean(axis=0)
+                    _, s, vt = np.linalg.svd(R, full_matrices=False)
+                    s2 = s ** 2
                     rr = np.array([s2[2:].sum(), s2[3:].sum(), s2[4:].sum()])
                     tot += rr
                     per.append(rr[1] / len(m))
                     sizes.append(len(m))
+                    norm = np.einsum("ij,ij->i", R, R)
+                    best = np.full_like(gmin, np.inf)
+                    for d in (2, 3, 4):
+                        along = R @ vt[:d].T
+                        e = np.maximum(norm - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
+                        capped = np.minimum(e[:, None], caps.T * (D - d)).sum(axis=0)
+                        best = np.minimum(best, capped[:, None] + dcost * d * len(m))
+                    g += best
                 rows.append((tot / P, max(per), min(sizes) / P))
+                gmin = np.minimum(gmin, g / P)
             b = int(np.argmin([r[0][1] for r in rows]))
             (q, r, r4), mx, mn = rows[b]
             stats[k] = {"r": r, "q": q, "r4": r4, "maxc": mx, "minfrac": mn,
-                        "qmin": min(row[0][0] for row in rows)}
+                        "qmin": min(row[0][0] for row in rows), "g": gmin}
     return {"P": P, "K": stats, "eig": {n: v for n, v in cached.items() if n.startswith("eig_")}}
 
 
@@ -155,6 +180,14 @@ def form_tables(stats, ks=K_RANGE):
     P = np.array([st["P"] for st in stats], float)
     T["pen"] = np.asarray(ks, float)[None, :] * (np.log(P) / P)[:, None]
     T["valid"] = ~np.isnan(T["r"])
+    for a in range(len(CAP_GRID)):
+        for b in range(len(DIM_COST_GRID)):
+            g = np.full((n, len(ks)), np.nan)
+            for i, st in enumerate(stats):
+                for j, k in enumerate(ks):
+                    if k in st["K"]:
+                        g[i, j] = np.log(max(st["K"][k]["g"][a, b], 1e-300))
+            T[f"g:{a}:{b}"] = g
     for key in stats[0]["eig"]:
         e = np.array([st["eig"][key] for st in stats])
         gap = np.stack([e[:, k - 1] - e[:, k] for k in ks], axis=1)
@@ -177,6 +210,9 @@ def k_forms(T):
     out = {"r + lam pen": [(T["r"], [T["pen"]], [LAM_GRID])]}
     for extra in ("q", "r4", "maxc", "minfrac", "qmin"):
         out[f"r + mu {extra} + lam pen"] = [(T["r"], [T["pen"], T[extra]], [LAM_GRID, MU_GRID])]
+    grics = [k for k in T if k.startswith("g:")]
+    out["g + lam pen"] = [(T[g], [T["pen"]], [LAM_GRID]) for g in grics]
+    out["g + mu q + lam pen"] = [(T[g], [T["pen"], T["q"]], [LAM_GRID, MU_GRID]) for g in grics]
     out["eigengap"] = [(T[g], [], []) for g in gaps]
     # conditional logit over K on every quantity (a learned K ranker); C = L2 weight
     X = np.stack([np.where(T["valid"], T[n], 0.0)
@@ -306,8 +342,14 @@ def hopkins_cv(seqs, stats, fold_seed=0):
 
 
 def _variant_name(variants, v, T):
-    keys = [k for k in T if k.startswith("gap:")]
-    return keys[v] if len(variants) == len(keys) and len(variants) > 1 else ""
+    for prefix in ("gap:", "g:"):
+        keys = [k for k in T if k.startswith(prefix)]
+        if len(variants) == len(keys) and len(variants) > 1:
+            if prefix == "g:":
+                a, b = (int(i) for i in keys[v].split(":")[1:])
+                return f"cap {CAP_GRID[a]}, dim_cost {DIM_COST_GRID[b]}"
+            return keys[v]
+    return ""
 
 
 def pool_errors(points, truth, k):

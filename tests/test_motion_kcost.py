@@ -1,6 +1,7 @@
 """The robust (GRIC-form) cost of a labelling and the noise level it is measured in."""
 
 import numpy as np
+import pytest
 
 from cvfs.motion import normalise_points
 from cvfs.motion.candidates import velocity_matrix
@@ -41,3 +42,14 @@ def test_k_capped_costs_drop_until_the_true_k():
     assert g[2] - g[3] > 2 * (g[3] - g[4]) > 0
     Y = velocity_matrix(pts).T
     assert noise_variance(Y) > 0
+
+
+def test_choose_k_capped_trades_cost_for_the_penalty():
+    g = {2: 50.0, 3: 30.0, 4: 29.5}
+    q = {2: 1.0, 3: 0.5, 4: 0.49}
+    from cvfs.motion.kselect import choose_k_capped
+
+    assert choose_k_capped(g, q, 300) == 3
+    assert choose_k_capped(g, q, 300, lam=1000.0) == 2
+    with pytest.raises(ValueError, match="planar must hold"):
+        choose_k_capped(g, {2: 1.0}, 300)

@@ -32,7 +32,8 @@ from cvfs.motion.candidates import (
 )
 
 __all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "NOISE_RANK", "SPECTRAL_K",
-           "capped_cost", "choose_k", "choose_k_penalised", "fit_penalty", "fit_threshold",
+           "CAPPED_CAP", "CAPPED_DIM_COST", "CAPPED_LAMBDA", "CAPPED_MU",
+           "capped_cost", "choose_k", "choose_k_capped", "choose_k_penalised", "fit_penalty", "fit_threshold",
            "k_capped_costs", "k_labellings", "k_residuals", "noise_variance",
            "subspace_residual"]
 
@@ -45,6 +46,12 @@ DEFAULT_MU = 0.356
 # singular values of the centred velocity matrix beyond this rank measure the noise
 # (noise_variance): three rigid motions span at most 12 dimensions
 NOISE_RANK = 12
+# choose_k_capped: capped_cost's cap and dimension cost and the rule's lam and mu, fitted
+# together on all 155 Hopkins155 sequences (benchmarks/motion_k.py, "g + mu q + lam pen")
+CAPPED_CAP = 13.0
+CAPPED_DIM_COST = 50.0
+CAPPED_LAMBDA = 20.46
+CAPPED_MU = 0.108
 # the K whose spectral candidates join the K-subspaces restarts in k_residuals (the ranked K)
 SPECTRAL_K = (2, 3)
 
@@ -401,3 +408,32 @@ def k_capped_costs(points, ks=range(2, 9), *, labellings=None, rank=NOISE_RANK, 
     sigma2 = noise_variance(Y, rank)
     return {int(k): float(np.min(capped_cost(Y, labs, sigma2, **cost)))
             for k, labs in labellings.items()}
+
+
+def choose_k_capped(costs, planar, n_points, lam=CAPPED_LAMBDA, mu=CAPPED_MU, *, k_min=2):
+    """The K >= ``k_min`` minimising ``log g_K + mu log q_K + lam K log(P) / P``.
+
+    ``g_K`` is the robust cost of :func:`k_capped_costs` (computed with ``cap=CAPPED_CAP``,
+    ``dim_cost=CAPPED_DIM_COST`` for the default ``lam`` and ``mu``), ``q_K`` the planar
+    residual of :func:`k_residuals`. Measured in the noise level, ``g_K`` stops falling once
+    every motion has its subspace; the dimension cost lets a translating object (2-D) count as
+    a simpler motion than a rotating one, which a fixed 3-D residual cannot.
+
+    Parameters
+    ----------
+    costs, planar : dict of int to float
+        ``g_K`` and ``q_K``; ``planar`` must hold every K of ``costs``.
+    n_points : int
+    lam, mu : float
+
+    Returns
+    -------
+    k : int
+
+    Raises
+    ------
+    ValueError
+        No K >= ``k_min``, ``n_points < 2``, or ``planar`` lacks a K of ``costs``.
+    """
+    return choose_k_penalised({k: v for k, v in costs.items()}, n_points, lam, planar=planar,
+                              mu=mu, k_min=k_min)
