@@ -104,7 +104,7 @@ def k_labellings(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTART
 
 
 def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, random_state=0,
-                spectral_k=SPECTRAL_K, return_planar=False):
+                spectral_k=SPECTRAL_K, return_planar=False, labellings=None):
     """Best subspace residual ``r_K`` for every K (and K = 1) that the number of points allows.
 
     ``r_K`` is the lowest :func:`subspace_residual` of the velocity vectors over the labellings
@@ -126,6 +126,8 @@ def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS
         K whose spectral candidates join the restarts.
     return_planar : bool, default False
         Also return ``q_K``, the residual of the same labelling to affine 2-D subspaces.
+    labellings : dict of int to ndarray, optional
+        :func:`k_labellings` of ``points``, computed when None.
 
     Returns
     -------
@@ -136,8 +138,8 @@ def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS
     """
     points, _ = check_points(points, 2)
     Y = velocity_matrix(points).T
-    cands = k_labellings(points, ks, n_restarts=n_restarts, random_state=random_state,
-                         spectral_k=spectral_k)
+    cands = labellings if labellings is not None else k_labellings(
+        points, ks, n_restarts=n_restarts, random_state=random_state, spectral_k=spectral_k)
     with threadpool_limits(limits=1, user_api="blas"):
         one = subspace_residual(Y, np.zeros(Y.shape[0], dtype=np.int64), (3, 2))
         out, planar = {1: float(one[0])}, {1: float(one[1])}
