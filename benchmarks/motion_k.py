@@ -55,9 +55,15 @@ from cvfs.motion.candidates import (  # noqa: E402
 )
 from cvfs.motion.evaluate import misclassification, video_folds  # noqa: E402
 from cvfs.motion.kselect import (  # noqa: E402
+    CAPPED_CAP,
+    CAPPED_DIM_COST,
+    CAPPED_LAMBDA,
+    CAPPED_MU,
     DEFAULT_LAMBDA,
     DEFAULT_MU,
+    choose_k_capped,
     choose_k_penalised,
+    k_capped_costs,
     k_labellings,
     k_residuals,
     noise_variance,
@@ -66,6 +72,9 @@ from cvfs.motion.kselect import (  # noqa: E402
 from cvfs.motion.synthetic import make_rigid_motions  # noqa: E402
 
 K_RANGE = range(2, 6)
+# the rule of segment_tracks (cvfs.motion.kselect.choose_k_capped) and the residual rule before it
+DEFAULT_FORM = "g + mu q + lam pen"
+PLANAR_FORM = "r + mu q + lam pen"
 
 
 def _fmt(rows):
@@ -329,7 +338,7 @@ def hopkins_cv(seqs, stats, fold_seed=0):
     rows = [row(n, p) for n, p in plain.items()] + [row("nested: form picked per fold", nested)]
     fitted_all = {n: fit_form(v, everything, valid, y) for n, v in forms.items()}
     names = [s.name for s in seqs]
-    default = plain["r + mu q + lam pen"]
+    default = plain[DEFAULT_FORM]
     miss = [(names[i], int(y[i]), int(default[i]), seqs[i].category, int(len(seqs[i].points)))
             for i in np.flatnonzero(default != y)]
     info = {"picked": picked, "nested_chosen": dict(zip(names, nested.tolist(), strict=True)),
@@ -365,21 +374,28 @@ def pool_errors(points, truth, k):
 
 
 def synthetic_rows(seeds, lam, mu):
+    """Per K: errors with K given, the pools' oracles, and K chosen correctly by the default
+    rule (:func:`~cvfs.motion.kselect.choose_k_capped`) and by ``log r_K + mu log q_K +
+    lam pen`` with ``lam``, ``mu`` fitted on Hopkins155."""
     rows = []
     for k in tqdm(range(2, 7), desc="synthetic"):
-        errs, hits, pools = [], [], []
+        errs, hits, hits_r, pools = [], [], [], []
         for seed in range(seeds):
             pts, truth = make_rigid_motions(k, 40 * k, 20, noise=0.002, random_state=seed)
             labels, _ = segment_tracks(pts, k)
             errs.append(misclassification(labels, truth))
             pools.append(pool_errors(pts, truth, k))
-            res, planar = k_residuals(normalise_points(pts), range(2, k + 2),
-                                      return_planar=True)
-            hits.append(choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu) == k)
+            npts = normalise_points(pts)
+            labs = k_labellings(npts, range(2, k + 2))
+            res, planar = k_residuals(npts, range(2, k + 2), return_planar=True, labellings=labs)
+            costs = k_capped_costs(npts, labellings=labs, cap=CAPPED_CAP,
+                                   dim_cost=CAPPED_DIM_COST)
+            hits.append(choose_k_capped(costs, planar, len(pts)) == k)
+            hits_r.append(choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu) == k)
         pools = 100 * np.mean(pools, axis=0)
         rows.append([k, seeds, 100 * float(np.mean(errs)), 100 * float(np.max(errs)),
                      float(pools[0]), float(pools[1]), float(pools[2]),
-                     100 * float(np.mean(hits))])
+                     100 * float(np.mean(hits)), 100 * float(np.mean(hits_r))])
     return rows
 
 
@@ -410,34 +426,47 @@ def main(argv=None):
     stats = [k_statistics(s.points, c) for s, c in zip(tqdm(seqs, desc="K statistics"), cached,
                                                          strict=True)]
     cv_rows, cv_info = hopkins_cv(seqs, stats, args.fold_seeds[0])
-    by_seed = {args.fold_seeds[0]: [cv_rows[1][-1], cv_rows[-1][-1]]}
+    def seed_row(rows):
+        acc = {r[0]: r[-1] for r in rows}
+        return [acc[DEFAULT_FORM], acc[PLANAR_FORM], rows[-1][-1]]
+
+    by_seed = {args.fold_seeds[0]: seed_row(cv_rows)}
     for seed in args.fold_seeds[1:]:
-        rows = hopkins_cv(seqs, stats, seed)[0]
-        by_seed[seed] = [rows[1][-1], rows[-1][-1]]
+        by_seed[seed] = seed_row(hopkins_cv(seqs, stats, seed)[0])
     cv_info["by_fold_seed"] = by_seed
     print("Hopkins155: K chosen correctly %, 10-fold CV by video (each rule's parameters fitted "
           "on the training folds); last row: nested CV (the rule also picked on the training "
           "folds)")
     print(format_table(["rule", "2 motions", "3 motions", "all"], _fmt(cv_rows)))
-    for seed, (plain, nest) in by_seed.items():
-        print(f"fold seed {seed}: r + mu q + lam pen {plain:.1f}%, nested {nest:.1f}%")
+    for seed, (plain, planar, nest) in by_seed.items():
+        print(f"fold seed {seed}: {DEFAULT_FORM} {plain:.1f}%, {PLANAR_FORM} {planar:.1f}%, "
+              f"nested {nest:.1f}%")
+    if len(by_seed) > 1:
+        print("mean over fold seeds: " + ", ".join(
+            f"{n} {np.mean([v[i] for v in by_seed.values()]):.1f}%"
+            for i, n in enumerate((DEFAULT_FORM, PLANAR_FORM, "nested"))))
     for p in cv_info["picked"]:
         print(f"  fold {p['fold']}: {p['form']} (inner CV {100 * p['inner_accuracy']:.1f}%), "
               f"theta {np.round(p['theta'], 3).tolist()}")
-    print("r + mu q + lam pen, 10-fold CV, sequences given a wrong K (name, K, chosen, "
+    print(f"{DEFAULT_FORM} (default), 10-fold CV, sequences given a wrong K (name, K, chosen, "
           "category, P):")
     for m in cv_info["default_rule_misses"]:
         print("  ", *m)
-    penal = cv_info["fitted_all"]["r + mu q + lam pen"]
+    fit = cv_info["fitted_all"][DEFAULT_FORM]
+    print(f"{DEFAULT_FORM} on all 155: {fit['variant_name']}, lam {fit['theta'][0]:.2f}, "
+          f"mu {fit['theta'][1]:.3f} (kselect.CAPPED_*: cap {CAPPED_CAP}, dim_cost "
+          f"{CAPPED_DIM_COST}, lam {CAPPED_LAMBDA}, mu {CAPPED_MU})")
+    penal = cv_info["fitted_all"][PLANAR_FORM]
     lam, mu = penal["theta"]
-    print(f"r + mu q + lam pen on all 155: lam {lam:.2f}, mu {mu:.3f} (DEFAULT_LAMBDA "
+    print(f"{PLANAR_FORM} on all 155: lam {lam:.2f}, mu {mu:.3f} (DEFAULT_LAMBDA "
           f"{DEFAULT_LAMBDA}, DEFAULT_MU {DEFAULT_MU})")
     syn = synthetic_rows(args.seeds, lam, mu) if args.seeds else []
     if syn:
         print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
         print(format_table(["K", "problems", "mean error % (K given)", "max error %",
                             "oracle spectral %", "oracle + K-subspaces %",
-                            "lowest residual %", "K correct %"], _fmt(syn)))
+                            "lowest residual %", "K correct % (default)",
+                            "K correct % (r + mu q + lam pen)"], _fmt(syn)))
     pool = [] if args.skip_pool else hopkins_pool_rows(seqs)
     if pool:
         print("Hopkins155 three motions, K = 3: mean (median) error %")

@@ -8,15 +8,19 @@ vectors to the K affine 3-D subspaces of the clusters; for K = 2, 3 the spectral
 restarts. ``r_K`` falls steeply while K is below the true number of motions (a cluster mixing two
 motions does not fit one subspace) and only by a fraction once it reaches it (an extra subspace
 fits noise). ``q_K`` is the same labelling's mean squared distance to affine 2-D subspaces.
-Two rules choose K:
+Three rules choose K:
 
-* :func:`choose_k_penalised` (the default of :func:`cvfs.motion.segment_tracks`): the K
+* :func:`choose_k_capped` (the default of :func:`cvfs.motion.segment_tracks`): the K
+  minimising ``log g_K + mu log q_K + lam K log(P) / P``, ``g_K`` the lowest robust cost
+  (:func:`capped_cost`, residuals capped and measured in the noise level of
+  :func:`noise_variance`, each cluster 2-, 3- or 4-D) over the labellings of K.
+* :func:`choose_k_penalised`: the K
   minimising ``log r_K + mu log q_K + lam K log(P) / P``, P the number of trajectories, a
   BIC-style penalty per motion; ``lam`` and ``mu`` are fitted by :func:`fit_penalty`.
 * :func:`choose_k`: the smallest K whose next ratio ``r_(K+1) / r_K`` exceeds a threshold
   ``tau`` (:func:`fit_threshold`).
 
-Both parameters are fitted on training sequences and cross-validated by video in
+Their parameters are fitted on training sequences and cross-validated by video in
 ``benchmarks/motion_k.py``, not chosen per sequence.
 """
 
@@ -33,7 +37,8 @@ from cvfs.motion.candidates import (
 
 __all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "NOISE_RANK", "SPECTRAL_K",
            "CAPPED_CAP", "CAPPED_DIM_COST", "CAPPED_LAMBDA", "CAPPED_MU",
-           "capped_cost", "choose_k", "choose_k_capped", "choose_k_penalised", "fit_penalty", "fit_threshold",
+           "capped_cost", "choose_k", "choose_k_capped", "choose_k_penalised", "fit_penalty",
+           "fit_threshold",
            "k_capped_costs", "k_labellings", "k_residuals", "noise_variance",
            "subspace_residual"]
 
