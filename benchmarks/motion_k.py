@@ -11,7 +11,9 @@ Usage::
    best of 20 seeded K-subspaces restarts and, for K = 2, 3, the spectral candidates; K = 2..5)
    and the spectra of the candidates' affinity, cached per sequence in
    ``out/motion_k_labellings/``. Candidate K rules (:func:`k_forms`: ``log r_K + lam K log(P)/P``
-   with one more term, the affinity's eigengap, a conditional logit over K) are scored by
+   with one more term, the affinity's eigengap, a conditional logit over K, the robust
+   GRIC-form cost ``g_K`` of :func:`cvfs.motion.kselect.capped_cost` with the noise level of
+   :func:`~cvfs.motion.kselect.noise_variance`) are scored by
    10-fold cross-validation by video (the folds of Table VII, fold seed 0; each rule's
    parameters fitted on the nine training folds), and by a nested cross-validation: in each
    outer fold the rule is picked by a 9-fold CV on the training folds, refitted on them and
@@ -53,16 +55,26 @@ from cvfs.motion.candidates import (  # noqa: E402
 )
 from cvfs.motion.evaluate import misclassification, video_folds  # noqa: E402
 from cvfs.motion.kselect import (  # noqa: E402
+    CAPPED_CAP,
+    CAPPED_DIM_COST,
+    CAPPED_LAMBDA,
+    CAPPED_MU,
     DEFAULT_LAMBDA,
     DEFAULT_MU,
+    choose_k_capped,
     choose_k_penalised,
+    k_capped_costs,
     k_labellings,
     k_residuals,
+    noise_variance,
     subspace_residual,
 )
 from cvfs.motion.synthetic import make_rigid_motions  # noqa: E402
 
 K_RANGE = range(2, 6)
+# the rule of segment_tracks (cvfs.motion.kselect.choose_k_capped) and the residual rule before it
+DEFAULT_FORM = "g + mu q + lam pen"
+PLANAR_FORM = "r + mu q + lam pen"
 
 
 def _fmt(rows):
@@ -111,32 +123,54 @@ def hopkins_cache(seqs, cache):
     return [dict(np.load(cache / f"{s.name}.npz")) for s in seqs]
 
 
+# the robust cost's grid (cvfs.motion.kselect.capped_cost): cap, dimension cost
+CAP_GRID = (3.0, 5.0, 8.0, 13.0)
+DIM_COST_GRID = (1.0, 10.0, 50.0)
+
+
 def k_statistics(points, cached, ks=K_RANGE):
     """Per K: residuals of the lowest-``r_K`` labelling (affine 3-D ``r``, 2-D ``q``, 4-D
-    ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``) and the
-    lowest 2-D residual over all labellings ``qmin``; also P and the affinity spectra."""
+    ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``), the
+    lowest 2-D residual over all labellings ``qmin`` and the lowest robust cost ``g``
+    (:func:`cvfs.motion.kselect.capped_cost`, dimensions 2-4) over all labellings on the grid
+    ``CAP_GRID`` x ``DIM_COST_GRID``; also P and the affinity spectra."""
     Y = velocity_matrix(normalise_points(points)).T
-    P = Y.shape[0]
+    P, D = Y.shape
+    sigma2 = noise_variance(Y)
+    caps = np.asarray(CAP_GRID)[:, None]
+    dcost = np.asarray(DIM_COST_GRID)[None, :]
     stats = {}
     with threadpool_limits(limits=1, user_api="blas"):
         for k in ks:
             if f"lab{k}" not in cached:
                 continue
-            rows = []
+            rows, gmin = [], np.full((len(CAP_GRID), len(DIM_COST_GRID)), np.inf)
             for lab in cached[f"lab{k}"]:
                 tot, per, sizes = np.zeros(3), [], []
+                g = np.zeros_like(gmin)
                 for c in np.unique(lab):
                     m = Y[lab == c]
-                    s2 = np.linalg.svd(m - m.mean(axis=0), compute_uv=False) ** 2
+                    R = m - m.mean(axis=0)
+                    _, s, vt = np.linalg.svd(R, full_matrices=False)
+                    s2 = s ** 2
                     rr = np.array([s2[2:].sum(), s2[3:].sum(), s2[4:].sum()])
                     tot += rr
                     per.append(rr[1] / len(m))
                     sizes.append(len(m))
+                    norm = np.einsum("ij,ij->i", R, R)
+                    best = np.full_like(gmin, np.inf)
+                    for d in (2, 3, 4):
+                        along = R @ vt[:d].T
+                        e = np.maximum(norm - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
+                        capped = np.minimum(e[:, None], caps.T * (D - d)).sum(axis=0)
+                        best = np.minimum(best, capped[:, None] + dcost * d * len(m))
+                    g += best
                 rows.append((tot / P, max(per), min(sizes) / P))
+                gmin = np.minimum(gmin, g / P)
             b = int(np.argmin([r[0][1] for r in rows]))
             (q, r, r4), mx, mn = rows[b]
             stats[k] = {"r": r, "q": q, "r4": r4, "maxc": mx, "minfrac": mn,
-                        "qmin": min(row[0][0] for row in rows)}
+                        "qmin": min(row[0][0] for row in rows), "g": gmin}
     return {"P": P, "K": stats, "eig": {n: v for n, v in cached.items() if n.startswith("eig_")}}
 
 
@@ -155,6 +189,14 @@ def form_tables(stats, ks=K_RANGE):
     P = np.array([st["P"] for st in stats], float)
     T["pen"] = np.asarray(ks, float)[None, :] * (np.log(P) / P)[:, None]
     T["valid"] = ~np.isnan(T["r"])
+    for a in range(len(CAP_GRID)):
+        for b in range(len(DIM_COST_GRID)):
+            g = np.full((n, len(ks)), np.nan)
+            for i, st in enumerate(stats):
+                for j, k in enumerate(ks):
+                    if k in st["K"]:
+                        g[i, j] = np.log(max(st["K"][k]["g"][a, b], 1e-300))
+            T[f"g:{a}:{b}"] = g
     for key in stats[0]["eig"]:
         e = np.array([st["eig"][key] for st in stats])
         gap = np.stack([e[:, k - 1] - e[:, k] for k in ks], axis=1)
@@ -177,6 +219,9 @@ def k_forms(T):
     out = {"r + lam pen": [(T["r"], [T["pen"]], [LAM_GRID])]}
     for extra in ("q", "r4", "maxc", "minfrac", "qmin"):
         out[f"r + mu {extra} + lam pen"] = [(T["r"], [T["pen"], T[extra]], [LAM_GRID, MU_GRID])]
+    grics = [k for k in T if k.startswith("g:")]
+    out["g + lam pen"] = [(T[g], [T["pen"]], [LAM_GRID]) for g in grics]
+    out["g + mu q + lam pen"] = [(T[g], [T["pen"], T["q"]], [LAM_GRID, MU_GRID]) for g in grics]
     out["eigengap"] = [(T[g], [], []) for g in gaps]
     # conditional logit over K on every quantity (a learned K ranker); C = L2 weight
     X = np.stack([np.where(T["valid"], T[n], 0.0)
@@ -293,7 +338,7 @@ def hopkins_cv(seqs, stats, fold_seed=0):
     rows = [row(n, p) for n, p in plain.items()] + [row("nested: form picked per fold", nested)]
     fitted_all = {n: fit_form(v, everything, valid, y) for n, v in forms.items()}
     names = [s.name for s in seqs]
-    default = plain["r + mu q + lam pen"]
+    default = plain[DEFAULT_FORM]
     miss = [(names[i], int(y[i]), int(default[i]), seqs[i].category, int(len(seqs[i].points)))
             for i in np.flatnonzero(default != y)]
     info = {"picked": picked, "nested_chosen": dict(zip(names, nested.tolist(), strict=True)),
@@ -306,8 +351,14 @@ def hopkins_cv(seqs, stats, fold_seed=0):
 
 
 def _variant_name(variants, v, T):
-    keys = [k for k in T if k.startswith("gap:")]
-    return keys[v] if len(variants) == len(keys) and len(variants) > 1 else ""
+    for prefix in ("gap:", "g:"):
+        keys = [k for k in T if k.startswith(prefix)]
+        if len(variants) == len(keys) and len(variants) > 1:
+            if prefix == "g:":
+                a, b = (int(i) for i in keys[v].split(":")[1:])
+                return f"cap {CAP_GRID[a]}, dim_cost {DIM_COST_GRID[b]}"
+            return keys[v]
+    return ""
 
 
 def pool_errors(points, truth, k):
@@ -323,21 +374,28 @@ def pool_errors(points, truth, k):
 
 
 def synthetic_rows(seeds, lam, mu):
+    """Per K: errors with K given, the pools' oracles, and K chosen correctly by the default
+    rule (:func:`~cvfs.motion.kselect.choose_k_capped`) and by ``log r_K + mu log q_K +
+    lam pen`` with ``lam``, ``mu`` fitted on Hopkins155."""
     rows = []
     for k in tqdm(range(2, 7), desc="synthetic"):
-        errs, hits, pools = [], [], []
+        errs, hits, hits_r, pools = [], [], [], []
         for seed in range(seeds):
             pts, truth = make_rigid_motions(k, 40 * k, 20, noise=0.002, random_state=seed)
             labels, _ = segment_tracks(pts, k)
             errs.append(misclassification(labels, truth))
             pools.append(pool_errors(pts, truth, k))
-            res, planar = k_residuals(normalise_points(pts), range(2, k + 2),
-                                      return_planar=True)
-            hits.append(choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu) == k)
+            npts = normalise_points(pts)
+            labs = k_labellings(npts, range(2, k + 2))
+            res, planar = k_residuals(npts, range(2, k + 2), return_planar=True, labellings=labs)
+            costs = k_capped_costs(npts, labellings=labs, cap=CAPPED_CAP,
+                                   dim_cost=CAPPED_DIM_COST)
+            hits.append(choose_k_capped(costs, planar, len(pts)) == k)
+            hits_r.append(choose_k_penalised(res, len(pts), lam, planar=planar, mu=mu) == k)
         pools = 100 * np.mean(pools, axis=0)
         rows.append([k, seeds, 100 * float(np.mean(errs)), 100 * float(np.max(errs)),
                      float(pools[0]), float(pools[1]), float(pools[2]),
-                     100 * float(np.mean(hits))])
+                     100 * float(np.mean(hits)), 100 * float(np.mean(hits_r))])
     return rows
 
 
@@ -368,34 +426,47 @@ def main(argv=None):
     stats = [k_statistics(s.points, c) for s, c in zip(tqdm(seqs, desc="K statistics"), cached,
                                                          strict=True)]
     cv_rows, cv_info = hopkins_cv(seqs, stats, args.fold_seeds[0])
-    by_seed = {args.fold_seeds[0]: [cv_rows[1][-1], cv_rows[-1][-1]]}
+    def seed_row(rows):
+        acc = {r[0]: r[-1] for r in rows}
+        return [acc[DEFAULT_FORM], acc[PLANAR_FORM], rows[-1][-1]]
+
+    by_seed = {args.fold_seeds[0]: seed_row(cv_rows)}
     for seed in args.fold_seeds[1:]:
-        rows = hopkins_cv(seqs, stats, seed)[0]
-        by_seed[seed] = [rows[1][-1], rows[-1][-1]]
+        by_seed[seed] = seed_row(hopkins_cv(seqs, stats, seed)[0])
     cv_info["by_fold_seed"] = by_seed
     print("Hopkins155: K chosen correctly %, 10-fold CV by video (each rule's parameters fitted "
           "on the training folds); last row: nested CV (the rule also picked on the training "
           "folds)")
     print(format_table(["rule", "2 motions", "3 motions", "all"], _fmt(cv_rows)))
-    for seed, (plain, nest) in by_seed.items():
-        print(f"fold seed {seed}: r + mu q + lam pen {plain:.1f}%, nested {nest:.1f}%")
+    for seed, (plain, planar, nest) in by_seed.items():
+        print(f"fold seed {seed}: {DEFAULT_FORM} {plain:.1f}%, {PLANAR_FORM} {planar:.1f}%, "
+              f"nested {nest:.1f}%")
+    if len(by_seed) > 1:
+        print("mean over fold seeds: " + ", ".join(
+            f"{n} {np.mean([v[i] for v in by_seed.values()]):.1f}%"
+            for i, n in enumerate((DEFAULT_FORM, PLANAR_FORM, "nested"))))
     for p in cv_info["picked"]:
         print(f"  fold {p['fold']}: {p['form']} (inner CV {100 * p['inner_accuracy']:.1f}%), "
               f"theta {np.round(p['theta'], 3).tolist()}")
-    print("r + mu q + lam pen, 10-fold CV, sequences given a wrong K (name, K, chosen, "
+    print(f"{DEFAULT_FORM} (default), 10-fold CV, sequences given a wrong K (name, K, chosen, "
           "category, P):")
     for m in cv_info["default_rule_misses"]:
         print("  ", *m)
-    penal = cv_info["fitted_all"]["r + mu q + lam pen"]
+    fit = cv_info["fitted_all"][DEFAULT_FORM]
+    print(f"{DEFAULT_FORM} on all 155: {fit['variant_name']}, lam {fit['theta'][0]:.2f}, "
+          f"mu {fit['theta'][1]:.3f} (kselect.CAPPED_*: cap {CAPPED_CAP}, dim_cost "
+          f"{CAPPED_DIM_COST}, lam {CAPPED_LAMBDA}, mu {CAPPED_MU})")
+    penal = cv_info["fitted_all"][PLANAR_FORM]
     lam, mu = penal["theta"]
-    print(f"r + mu q + lam pen on all 155: lam {lam:.2f}, mu {mu:.3f} (DEFAULT_LAMBDA "
+    print(f"{PLANAR_FORM} on all 155: lam {lam:.2f}, mu {mu:.3f} (DEFAULT_LAMBDA "
           f"{DEFAULT_LAMBDA}, DEFAULT_MU {DEFAULT_MU})")
     syn = synthetic_rows(args.seeds, lam, mu) if args.seeds else []
     if syn:
         print("Synthetic rigid motions (40 points per motion, 20 frames, noise 0.002)")
         print(format_table(["K", "problems", "mean error % (K given)", "max error %",
                             "oracle spectral %", "oracle + K-subspaces %",
-                            "lowest residual %", "K correct %"], _fmt(syn)))
+                            "lowest residual %", "K correct % (default)",
+                            "K correct % (r + mu q + lam pen)"], _fmt(syn)))
     pool = [] if args.skip_pool else hopkins_pool_rows(seqs)
     if pool:
         print("Hopkins155 three motions, K = 3: mean (median) error %")

@@ -24,7 +24,16 @@ from cvfs.motion.candidates import (
     velocity_matrix,
 )
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
-from cvfs.motion.kselect import choose_k, choose_k_penalised, k_residuals, subspace_residual
+from cvfs.motion.kselect import (
+    CAPPED_CAP,
+    CAPPED_DIM_COST,
+    choose_k,
+    choose_k_capped,
+    k_capped_costs,
+    k_labellings,
+    k_residuals,
+    subspace_residual,
+)
 
 # the numbers of motions of the ranker's training sequences (Hopkins155: 2 and 3)
 RANKED_K = (2, 3)
@@ -286,19 +295,19 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
     points : array_like of shape (P, F, 2)
     n_motions : int or None
         K; None chooses K among ``candidates_k`` (those the points allow, 4 trajectories per
-        motion) from the best subspace residual ``r_K`` of each K
-        and the planar residual ``q_K`` of the same labelling
-        (:func:`cvfs.motion.kselect.k_residuals`) by
-        :func:`cvfs.motion.kselect.choose_k_penalised`: the K minimising
-        ``log r_K + mu log q_K + lam K log(P) / P``.
+        motion) by :func:`cvfs.motion.kselect.choose_k_capped`: the K minimising
+        ``log g_K + mu log q_K + lam K log(P) / P``, ``g_K`` the lowest robust cost
+        (:func:`cvfs.motion.kselect.k_capped_costs`: capped residuals in units of the noise
+        level, each cluster 2-, 3- or 4-D) over the labellings of K, ``q_K`` the planar
+        residual of the lowest-residual labelling (:func:`cvfs.motion.kselect.k_residuals`).
     visible : array_like of shape (P, F), bool, optional
         As :func:`segment`; with K chosen, the trajectories are completed once at rank 12
         (three motions) before K is chosen.
     model : None, str, Path or fitted ranker
     candidates_k : sequence of int, default 2..8
     tau : float, optional
-        None uses the penalised rule with ``cvfs.motion.kselect.DEFAULT_LAMBDA`` and
-        ``DEFAULT_MU`` (fitted on Hopkins155, cross-validated in ``benchmarks/motion_k.py``); a
+        None uses the robust-cost rule with the parameters of ``cvfs.motion.kselect``
+        (``CAPPED_*``, fitted on Hopkins155, cross-validated in ``benchmarks/motion_k.py``); a
         float uses the residual-ratio rule :func:`cvfs.motion.kselect.choose_k` with this
         threshold instead.
     return_scores : bool, default False
@@ -335,9 +344,16 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
     if not ks:
         raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
                          f"{tuple(candidates_k)} (4 per motion needed)")
-    residuals, planar = k_residuals(normalise_points(arr), ks, return_planar=True)
+    pts = normalise_points(arr)
+    labellings = k_labellings(pts, ks)
+    residuals, planar = k_residuals(pts, ks, return_planar=True, labellings=labellings)
     tried = {kk: residuals[kk] for kk in ks}
-    k = choose_k_penalised(tried, n_pts, planar=planar) if tau is None else choose_k(tried, tau)
+    if tau is None:
+        costs = k_capped_costs(pts, ks, labellings=labellings, cap=CAPPED_CAP,
+                               dim_cost=CAPPED_DIM_COST)
+        k = choose_k_capped(costs, planar, n_pts)
+    else:
+        k = choose_k(tried, tau)
     log.info("K residuals %s: K=%d", residuals, k)
     labels, scores = rank_candidates(arr, k, model=ranker)
     out = (labels[int(np.argmax(scores))].astype(np.int64), k)

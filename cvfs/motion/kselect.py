@@ -8,15 +8,19 @@ vectors to the K affine 3-D subspaces of the clusters; for K = 2, 3 the spectral
 restarts. ``r_K`` falls steeply while K is below the true number of motions (a cluster mixing two
 motions does not fit one subspace) and only by a fraction once it reaches it (an extra subspace
 fits noise). ``q_K`` is the same labelling's mean squared distance to affine 2-D subspaces.
-Two rules choose K:
+Three rules choose K:
 
-* :func:`choose_k_penalised` (the default of :func:`cvfs.motion.segment_tracks`): the K
+* :func:`choose_k_capped` (the default of :func:`cvfs.motion.segment_tracks`): the K
+  minimising ``log g_K + mu log q_K + lam K log(P) / P``, ``g_K`` the lowest robust cost
+  (:func:`capped_cost`, residuals capped and measured in the noise level of
+  :func:`noise_variance`, each cluster 2-, 3- or 4-D) over the labellings of K.
+* :func:`choose_k_penalised`: the K
   minimising ``log r_K + mu log q_K + lam K log(P) / P``, P the number of trajectories, a
   BIC-style penalty per motion; ``lam`` and ``mu`` are fitted by :func:`fit_penalty`.
 * :func:`choose_k`: the smallest K whose next ratio ``r_(K+1) / r_K`` exceeds a threshold
   ``tau`` (:func:`fit_threshold`).
 
-Both parameters are fitted on training sequences and cross-validated by video in
+Their parameters are fitted on training sequences and cross-validated by video in
 ``benchmarks/motion_k.py``, not chosen per sequence.
 """
 
@@ -31,9 +35,12 @@ from cvfs.motion.candidates import (
     velocity_matrix,
 )
 
-__all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "SPECTRAL_K", "choose_k",
-           "choose_k_penalised", "fit_penalty",
-           "fit_threshold", "k_labellings", "k_residuals", "subspace_residual"]
+__all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "NOISE_RANK", "SPECTRAL_K",
+           "CAPPED_CAP", "CAPPED_DIM_COST", "CAPPED_LAMBDA", "CAPPED_MU",
+           "capped_cost", "choose_k", "choose_k_capped", "choose_k_penalised", "fit_penalty",
+           "fit_threshold",
+           "k_capped_costs", "k_labellings", "k_residuals", "noise_variance",
+           "subspace_residual"]
 
 # residual-ratio threshold of choose_k (fit_threshold gives 0.46 on most Hopkins155 folds)
 DEFAULT_TAU = 0.47
@@ -41,6 +48,15 @@ DEFAULT_TAU = 0.47
 # (benchmarks/motion_k.py); without q_K pass lam explicitly
 DEFAULT_LAMBDA = 65.33
 DEFAULT_MU = 0.356
+# singular values of the centred velocity matrix beyond this rank measure the noise
+# (noise_variance): three rigid motions span at most 12 dimensions
+NOISE_RANK = 12
+# choose_k_capped: capped_cost's cap and dimension cost and the rule's lam and mu, fitted
+# together on all 155 Hopkins155 sequences (benchmarks/motion_k.py, "g + mu q + lam pen")
+CAPPED_CAP = 13.0
+CAPPED_DIM_COST = 50.0
+CAPPED_LAMBDA = 20.46
+CAPPED_MU = 0.108
 # the K whose spectral candidates join the K-subspaces restarts in k_residuals (the ranked K)
 SPECTRAL_K = (2, 3)
 
@@ -93,7 +109,7 @@ def k_labellings(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTART
 
 
 def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, random_state=0,
-                spectral_k=SPECTRAL_K, return_planar=False):
+                spectral_k=SPECTRAL_K, return_planar=False, labellings=None):
     """Best subspace residual ``r_K`` for every K (and K = 1) that the number of points allows.
 
     ``r_K`` is the lowest :func:`subspace_residual` of the velocity vectors over the labellings
@@ -115,6 +131,8 @@ def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS
         K whose spectral candidates join the restarts.
     return_planar : bool, default False
         Also return ``q_K``, the residual of the same labelling to affine 2-D subspaces.
+    labellings : dict of int to ndarray, optional
+        :func:`k_labellings` of ``points``, computed when None.
 
     Returns
     -------
@@ -125,8 +143,8 @@ def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS
     """
     points, _ = check_points(points, 2)
     Y = velocity_matrix(points).T
-    cands = k_labellings(points, ks, n_restarts=n_restarts, random_state=random_state,
-                         spectral_k=spectral_k)
+    cands = labellings if labellings is not None else k_labellings(
+        points, ks, n_restarts=n_restarts, random_state=random_state, spectral_k=spectral_k)
     with threadpool_limits(limits=1, user_api="blas"):
         one = subspace_residual(Y, np.zeros(Y.shape[0], dtype=np.int64), (3, 2))
         out, planar = {1: float(one[0])}, {1: float(one[1])}
@@ -295,3 +313,134 @@ def fit_penalty(residual_list, n_points, true_k, *, grid=None, planar_list=None,
     best = np.argwhere(acc == acc.max())
     a, m = best[len(best) // 2]
     return float(grid[a]), float(acc.max()), float(mu_grid[m])
+
+
+def noise_variance(Y, rank=NOISE_RANK):
+    """Noise variance per entry of the rows of Y, from its singular values beyond ``rank``.
+
+    The centred rows span at most ``rank`` dimensions without noise; the remaining
+    ``(P - m) (D - m)`` degrees of freedom (``m = min(rank, P - 1, D - 1)``) hold noise only, so
+    their share of the squared singular values estimates its variance.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (P, D)
+        One row per trajectory (the velocity vectors).
+    rank : int, default ``NOISE_RANK``
+
+    Returns
+    -------
+    sigma2 : float
+        > 0 (floored at 1e-300).
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    P, D = Y.shape
+    m = max(0, min(int(rank), P - 1, D - 1))
+    with threadpool_limits(limits=1, user_api="blas"):
+        s = np.linalg.svd(Y - Y.mean(axis=0), compute_uv=False)
+    return max(float(np.sum(s[m:] ** 2)) / ((P - m) * (D - m)), 1e-300)
+
+
+def capped_cost(Y, labels, sigma2, *, dims=(2, 3, 4), cap=5.0, dim_cost=1.0):
+    """Robust model-selection cost of one labelling (Torr's GRIC form), per trajectory.
+
+    Every cluster takes the affine dimension d in ``dims`` minimising
+    ``sum_i min(e_i(d) / sigma2, cap (D - d)) + dim_cost d n_c``: ``e_i(d)`` is the squared
+    distance of row i to the cluster's affine d-subspace, ``n_c`` the cluster's size. A
+    residual is capped at ``cap`` times its expected value under noise alone, so points the
+    cluster does not explain (another motion) count a constant and a few of them do not dominate;
+    ``dim_cost`` charges each point for the dimensions of its subspace (a translating object is
+    2-D, an articulated or perspective one may need 4).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (P, D)
+    labels : ndarray of shape (P,) or (C, P)
+        One labelling or C of them.
+    sigma2 : float
+        Noise variance per entry (:func:`noise_variance`).
+    dims : tuple of int, default (2, 3, 4)
+    cap : float, default 5.0
+    dim_cost : float, default 1.0
+
+    Returns
+    -------
+    cost : float or ndarray of shape (C,)
+        Sum over clusters divided by P.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    labs = np.atleast_2d(np.asarray(labels))
+    P, D = Y.shape
+    out = np.zeros(len(labs))
+    with threadpool_limits(limits=1, user_api="blas"):
+        for c, lab in enumerate(labs):
+            for k in np.unique(lab):
+                R = Y[lab == k]
+                R = R - R.mean(axis=0)
+                _, _, vt = np.linalg.svd(R, full_matrices=False)
+                tot = np.einsum("ij,ij->i", R, R)
+                best = np.inf
+                for d in dims:
+                    along = R @ vt[:d].T
+                    e = np.maximum(tot - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
+                    best = min(best, float(np.minimum(e, cap * (D - d)).sum())
+                               + dim_cost * d * len(R))
+                out[c] += best
+    out /= P
+    return float(out[0]) if np.ndim(labels) == 1 else out
+
+
+def k_capped_costs(points, ks=range(2, 9), *, labellings=None, rank=NOISE_RANK, **cost):
+    """``g_K``: the lowest :func:`capped_cost` over the labellings of each K.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+        Normalised trajectories.
+    ks : iterable of int, default 2..8
+    labellings : dict of int to ndarray, optional
+        :func:`k_labellings` of ``points`` (computed when None).
+    rank : int, default ``NOISE_RANK``
+        For :func:`noise_variance`.
+    **cost
+        ``dims``, ``cap``, ``dim_cost`` of :func:`capped_cost`.
+
+    Returns
+    -------
+    costs : dict of int to float
+    """
+    points, _ = check_points(points, 2)
+    Y = velocity_matrix(points).T
+    labellings = k_labellings(points, ks) if labellings is None else labellings
+    sigma2 = noise_variance(Y, rank)
+    return {int(k): float(np.min(capped_cost(Y, labs, sigma2, **cost)))
+            for k, labs in labellings.items()}
+
+
+def choose_k_capped(costs, planar, n_points, lam=CAPPED_LAMBDA, mu=CAPPED_MU, *, k_min=2):
+    """The K >= ``k_min`` minimising ``log g_K + mu log q_K + lam K log(P) / P``.
+
+    ``g_K`` is the robust cost of :func:`k_capped_costs` (computed with ``cap=CAPPED_CAP``,
+    ``dim_cost=CAPPED_DIM_COST`` for the default ``lam`` and ``mu``), ``q_K`` the planar
+    residual of :func:`k_residuals`. Measured in the noise level, ``g_K`` stops falling once
+    every motion has its subspace; the dimension cost lets a translating object (2-D) count as
+    a simpler motion than a rotating one, which a fixed 3-D residual cannot.
+
+    Parameters
+    ----------
+    costs, planar : dict of int to float
+        ``g_K`` and ``q_K``; ``planar`` must hold every K of ``costs``.
+    n_points : int
+    lam, mu : float
+
+    Returns
+    -------
+    k : int
+
+    Raises
+    ------
+    ValueError
+        No K >= ``k_min``, ``n_points < 2``, or ``planar`` lacks a K of ``costs``.
+    """
+    return choose_k_penalised({k: v for k, v in costs.items()}, n_points, lam, planar=planar,
+                              mu=mu, k_min=k_min)
