@@ -413,7 +413,7 @@ class DaskLayout:
         self.width = X.shape[1]
         self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
                         "seconds": [], "read_bytes": [], "written_bytes": [], "ended": []}
-        self.in_memory = (0.0, 0.0)  # wall, CPU seconds of the in-memory loop (set by fsa_fit)
+        self.in_memory = (0.0, 0.0)  # wall, CPU seconds of the in-memory loop (set by the driver)
         self.persisted_at = []
         self.spilled_at = []
         if self._fits(self.width):
@@ -603,10 +603,11 @@ class DaskLayout:
         """True once the kept columns fit in the client's ``max_memory``."""
         return self.shape[0] * state.cols.size * self.itemsize <= self.max_memory
 
-    def begin(self, e):
+    def begin(self, state, e):
         if e == 0:
             self.iteration_traffic = np.zeros((0, 3), np.int64)
         self._n_rec = len(self.traffic["pass"])
+        return state
 
     def end(self, e):
         """Record iteration e's traffic (sent, received bytes, tasks)."""
@@ -620,7 +621,8 @@ class DaskLayout:
         """One map-reduce pass over the chunks: (mean loss, g, d loss / d intercept, H v,
         columns read)."""
         N = self.shape[0]
-        cols, fp, beta, v, intercept = state.model
+        cols, fp, beta, v, intercept = (state.cols, state.fp, state.beta, state.v,
+                                        state.intercept)
         is_rank = loss.pairwise
         width = cols.size if self._mode == "disk" else self.width  # spill files: kept columns
         args = (cols, fp, bins, beta, v, float(intercept), loss, track)
@@ -645,19 +647,21 @@ class DaskLayout:
         m = state.cols.size
         mode = self._mode
         if self.fits(state):
-            return
+            return state
         if self._fits(m):
             if mode != "memory" or 2 * m <= self.width:
                 self._persist(state.cols, e)
-                state.cols = np.arange(m, dtype=np.int64)
+                return state._replace(cols=np.arange(m, dtype=np.int64))
         elif mode == "source":
             self._spill_to_disk(state.cols, e)
-            state.cols = np.arange(m, dtype=np.int64)
+            return state._replace(cols=np.arange(m, dtype=np.int64))
+        return state
 
     def load(self, state, bins):
         """The kept columns gathered into the client's memory: (Xw, transposed)."""
         Xw = self.gather(state.cols, state.fp, bins)
         log.debug("FSA on Dask: %d kept columns gathered", state.cols.size)
+        self.cleanup()  # the spill files are no longer read
         return Xw, bins > 0
 
     def gather(self, cols, fp, bins):

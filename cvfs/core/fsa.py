@@ -46,7 +46,7 @@ from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core._dask_layout import is_dask_array
-from cvfs.core._driver import FitState, Steps, fsa_iterate
+from cvfs.core._driver import FitState, Steps, fsa_iterate, in_memory
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import Shrinkage, get_prior
 from cvfs.core.responses import _ColumnStats, get_response
@@ -543,54 +543,32 @@ def _start(p, fp, Xs, sub, random_state):
 
 
 def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, verbose):
-    """The iterations: in row blocks (out of core) or Dask chunks until the kept columns fit
-    in memory (:func:`cvfs.core._driver.fsa_iterate`), then
-    :func:`cvfs.core._kernels.fsa_loop`. Returns (beta, fp, support, intercept, lam,
-    iterations out of core)."""
+    """The iterations (:func:`cvfs.core._driver.fsa_iterate`): in row blocks (out of core) or
+    Dask chunks until the kept columns fit in memory, then in memory. Returns (beta, fp,
+    support, intercept, lam, iterations out of core)."""
     from tqdm.auto import tqdm
 
-    M, G, n_iter, bins = p.M, p.response.G, p.n_iter, p.response.bins
-    X = p.X
+    M, G = p.M, p.response.G
     state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), v,
                      np.arange(M, dtype=np.int64), p.intercept, lam)
-    steps = Steps(p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost,
+    steps = Steps(p.schedule, p.response.bins, float(p.loss.curvature), lr_fixed, p.boost,
                   p.fit_intercept)
-    bar = tqdm(total=n_iter, desc="FSA", leave=False) if verbose else None
-    e = 0
-    transposed = False
-    layout = (RowBlocks(X, p.yk, p.pairs, block_bytes, p.max_memory) if p.out_of_core
-              else p.layout)
-    if layout is not None:
-        try:
-            e, X, transposed, _ = fsa_iterate(layout, p.loss, p.prior, steps, state,
-                                              (g_first, first), (hist, path, bar))
-        finally:
-            if layout is p.layout:
-                layout.cleanup()
-    n_ooc = e
-    t_mem = time.perf_counter(), time.process_time()
-    chunk = n_iter if not verbose else max(1, n_iter // 50)
-    track = True
-    # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
-    # empty until the first compaction
-    Xw = X if layout is not None else np.empty((0, 0), dtype=X.dtype)
-    s = state
-    cols, fp, beta, v, support, intercept, lam = (s.cols, s.fp, s.beta, s.v, s.support,
-                                                  s.intercept, s.lam)
-    while e < n_iter:
-        e1 = min(n_iter, e + chunk)
-        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
-        Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, p.yk, p.pairs, p.loss, p.prior, steps.as_tuple(), (g_first, first), state,
-            hist, path, (e, e1))
+    if p.out_of_core:
+        layout = RowBlocks(p.X, p.yk, p.pairs, block_bytes, p.max_memory)
+    elif p.layout is not None:
+        layout = p.layout
+    else:
+        layout = in_memory(p.X, p.yk, p.pairs)
+    bar = tqdm(total=p.n_iter, desc="FSA", leave=False) if verbose else None
+    try:
+        s, n_ooc = fsa_iterate(layout, p.loss, p.prior, steps, state, (g_first, first),
+                               (hist, path), (p.yk, p.pairs), bar)
+    finally:
+        if p.layout is not None:
+            p.layout.cleanup()
         if bar is not None:
-            bar.update(e1 - e)
-        e = e1
-    if bar is not None:
-        bar.close()
-    if p.layout is not None:  # wall and CPU seconds of the in-memory loop after the gather
-        p.layout.in_memory = (time.perf_counter() - t_mem[0], time.process_time() - t_mem[1])
-    return beta, fp, support, intercept, lam, n_ooc
+            bar.close()
+    return s.beta, s.fp, s.support, s.intercept, s.lam, n_ooc
 
 
 def _finish(p, state, hist, path, t_start):
@@ -649,19 +627,20 @@ class RowBlocks:
     def fits(self, state):
         return self.X.shape[0] * state.cols.size * self.itemsize <= self.max_memory
 
-    def begin(self, e):
-        pass
+    def begin(self, state, e):
+        return state
 
     def end(self, e):
         pass
 
     def dropped(self, state, e):
-        pass  # every pass reads the rows of X; nothing to compact
+        return state  # every pass reads the rows of X; nothing to compact
 
     def gradient(self, loss, bins, state, track):
         """One pass over the row blocks: (mean loss, g, d loss / d intercept, H v, M)."""
         N, M = self.X.shape
-        cols, fp, beta, v, intercept = state.model
+        cols, fp, beta, v, intercept = (state.cols, state.fp, state.beta, state.v,
+                                        state.intercept)
         g = np.zeros(beta.shape)
         h = np.zeros(beta.shape)
         if loss.pairwise:

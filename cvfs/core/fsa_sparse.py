@@ -15,8 +15,8 @@ as the in-memory solver on a sparse layout:
   per-column dot products (:mod:`cvfs.core._sparse_kernels`).
 - Hand-over: once the kept columns take no more memory dense than sparse, or make a dense
   block of at most ``_DENSE_CELLS`` cells (and fit in ``max_memory``), they are made dense
-  (piecewise linear: feature-major bin coordinates) and the in-memory loop
-  :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
+  (piecewise linear: feature-major bin coordinates) and the driver finishes the fit on the
+  in-memory layout (:mod:`cvfs.core._driver`).
 - Peak memory: the input, plus the CSC copy of the kept columns (CSR input), plus at the
   hand-over their dense block (no larger than their sparse form or ``_DENSE_CELLS`` cells), plus
   O(N + M) vectors.
@@ -294,10 +294,8 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     path = np.zeros((p.n_iter, p.X.shape[1])) if record_path else np.zeros((0, 0))
     lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
     bar = tqdm(total=p.n_iter, desc="FSA", leave=False) if verbose else None
-    state = _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, path,
-                               bar)
-    n_sparse = state[0]
-    state = _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbose)
+    state, n_sparse = _sparse_iterations(p, fp, v, lam, (g_first, first), col_nnz, lr_fixed,
+                                         (hist, path), bar)
     if bar is not None:
         bar.close()
     return _sparse_result(p, state, n_sparse, hist, path if record_path else None, t_start)
@@ -417,9 +415,10 @@ class SparseColumns:
 
     stop_tracking = True
 
-    def __init__(self, p, col_nnz):
+    def __init__(self, p, col_nnz, fused):
         self.p = p
         self.col_nnz = col_nnz
+        self.fused = fused  # iteration 0 reads no data (its gradient came with the statistics)
         X = p.X
         self.csc = (X.indptr, X.indices, X.data) if X.format == "csc" else None
 
@@ -432,19 +431,20 @@ class SparseColumns:
             dense_bytes <= nnz * (X.dtype.itemsize + X.indices.dtype.itemsize)
             or X.shape[0] * m <= _DENSE_CELLS)
 
-    def begin(self, e):
-        pass
+    def begin(self, state, e):
+        if self.csc is None and not (e == 0 and self.fused):
+            # CSR input: copy the kept columns once, column-major, before the first pass
+            self.csc = _kept_columns_csc(self.p.X, state.support)
+            return state._replace(cols=np.arange(state.cols.size, dtype=np.int64))
+        return state
 
     def end(self, e):
         pass
 
     def dropped(self, state, e):
-        pass  # the passes read only the kept columns' entries
+        return state  # the passes read only the kept columns' entries
 
     def gradient(self, loss, bins, state, track):
-        if self.csc is None:  # CSR input: copy the kept columns once, column-major
-            self.csc = _kept_columns_csc(self.p.X, state.support)
-            state.cols = np.arange(state.cols.size, dtype=np.int64)
         value, g, gi, h = _sparse_pass(self.p, self.csc, state.cols, state.fp, state.beta,
                                        state.v, state.intercept, track)
         return value, g, gi, h, state.cols.size
@@ -459,45 +459,24 @@ class SparseColumns:
         return Xw, bins > 0
 
 
-def _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, path, bar):
-    """The iterations on the sparse layout (:func:`cvfs.core._driver.fsa_iterate`), until the
-    kept columns are cheaper dense. Returns the state (iteration, dense kept columns or None,
-    transposed, cols, fp, beta, v, support, intercept, lam, track)."""
+def _sparse_iterations(p, fp, v, lam, start, col_nnz, lr_fixed, record, bar):
+    """The iterations (:func:`cvfs.core._driver.fsa_iterate`): on the sparse layout until the
+    kept columns are cheaper dense, then on them in memory. Returns (state, iterations on the
+    sparse layout)."""
     M, G = p.X.shape[1], p.response.G
     state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), v,
                      np.arange(M, dtype=np.int64), p.intercept, lam)
     steps = Steps(p.schedule, p.response.bins, float(p.loss.curvature), lr_fixed, p.boost,
                   p.fit_intercept)
-    e, Xw, transposed, track = fsa_iterate(SparseColumns(p, col_nnz), p.loss, p.prior, steps,
-                                           state, (g_first, first), (hist, path, bar))
-    s = state
-    return e, Xw, transposed, s.cols, s.fp, s.beta, s.v, s.support, s.intercept, s.lam, track
-
-
-def _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbose):
-    """The remaining iterations on the dense kept columns by
-    :func:`cvfs.core._kernels.fsa_loop`."""
-    e, Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = state
-    if e >= p.n_iter:
-        return state
-    bins = p.response.bins
-    chunk = p.n_iter if not verbose else max(1, p.n_iter // 50)
-    steps = (p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost, p.fit_intercept)
-    while e < p.n_iter:
-        e1 = min(p.n_iter, e + chunk)
-        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
-        Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            Xw, p.yk, p.pairs, p.loss, p.prior, steps, (g_first, first), state, hist, path,
-            (e, e1))
-        if bar is not None:
-            bar.update(e1 - e)
-        e = e1
-    return e, None, False, cols, fp, beta, v, support, intercept, lam, track
+    layout = SparseColumns(p, col_nnz, start[0].shape[0] > 0)
+    return fsa_iterate(layout, p.loss, p.prior, steps, state, start, record, (p.yk, p.pairs),
+                       bar)
 
 
 def _sparse_result(p, state, n_sparse, hist, path, t_start):
     """The :class:`cvfs.core.fsa.FSAResult` (coefficients on the uncentred basis)."""
-    _, _, _, _, fp, beta, _, support, intercept, lam, _ = state
+    fp, beta, support, intercept, lam = (state.fp, state.beta, state.support, state.intercept,
+                                         state.lam)
     bins = p.response.bins
     offset = float(np.sum(beta * fp[:, 2:]))
     history = fit_history(hist, p.X.shape[1], float(p.loss.curvature * lam), t_start,
