@@ -168,8 +168,8 @@ def _chunk_row_pass(x, yp, args):
     cols, fp, beta, v = (_writable(a) for a in (cols, fp, beta, v))
     g = np.zeros(beta.shape)
     h = np.zeros(beta.shape)
-    a, b, c = K.row_pass(_writable(x), _writable(yp[0]), cols, fp, bins, beta, v, intercept,
-                         loss, g, h, track)
+    a, b, c = K.row_pass(_writable(x), _writable(yp[0]), loss,
+                         (cols, fp, bins, beta, v, intercept), (g, h), track)
     return g, h, np.array([a, b, c])
 
 

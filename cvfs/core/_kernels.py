@@ -304,20 +304,22 @@ def _linear_row_pass(X, y, W2, z0, t0, loss, track, acc):
 
 
 @njit(cache=True)
-def row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
+def row_pass(X, y, loss, model, acc, track):
     """One pass for a row-separable loss: scores, loss, and the raw sums g += d_i u_i,
-    h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t).
+    h += t_i u_i with t = U_c v, for the ``model`` (cols, fp, bins, beta, v, intercept) and
+    ``acc`` = (g, h). Returns (loss sum, sum d, sum t).
 
     Linear responses: per block of rows (~512 KiB, cache resident) the scores and then the
     gradient sums over the working width (columns not kept have zero weight), by the row
     kernels; piecewise-linear responses: :func:`cvfs.core._pl_kernels.pl_row_pass`.
     """
+    cols, fp, bins, beta, v, intercept = model
     if bins > 0:
-        return pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track)
+        return pl_row_pass(X, y, loss, model, acc, track)
     W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
-    acc = np.zeros((X.shape[1], 2))
-    lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0 + intercept, t0, loss, track, acc)
-    _gather(acc, cols, g, h)
+    sums = np.zeros((X.shape[1], 2))
+    lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0 + intercept, t0, loss, track, sums)
+    _gather(sums, cols, acc[0], acc[1])
     return lsum, dsum, tsum
 
 
@@ -398,11 +400,13 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
-def row_pass_t(XT, y, cols, fp, beta, v, intercept, loss, g, h, track):
+def row_pass_t(XT, y, loss, model, acc, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
     time, within row chunks that stay in L2; they beat the row kernels for the widths described
     at ``SMALL_WIDTH``."""
+    cols, fp, _, beta, v, intercept = model
+    g, h = acc
     N = XT.shape[1]
     m = cols.size
     z0 = intercept
@@ -548,14 +552,11 @@ def compute_gradient(X, y, pairs, loss, model, track, transposed=False):
         finalize(h, fp, bins, wsum, 1.0)
         return value, g, 0.0, h
     if not transposed:
-        lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g,
-                                    h, track)
+        lsum, dsum, tsum = row_pass(X, y, loss, model, (g, h), track)
     elif bins > 0:
-        lsum, dsum, tsum = pl_row_pass_t(X, y, cols, fp, bins, beta, v, intercept, loss,
-                                         g, h, track)
+        lsum, dsum, tsum = pl_row_pass_t(X, y, loss, model, (g, h), track)
     else:
-        lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, loss, g, h,
-                                      track)
+        lsum, dsum, tsum = row_pass_t(X, y, loss, model, (g, h), track)
     n = total_weight(y)
     finalize(g, fp, bins, dsum, n)
     finalize(h, fp, bins, tsum, n)
@@ -597,7 +598,7 @@ def power_estimate(X, cols, fp, bins, v, n_iter):
     for _ in range(n_iter):
         g = np.zeros((m, G))
         h = np.zeros((m, G))
-        _, _, tsum = row_pass(X, dummy_y, cols, fp, bins, beta, v, 0.0, NO_LOSS, g, h,
+        _, _, tsum = row_pass(X, dummy_y, NO_LOSS, (cols, fp, bins, beta, v, 0.0), (g, h),
                               True)
         finalize(h, fp, bins, tsum, X.shape[0])
         nh = np.sqrt(np.sum(h * h))
