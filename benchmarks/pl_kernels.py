@@ -59,11 +59,10 @@ def pass_case(dtype, n, w, bins, repeats, track, seed=0):
     h = np.zeros_like(beta)
 
     def rows():
-        PL.pl_row_pass(X, y, cols, fp, bins, beta, v, 0.0, loss, g, h, track)
+        PL.pl_row_pass(X, y, loss, (cols, fp, bins, beta, v, 0.0), (g, h), track)
 
     def feats():
-        PL.pl_row_pass_t(S, y, cols, fp, bins, beta, v, 0.0, loss, g, h,
-                         track)
+        PL.pl_row_pass_t(S, y, loss, (cols, fp, bins, beta, v, 0.0), (g, h), track)
 
     t_rows = t_feat = np.inf
     for _ in range(2):

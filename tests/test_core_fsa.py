@@ -463,6 +463,22 @@ def test_progress_bar_does_not_change_the_fit():
     b = fsa_fit(X, y, 5, loss="logistic", verbose=True)
     np.testing.assert_array_equal(a.coef, b.coef)
     np.testing.assert_array_equal(a.history["lr"], b.history["lr"])
+    np.testing.assert_array_equal(a.history["width"], b.history["width"])
+
+
+def test_progress_bar_does_not_change_an_out_of_core_fit(tmp_path):
+    X, y, _ = make_ar1_classification(300, 200, k_true=5, random_state=15)
+    y = np.where(y > 0, 1.0, -1.0)
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float64, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    kw = dict(loss="logistic", n_iter=80, max_memory=X.nbytes // 8, block_bytes=X.nbytes // 5)
+    a = fsa_fit(mm, y, 5, verbose=False, **kw)
+    b = fsa_fit(mm, y, 5, verbose=True, **kw)
+    assert a.history["out_of_core_iterations"] > 0
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.history["lr"], b.history["lr"])
+    np.testing.assert_array_equal(a.history["width"], b.history["width"])
 
 
 def test_float32_input_is_kept_and_gives_the_same_support():

@@ -138,15 +138,14 @@ def test_piecewise_linear_kernels_match_numpy(fmt):
     U0 = naive.sparse_pl_basis(sp.csr_matrix((1, 25)), fp, bins)[0, cols]  # basis of a zero
     for track in (True, False):
         z, t = np.zeros(60), np.zeros(60)
-        z0, t0 = SK.pl_csc_scores(Xc.indptr, Xc.indices, Xc.data, cols, fp[cols], bins, beta,
-                                  v, z, t, track)
+        csc = (Xc.indptr, Xc.indices, Xc.data)
+        z0, t0 = SK.pl_csc_scores(csc, cols, fp[cols], bins, (beta, v), (z, t), track)
         np.testing.assert_allclose(z + z0, np.einsum("ijb,jb->i", Uk, beta), rtol=1e-12)
         assert z0 == pytest.approx(np.sum(U0 * beta), rel=1e-12)
         if track:
             np.testing.assert_allclose(t + t0, np.einsum("ijb,jb->i", Uk, v), rtol=1e-12)
         g, h = np.zeros((5, bins + 1)), np.zeros((5, bins + 1))
-        SK.pl_csc_dots(Xc.indptr, Xc.indices, Xc.data, cols, fp[cols], bins, d, z, d.sum(),
-                       z.sum(), g, h, track)
+        SK.pl_csc_dots(csc, cols, fp[cols], bins, (d, z), (d.sum(), z.sum()), (g, h), track)
         np.testing.assert_allclose(g, np.einsum("i,ijb->jb", d, Uk), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(h, np.einsum("i,ijb->jb", z, Uk) if track else 0.0,
                                    rtol=1e-12, atol=1e-12)

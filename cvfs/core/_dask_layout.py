@@ -173,8 +173,8 @@ def _chunk_row_pass(x, yp, args):
     cols, fp, beta, v = (_writable(a) for a in (cols, fp, beta, v))
     g = np.zeros(beta.shape)
     h = np.zeros(beta.shape)
-    a, b, c = K.row_pass(_writable(x), _writable(yp[0]), cols, fp, bins, beta, v, intercept,
-                         loss, g, h, track)
+    a, b, c = K.row_pass(_writable(x), _writable(yp[0]), loss,
+                         (cols, fp, bins, beta, v, intercept), (g, h), track)
     return g, h, np.array([a, b, c])
 
 
@@ -359,11 +359,16 @@ def _forget_spilled(key):
 
 
 @njit(cache=True)
-def _pass_split(XA, ca, XB, cb, a, b, z0, t0, y, loss, track, g, h):
+def _pass_split(held, files, weights, y, loss, track, acc):
     """:func:`cvfs.core._kernels.row_pass_t` on kept columns held in two feature-major
-    matrices: rows ``ca`` of XA (the kept positions 0..ca.size-1) and rows ``cb`` of XB (the
-    rest), with the score weights ``a`` and power-iteration weights ``b`` and the centring
-    offsets z0, t0 precomputed. Raw sums into g, h (m, 1); returns (loss sum, sum d, sum t)."""
+    matrices: ``held`` = (XA, ca), rows ca of XA (the kept positions 0..ca.size-1), and
+    ``files`` = (XB, cb), rows cb of XB (the rest); ``weights`` = (a, b, z0, t0), the score and
+    power-iteration weights and their centring offsets. Raw sums into ``acc`` = (g, h) (m, 1);
+    returns (loss sum, sum d, sum t)."""
+    XA, ca = held
+    XB, cb = files
+    a, b, z0, t0 = weights
+    g, h = acc
     N = y.size
     na = ca.size
     m = na + cb.size
@@ -445,7 +450,8 @@ def _on_disk(func, bundle, args, io):
         t0 = -float(np.dot(v[:, 0], fp[:, 2])) if track else 0.0
         g2 = np.zeros((cols.size, 1))
         h2 = np.zeros((cols.size, 1))
-        s = _pass_split(mem, ca, XB, cb, a, b, z0, t0, _writable(yp[0]), loss, track, g2, h2)
+        s = _pass_split((mem, ca), (XB, cb), (a, b, z0, t0), _writable(yp[0]), loss, track,
+                        (g2, h2))
         g = np.empty_like(g2)
         h = np.empty_like(h2)
         g[both] = g2
@@ -652,7 +658,7 @@ class DaskLayout:
         self.traffic = {"sent_bytes": [], "received_bytes": [], "tasks": [], "pass": [],
                         "seconds": [], "read_bytes": [], "spill_read_bytes": [],
                         "written_bytes": [], "ended": []}
-        self.in_memory = (0.0, 0.0)  # wall, CPU seconds of the in-memory loop (set by fsa_fit)
+        self.in_memory = (0.0, 0.0)  # wall, CPU seconds of the in-memory loop (set by the driver)
         self.persisted_at = []
         self.spilled_at = []
         if self._fits(self.width):
@@ -806,7 +812,8 @@ class DaskLayout:
         fit ``worker_memory`` stay in the memory of the worker holding the chunk, feature-major,
         and the others go to a feature-major file on its local disk (replacing the source
         for later passes, which read only the file's columns still kept). ``state.cols``
-        becomes the kept positions in that layout: 0.._held-1 in memory, then the files'."""
+        becomes the kept positions in that layout: 0.._held-1 in memory, then the files'
+        (the state returned)."""
         t0 = time.perf_counter()
         import dask
 
@@ -837,11 +844,11 @@ class DaskLayout:
         pos = np.empty(m, dtype=np.int64)
         pos[in_mem] = np.arange(k)
         pos[~in_mem] = k + np.arange(m - k)
-        state.cols = pos
         self.width = m
         self.spilled_at.append(when)
         log.debug("FSA on Dask: %d kept columns spilled: %d in the workers' memory, %d on "
                   "their disks (%s)", m, k, m - k, when)
+        return state._replace(cols=pos)
 
     def cleanup(self):
         """Remove this fit's spill files on every worker (and here)."""
@@ -901,10 +908,11 @@ class DaskLayout:
         """True once the kept columns fit in the client's ``max_memory``."""
         return self.shape[0] * state.cols.size * self.itemsize <= self.max_memory
 
-    def begin(self, e):
+    def begin(self, state, e):
         if e == 0:
             self.iteration_traffic = np.zeros((0, 3), np.int64)
         self._n_rec = len(self.traffic["pass"])
+        return state
 
     def end(self, e):
         """Record iteration e's traffic (sent, received bytes, tasks)."""
@@ -918,7 +926,8 @@ class DaskLayout:
         """One map-reduce pass over the chunks: (mean loss, g, d loss / d intercept, H v,
         columns read)."""
         N = self.shape[0]
-        cols, fp, beta, v, intercept = state.model
+        cols, fp, beta, v, intercept = (state.cols, state.fp, state.beta, state.v,
+                                        state.intercept)
         is_rank = loss.pairwise
         width = cols.size if self._mode == "disk" else self.width  # spill files: kept columns
         args = (cols, fp, bins, beta, v, float(intercept), loss, track)
@@ -943,18 +952,20 @@ class DaskLayout:
         m = state.cols.size
         mode = self._mode
         if self.fits(state):
-            return
+            return state
         if self._fits(m):
             if mode != "memory" or 2 * m <= self.width:
                 self._persist(state.cols, e)
-                state.cols = np.arange(m, dtype=np.int64)
+                return state._replace(cols=np.arange(m, dtype=np.int64))
         elif mode == "source":
-            self._spill_to_disk(state, e)
+            return self._spill_to_disk(state, e)
+        return state
 
     def load(self, state, bins):
         """The kept columns gathered into the client's memory: (Xw, transposed)."""
         Xw = self.gather(state.cols, state.fp, bins)
         log.debug("FSA on Dask: %d kept columns gathered", state.cols.size)
+        self.cleanup()  # the spill files are no longer read
         return Xw, bins > 0
 
     def gather(self, cols, fp, bins):

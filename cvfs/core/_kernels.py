@@ -304,20 +304,22 @@ def _linear_row_pass(X, y, W2, z0, t0, loss, track, acc):
 
 
 @njit(cache=True)
-def row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
+def row_pass(X, y, loss, model, acc, track):
     """One pass for a row-separable loss: scores, loss, and the raw sums g += d_i u_i,
-    h += t_i u_i with t = U_c v. Returns (loss sum, sum d, sum t).
+    h += t_i u_i with t = U_c v, for the ``model`` (cols, fp, bins, beta, v, intercept) and
+    ``acc`` = (g, h). Returns (loss sum, sum d, sum t).
 
     Linear responses: per block of rows (~512 KiB, cache resident) the scores and then the
     gradient sums over the working width (columns not kept have zero weight), by the row
     kernels; piecewise-linear responses: :func:`cvfs.core._pl_kernels.pl_row_pass`.
     """
+    cols, fp, bins, beta, v, intercept = model
     if bins > 0:
-        return pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track)
+        return pl_row_pass(X, y, loss, model, acc, track)
     W2, z0, t0 = _linear_weights(X, cols, fp, beta, v, track)
-    acc = np.zeros((X.shape[1], 2))
-    lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0 + intercept, t0, loss, track, acc)
-    _gather(acc, cols, g, h)
+    sums = np.zeros((X.shape[1], 2))
+    lsum, dsum, tsum = _linear_row_pass(X, y, W2, z0 + intercept, t0, loss, track, sums)
+    _gather(sums, cols, acc[0], acc[1])
     return lsum, dsum, tsum
 
 
@@ -398,11 +400,13 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
-def row_pass_t(XT, y, cols, fp, beta, v, intercept, loss, g, h, track):
+def row_pass_t(XT, y, loss, model, acc, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
     time, within row chunks that stay in L2; they beat the row kernels for the widths described
     at ``SMALL_WIDTH``."""
+    cols, fp, _, beta, v, intercept = model
+    g, h = acc
     N = XT.shape[1]
     m = cols.size
     z0 = intercept
@@ -523,7 +527,7 @@ def compute_gradient(X, y, pairs, loss, model, track, transposed=False):
     (pi, pj, pr, pw) with weights pw summing to 1), for the ``model`` (cols, fp, bins, beta, v,
     intercept). ``transposed``: X is feature-major (W, N): the kept linear
     columns of a row-separable loss, or the bin coordinates of kept piecewise-linear features
-    (:func:`cvfs.core._pl_kernels.compact_bins`); see :func:`fsa_loop`."""
+    (:func:`cvfs.core._pl_kernels.compact_bins`); see :func:`compact`."""
     pi, pj, pr, pw = pairs
     cols, fp, bins, beta, v, intercept = model
     m, G = beta.shape
@@ -548,14 +552,11 @@ def compute_gradient(X, y, pairs, loss, model, track, transposed=False):
         finalize(h, fp, bins, wsum, 1.0)
         return value, g, 0.0, h
     if not transposed:
-        lsum, dsum, tsum = row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g,
-                                    h, track)
+        lsum, dsum, tsum = row_pass(X, y, loss, model, (g, h), track)
     elif bins > 0:
-        lsum, dsum, tsum = pl_row_pass_t(X, y, cols, fp, bins, beta, v, intercept, loss,
-                                         g, h, track)
+        lsum, dsum, tsum = pl_row_pass_t(X, y, loss, model, (g, h), track)
     else:
-        lsum, dsum, tsum = row_pass_t(X, y, cols, fp, beta, v, intercept, loss, g, h,
-                                      track)
+        lsum, dsum, tsum = row_pass_t(X, y, loss, model, (g, h), track)
     n = total_weight(y)
     finalize(g, fp, bins, dsum, n)
     finalize(h, fp, bins, tsum, n)
@@ -597,7 +598,7 @@ def power_estimate(X, cols, fp, bins, v, n_iter):
     for _ in range(n_iter):
         g = np.zeros((m, G))
         h = np.zeros((m, G))
-        _, _, tsum = row_pass(X, dummy_y, cols, fp, bins, beta, v, 0.0, NO_LOSS, g, h,
+        _, _, tsum = row_pass(X, dummy_y, NO_LOSS, (cols, fp, bins, beta, v, 0.0), (g, h),
                               True)
         finalize(h, fp, bins, tsum, X.shape[0])
         nh = np.sqrt(np.sum(h * h))
@@ -717,102 +718,11 @@ def compact_features(X, cols, transposed):
 
 
 @njit(cache=True)
-def fsa_loop(X, y, pairs, loss, prior, steps, start, state, hist, path, span):
-    """Iterations span = (e0, e1) of FSA on an in-memory working matrix.
-
-    Arguments: the caller's matrix ``X``, the targets ``y`` ((N,) or (N, 2) weighted rows, see
-    :mod:`cvfs.core._loss_kernels`), the ranking ``pairs`` (pi, pj, pr, pw) (empty arrays
-    otherwise), the ``loss`` and ``prior`` objects, the
-    ``steps`` constants (schedule, bins, curvature bound of the loss, fixed step or 0,
-    annealing boost, fit_intercept), the ``start`` (g_first, (mean loss, d loss / d
-    intercept)), and the ``state`` (Xw, transposed, cols, fp, beta, v, support, intercept,
-    lam, track), returned updated.
-
-    ``hist`` (n_iter, 5) receives per iteration: objective (mean loss + prior) before the
-    step, kept count after it, step size, columns read (the working matrix's width for the
-    row-major passes of linear responses, whose dropped columns are read with zero weight until the
-    next compaction; the kept count otherwise), and the curvature estimate lam. ``path``
-    (n_iter, M) receives the coefficients by original feature (signed for G = 1, group norm
-    otherwise) unless it has zero rows. ``track`` says whether the power iteration is still
-    running (it stops once the kept set and the estimate are stable). If ``g_first`` (M, G)
-    is not empty, iteration 0 takes its gradient from it and (mean loss, d loss / d intercept)
-    from the start instead of reading X (with beta = 0 every score is the intercept); it leaves
-    the curvature estimate as it is and records width 0.
-
-    The working matrix is the caller's ``X`` (only read) until the first compaction, then the
-    solver's own buffer ``Xw`` (empty until then, or the kept columns an out-of-core fit
-    loaded); :func:`_compact` describes the compactions.
-    """
-    schedule, bins, curv, lr_fixed, boost, fit_intercept = steps
-    g_first, first = start
-    Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = state
-    lam_prev = lam
-    lam0 = lam
-    G = beta.shape[1]
-    waste = 0.0  # columns read with zero weight since the last compaction
-    owned = Xw.size > 0
-    for e in range(span[0], span[1]):
-        m = cols.size
-        trk = track
-        fused = e == 0 and g_first.shape[0] > 0
-        if fused:
-            width = X.shape[1]
-            g = g_first.copy()
-            h = np.zeros_like(g)
-            value, gi = first
-            trk = False
-        elif owned:
-            width = Xw.shape[0] if transposed else Xw.shape[1]
-            value, g, gi, h = compute_gradient(Xw, y, pairs, loss,
-                                               (cols, fp, bins, beta, v, intercept), track,
-                                               transposed)
-        else:
-            width = X.shape[1]
-            value, g, gi, h = compute_gradient(X, y, pairs, loss,
-                                               (cols, fp, bins, beta, v, intercept), track, False)
-        if not fused:
-            waste += width - m
-        b = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
-        keep, lam, lr, pval = update(beta, g, h, v, lam, lam0 if e == 0 else 0.0, trk, prior,
-                                     (curv, lr_fixed, b), schedule[e])
-        if fit_intercept:
-            intercept -= min(lr, 1.0 / curv) * gi
-        hist[e, 0] = value + pval
-        hist[e, 1] = keep.size
-        hist[e, 2] = lr
-        hist[e, 3] = 0 if fused else (width if bins == 0 and not transposed else m)
-        hist[e, 4] = lam
-        if keep.size < m:
-            beta = beta[keep]
-            v = v[keep]
-            nv = np.sqrt(np.sum(v * v))
-            if nv > 0.0:
-                v /= nv
-            else:
-                v[:, :] = 1.0 / np.sqrt(v.size)
-            fp = fp[keep]
-            support = support[keep]
-            cols = cols[keep]
-            Xw, transposed, owned, cols, waste = _compact(
-                X, Xw, transposed, owned, cols, fp, bins, width, waste, y.shape[0],
-                loss.pairwise, schedule[e] == schedule[-1])
-            track = True
-        elif track and abs(lam - lam_prev) <= 1e-4 * lam:
-            track = False
-        lam_prev = lam
-        if path.shape[0] > 0:
-            for j in range(support.size):
-                if G == 1:
-                    path[e, support[j]] = beta[j, 0]
-                else:
-                    path[e, support[j]] = np.sqrt(np.sum(beta[j] * beta[j]))
-    return Xw, transposed, cols, fp, beta, v, support, intercept, lam, track
-
-
-@njit(cache=True)
-def _compact(X, Xw, transposed, owned, cols, fp, bins, width, waste, N, pairwise, final):
-    """The working matrix after a drop to the kept columns ``cols``. Returns (Xw, transposed,
-    owned, cols, waste).
+def compact(mats, cols, fp, bins, policy):
+    """The working matrix after a drop to the kept columns ``cols`` (positions in the current
+    one). ``mats`` = (X, Xw, transposed, owned): the caller's matrix, the solver's own (see
+    :class:`cvfs.core._driver.InMemory`); ``policy`` = (width read by the last pass, waste,
+    final, pairwise loss, N). Returns (Xw, transposed, owned, cols, waste).
 
     Piecewise-linear responses: the first drop moves the kept features of the caller's X into
     a new feature-major matrix of bin coordinates, whose passes cost a fraction of the
@@ -825,6 +735,8 @@ def _compact(X, Xw, transposed, owned, cols, fp, bins, width, waste, N, pairwise
     rental). With a row-separable loss and few enough kept columns they are then stored
     feature-major (``transposed``, shape (W, N)).
     """
+    X, Xw, transposed, owned = mats
+    width, waste, final, pairwise, N = policy
     if bins > 0:
         if not transposed:
             return compact_bins(X, cols, fp, bins), True, True, np.arange(cols.size), waste

@@ -166,9 +166,12 @@ def basis_sums(X, fp, bins, sums, d, gsums):
 
 
 @njit(cache=True)
-def pl_row_pass(X, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
+def pl_row_pass(X, y, loss, model, acc, track):
     """One pass of a row-separable loss over the rows of X (scores, loss, raw sums
-    g += d_i u_i, h += t_i u_i with t = U_c v). Returns (loss sum, sum d, sum t)."""
+    g += d_i u_i, h += t_i u_i with t = U_c v) for the ``model`` (cols, fp, bins, beta, v,
+    intercept) and ``acc`` = (g, h). Returns (loss sum, sum d, sum t)."""
+    cols, fp, bins, beta, v, intercept = model
+    g, h = acc
     m = cols.size
     z0 = centring_offset(fp, beta)
     t0 = centring_offset(fp, v)
@@ -339,12 +342,14 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
 
 
 @njit(cache=True)
-def pl_row_pass_t(S, y, cols, fp, bins, beta, v, intercept, loss, g, h, track):
+def pl_row_pass_t(S, y, loss, model, acc, track):
     """:func:`pl_row_pass` on the feature-major bin coordinates ``S`` (W, N): the scores of all
     rows by one sweep per kept feature, the loss rows, then the sums by one sweep per feature.
     (The passes are compute-bound: row chunks kept in L2 between the two sweeps measured no
     faster, and slower for wide float64 matrices, whose short per-feature runs miss the TLB.)
     Returns (loss sum, sum d, sum t)."""
+    cols, fp, bins, beta, v, intercept = model
+    g, h = acc
     N = S.shape[1]
     z = np.empty(N)
     t = np.empty(N)

@@ -263,10 +263,14 @@ def _response_at(c, j, b, a):
 
 
 @njit(cache=True)
-def pl_csc_scores(indptr, indices, data, cols, fp, bins, beta, v, z, t, track):
-    """z_i += sum_j (f_j(x_ij) - f_j(0)) over the stored entries of the kept columns, f_j the
-    uncentred response with knots beta_j (t likewise with v if ``track``); returns
-    (sum_j f_j(0), the same with v): the part every row shares."""
+def pl_csc_scores(csc, cols, fp, bins, coefs, out, track):
+    """z_i += sum_j (f_j(x_ij) - f_j(0)) over the stored entries of the kept columns of
+    ``csc`` = (indptr, indices, data), f_j the uncentred response with knots beta_j (t likewise
+    with v if ``track``), ``coefs`` = (beta, v), ``out`` = (z, t); returns (sum_j f_j(0), the
+    same with v): the part every row shares."""
+    indptr, indices, data = csc
+    beta, v = coefs
+    z, t = out
     z0 = 0.0
     t0 = 0.0
     for j in range(cols.size):
@@ -286,9 +290,14 @@ def pl_csc_scores(indptr, indices, data, cols, fp, bins, beta, v, z, t, track):
 
 
 @njit(cache=True)
-def pl_csc_dots(indptr, indices, data, cols, fp, bins, d, t, dsum, tsum, g, h, track):
-    """Raw basis sums g[j, b] += sum_i d_i u_b(x_ij) over all rows of the kept columns (h
-    likewise with t if ``track``); ``dsum``, ``tsum`` the sums of d and t over all rows."""
+def pl_csc_dots(csc, cols, fp, bins, rows, sums, acc, track):
+    """Raw basis sums g[j, b] += sum_i d_i u_b(x_ij) over all rows of the kept columns of
+    ``csc`` = (indptr, indices, data) (h likewise with t if ``track``); ``rows`` = (d, t),
+    ``sums`` = (dsum, tsum) their sums over all rows, ``acc`` = (g, h)."""
+    indptr, indices, data = csc
+    d, t = rows
+    dsum, tsum = sums
+    g, h = acc
     for j in range(cols.size):
         c = cols[j]
         ds = 0.0

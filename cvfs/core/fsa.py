@@ -46,7 +46,7 @@ from cvfs.base import check_random_state
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core._dask_layout import is_dask_array
-from cvfs.core._driver import FitState, Steps, fsa_iterate
+from cvfs.core._driver import FitState, Steps, fsa_iterate, in_memory
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import Shrinkage, get_prior
 from cvfs.core.responses import _ColumnStats, get_response
@@ -367,34 +367,58 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big
     Data Learning", TPAMI 2017: Algorithm 1, eq. (3) schedule, eqs. (4)-(9) losses, eq. (13).
     """
+    spec = FitSpec(**{name: value for name, value in locals().items()
+                      if name not in ("X", "y", "k")})
     if sp.issparse(X):  # scipy.sparse CSR/CSC: the sparse layout of cvfs.core.fsa_sparse
-        from cvfs.core.fsa_sparse import fsa_fit_sparse
+        from cvfs.core.fsa_sparse import fit_sparse
 
-        return fsa_fit_sparse(X, y, k, loss=loss, bins=bins, prior=prior, n_iter=n_iter, mu=mu,
-                              schedule=schedule, learning_rate=learning_rate,
-                              annealing_boost=annealing_boost, fit_intercept=fit_intercept,
-                              pairs=pairs, sample_weight=sample_weight,
-                              max_memory=max_memory, block_bytes=block_bytes,
-                              random_state=random_state, record_path=record_path,
-                              verbose=verbose)
+        return fit_sparse(X, y, k, spec)
     t_start = time.perf_counter()
-    p = _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
-               pairs, sample_weight, max_memory, worker_memory)
-    fp, g_first, first, Xs, sub = _statistics(p, block_bytes)
-    v, lam = _start(p, fp, Xs, sub, random_state)
+    p = _setup(X, y, k, spec)
+    fp, g_first, first, Xs, sub = _statistics(p)
+    v, lam = _start(p, fp, Xs, sub)
     hist = np.zeros((p.n_iter, 5))
     path = np.zeros((p.n_iter, p.M)) if record_path else np.zeros((0, 0))
-    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
-    state = _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, verbose)
+    state = _iterate(p, fp, (v, lam), (g_first, first), (hist, path))
     return _finish(p, state, hist, path if record_path else None, t_start)
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """The keyword arguments of :func:`fsa_fit` (same names and defaults)."""
+
+    loss: object = "logistic"
+    bins: object = None
+    prior: object = None
+    n_iter: int = 500
+    mu: float = 300.0
+    schedule: object = None
+    learning_rate: object = None
+    annealing_boost: object = None
+    fit_intercept: bool = True
+    pairs: object = None
+    sample_weight: object = None
+    max_memory: object = None
+    block_bytes: int = _BLOCK_BYTES
+    worker_memory: object = None
+    random_state: object = None
+    record_path: bool = False
+    verbose: bool = False
+
+    @property
+    def lr_fixed(self):
+        """The fixed step, 0 for the automatic one."""
+        return float(self.learning_rate) if self.learning_rate is not None else 0.0
 
 
 @dataclass
 class _Problem:
-    """The checked inputs of a dense FSA fit (:func:`_setup`)."""
+    """The checked inputs of an FSA fit (:func:`_setup`), dense or sparse."""
 
     X: object
     y: np.ndarray
+    yk: np.ndarray  # targets as the kernels take them: y, or (y, weight) rows
+    sw: np.ndarray | None
     loss: object
     prior: object
     boost: float
@@ -402,12 +426,11 @@ class _Problem:
     schedule: np.ndarray
     pairs: tuple
     fit_intercept: bool
-    layout: object
-    out_of_core: bool
     max_memory: int
     intercept: float
-    sw: np.ndarray | None = None
-    yk: np.ndarray | None = None  # targets as the kernels take them: y, or (y, weight) rows
+    spec: FitSpec
+    layout: object = None  # the Dask layout, or None
+    out_of_core: bool = False
 
     @property
     def n_total(self):
@@ -444,26 +467,48 @@ def _model_parts(loss, prior, annealing_boost, bins):
     return loss, prior, boost, response
 
 
-def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fit_intercept,
-           pairs, sample_weight, max_memory, worker_memory):
-    """Checks and defaults of :func:`fsa_fit`; X as the layout reads it."""
-    loss, prior, boost, response = _model_parts(loss, prior, annealing_boost, bins)
+def _setup(X, y, k, spec, check_X=None):
+    """Checks and defaults of :func:`fsa_fit` (``spec``: its keyword arguments); X as the layout
+    reads it: ``check_X(X)`` (the sparse fit's check), else an in-memory, out-of-core or Dask
+    X."""
+    loss, prior, boost, response = _model_parts(spec.loss, spec.prior, spec.annealing_boost,
+                                                spec.bins)
+    if check_X is not None:
+        X = check_X(X)
     N, M = X.shape
     if N == 0 or M == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
     k = min(int(k), M)
-    if schedule is None:
-        schedule = annealing_schedule(M, k, n_iter, mu)
+    if spec.schedule is None:
+        schedule = annealing_schedule(M, k, spec.n_iter, spec.mu)
     else:
-        schedule = check_schedule(schedule, M, k)
+        schedule = check_schedule(spec.schedule, M, k)
     y = np.ascontiguousarray(y, dtype=np.float64)
-    sw = check_sample_weight(sample_weight, N)
+    sw = check_sample_weight(spec.sample_weight, N)
     is_rank = loss.pairwise
-    pairs = ranking_arrays(pairs if is_rank else None, is_rank, sw)
-    fit_intercept = fit_intercept and not is_rank
+    pairs = ranking_arrays(spec.pairs if is_rank else None, is_rank, sw)
+    fit_intercept = spec.fit_intercept and not is_rank
+    max_memory = _physical_memory() // 4 if spec.max_memory is None else spec.max_memory
     layout = None
-    if max_memory is None:
-        max_memory = _physical_memory() // 4
+    if check_X is None:
+        X, layout = _dense_source(X, y, pairs, sw, (spec.worker_memory, max_memory))
+    if not fit_intercept:
+        intercept = 0.0
+    elif sw is None:
+        intercept = loss.init_intercept(y)
+    else:
+        intercept = loss.init_intercept(y, sample_weight=sw)
+    yk = y if sw is None or is_rank else np.ascontiguousarray(np.column_stack([y, sw]))
+    return _Problem(X, y, yk, sw, loss, prior, boost, response, schedule, pairs, fit_intercept,
+                    max_memory, intercept, spec, layout,
+                    layout is None and check_X is None and is_out_of_core(X))
+
+
+def _dense_source(X, y, pairs, sw, memory):
+    """(X as the passes read it, the Dask layout or None): a Dask array's row chunks, an
+    out-of-core X as it is, else a C-contiguous float32/float64 ndarray. ``memory`` =
+    (worker_memory, max_memory)."""
+    worker_memory, max_memory = memory
     if sw is not None and is_dask_array(X):
         raise NotImplementedError("sample_weight is not supported for a Dask X: compute X, or "
                                   "pass it as an np.memmap / HDF5 dataset")
@@ -473,25 +518,16 @@ def _setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost, fi
         if worker_memory is None:
             worker_memory = default_worker_memory(_physical_memory())
         layout = DaskLayout(X, y, pairs, worker_memory, max_memory)
-        X = layout.X
-    out_of_core = is_out_of_core(X)
-    if not out_of_core and layout is None:
-        X = np.asarray(X)
-        if X.dtype not in (np.float32, np.float64):
-            X = X.astype(np.float64)
-        X = np.ascontiguousarray(X)
-    if not fit_intercept:
-        intercept = 0.0
-    elif sw is None:
-        intercept = loss.init_intercept(y)
-    else:
-        intercept = loss.init_intercept(y, sample_weight=sw)
-    yk = y if sw is None or is_rank else np.ascontiguousarray(np.column_stack([y, sw]))
-    return _Problem(X, y, loss, prior, boost, response, schedule, pairs, fit_intercept, layout,
-                    out_of_core, max_memory, intercept, sw, yk)
+        return layout.X, layout
+    if is_out_of_core(X):
+        return X, None
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return np.ascontiguousarray(X), None
 
 
-def _statistics(p, block_bytes):
+def _statistics(p):
     """The statistics pass: the response table fp, the first iteration's gradient g_first and
     (mean loss, d loss / d intercept) ``first`` when it is fused into the pass, and the rows
     ``sub`` of the power-iteration start (with their copy Xs unless X is read in place)."""
@@ -504,13 +540,13 @@ def _statistics(p, block_bytes):
         d0 = np.empty(N)
         l0 = K.loss_rows(p.loss, np.full(N, p.intercept), p.yk, d0)
     # rows of the power-iteration start (below): evenly spaced, at most one block
-    sub = power_rows(N, M, p.X.dtype.itemsize, block_bytes, p.sw)
+    sub = power_rows(N, M, p.X.dtype.itemsize, p.spec.block_bytes, p.sw)
     if p.layout is not None:
         fp, g_first, Xs = p.layout.column_table(
             p.response, (p.loss, p.intercept) if fused else None, sub)
     else:
-        fp, g_first, Xs = _column_table(p.X, p.response, block_bytes, d0 if fused else None,
-                                        None if p.in_place else sub, p.sw)
+        fp, g_first, Xs = _column_table(p.X, p.response, p.spec.block_bytes,
+                                        d0 if fused else None, None if p.in_place else sub, p.sw)
     if not fused:
         return fp, np.zeros((0, 1)), (0.0, 0.0), Xs, sub
     # iteration 0's gradient and (mean loss, d loss / d intercept), for either loop
@@ -523,11 +559,11 @@ def _statistics(p, block_bytes):
     return fp, g_first, (l0 / n, dsum / n), Xs, sub
 
 
-def _start(p, fp, Xs, sub, random_state):
+def _start(p, fp, Xs, sub):
     """Start vector v and initial curvature estimate lam from a few power iterations on the
     row subsample ``sub``."""
     M, G = p.M, p.response.G
-    rng = check_random_state(0 if random_state is None else random_state)
+    rng = check_random_state(0 if p.spec.random_state is None else p.spec.random_state)
     v = rng.standard_normal((M, G))
     v /= np.linalg.norm(v)
     cols = np.arange(M, dtype=np.int64)
@@ -542,55 +578,34 @@ def _start(p, fp, Xs, sub, random_state):
     return v, lam
 
 
-def _iterate(p, fp, v, lam, g_first, first, lr_fixed, hist, path, block_bytes, verbose):
-    """The iterations: in row blocks (out of core) or Dask chunks until the kept columns fit
-    in memory (:func:`cvfs.core._driver.fsa_iterate`), then
-    :func:`cvfs.core._kernels.fsa_loop`. Returns (beta, fp, support, intercept, lam,
+def _iterate(p, fp, power, start, record):
+    """The iterations (:func:`cvfs.core._driver.fsa_iterate`) from the start ``power`` = (v,
+    lam) of the power iteration: in row blocks (out of core) or Dask chunks until the kept
+    columns fit in memory, then in memory. Returns (beta, fp, support, intercept, lam,
     iterations out of core)."""
     from tqdm.auto import tqdm
 
-    M, G, n_iter, bins = p.M, p.response.G, p.n_iter, p.response.bins
-    X = p.X
-    state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), v,
-                     np.arange(M, dtype=np.int64), p.intercept, lam)
-    steps = Steps(p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost,
-                  p.fit_intercept)
-    bar = tqdm(total=n_iter, desc="FSA", leave=False) if verbose else None
-    e = 0
-    transposed = False
-    layout = (RowBlocks(X, p.yk, p.pairs, block_bytes, p.max_memory) if p.out_of_core
-              else p.layout)
-    if layout is not None:
-        try:
-            e, X, transposed, _ = fsa_iterate(layout, p.loss, p.prior, steps, state,
-                                              (g_first, first), (hist, path, bar))
-        finally:
-            if layout is p.layout:
-                layout.cleanup()
-    n_ooc = e
-    t_mem = time.perf_counter(), time.process_time()
-    chunk = n_iter if not verbose else max(1, n_iter // 50)
-    track = True
-    # the solver's own working buffer: the kept columns loaded from an out-of-core X, else
-    # empty until the first compaction
-    Xw = X if layout is not None else np.empty((0, 0), dtype=X.dtype)
-    s = state
-    cols, fp, beta, v, support, intercept, lam = (s.cols, s.fp, s.beta, s.v, s.support,
-                                                  s.intercept, s.lam)
-    while e < n_iter:
-        e1 = min(n_iter, e + chunk)
-        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
-        Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            X, p.yk, p.pairs, p.loss, p.prior, steps.as_tuple(), (g_first, first), state,
-            hist, path, (e, e1))
+    M, G = p.M, p.response.G
+    state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), power[0],
+                     np.arange(M, dtype=np.int64), p.intercept, power[1])
+    steps = Steps(p.schedule, p.response.bins, float(p.loss.curvature), p.spec.lr_fixed,
+                  p.boost, p.fit_intercept)
+    if p.out_of_core:
+        layout = RowBlocks(p.X, p.yk, p.pairs, p.spec.block_bytes, p.max_memory)
+    elif p.layout is not None:
+        layout = p.layout
+    else:
+        layout = in_memory(p.X, p.yk, p.pairs)
+    bar = tqdm(total=p.n_iter, desc="FSA", leave=False) if p.spec.verbose else None
+    try:
+        s, n_ooc = fsa_iterate(layout, p.loss, p.prior, steps, state, start, record,
+                               (p.yk, p.pairs), bar)
+    finally:
+        if p.layout is not None:
+            p.layout.cleanup()
         if bar is not None:
-            bar.update(e1 - e)
-        e = e1
-    if bar is not None:
-        bar.close()
-    if p.layout is not None:  # wall and CPU seconds of the in-memory loop after the gather
-        p.layout.in_memory = (time.perf_counter() - t_mem[0], time.process_time() - t_mem[1])
-    return beta, fp, support, intercept, lam, n_ooc
+            bar.close()
+    return s.beta, s.fp, s.support, s.intercept, s.lam, n_ooc
 
 
 def _finish(p, state, hist, path, t_start):
@@ -649,19 +664,20 @@ class RowBlocks:
     def fits(self, state):
         return self.X.shape[0] * state.cols.size * self.itemsize <= self.max_memory
 
-    def begin(self, e):
-        pass
+    def begin(self, state, e):
+        return state
 
     def end(self, e):
         pass
 
     def dropped(self, state, e):
-        pass  # every pass reads the rows of X; nothing to compact
+        return state  # every pass reads the rows of X; nothing to compact
 
     def gradient(self, loss, bins, state, track):
         """One pass over the row blocks: (mean loss, g, d loss / d intercept, H v, M)."""
         N, M = self.X.shape
-        cols, fp, beta, v, intercept = state.model
+        cols, fp, beta, v, intercept = (state.cols, state.fp, state.beta, state.v,
+                                        state.intercept)
         g = np.zeros(beta.shape)
         h = np.zeros(beta.shape)
         if loss.pairwise:
@@ -685,8 +701,8 @@ class RowBlocks:
         y = self.y
         lsum = dsum = tsum = 0.0
         for r0, r1 in self.blocks:
-            a, b, c = K.row_pass(self._read(r0, r1), y[r0:r1], cols, fp, bins, beta, v,
-                                 intercept, loss, g, h, track)
+            a, b, c = K.row_pass(self._read(r0, r1), y[r0:r1], loss,
+                                 (cols, fp, bins, beta, v, intercept), (g, h), track)
             lsum += a
             dsum += b
             tsum += c

@@ -15,8 +15,8 @@ as the in-memory solver on a sparse layout:
   per-column dot products (:mod:`cvfs.core._sparse_kernels`).
 - Hand-over: once the kept columns take no more memory dense than sparse, or make a dense
   block of at most ``_DENSE_CELLS`` cells (and fit in ``max_memory``), they are made dense
-  (piecewise linear: feature-major bin coordinates) and the in-memory loop
-  :func:`cvfs.core._kernels.fsa_loop` finishes the fit.
+  (piecewise linear: feature-major bin coordinates) and the driver finishes the fit on the
+  in-memory layout (:mod:`cvfs.core._driver`).
 - Peak memory: the input, plus the CSC copy of the kept columns (CSR input), plus at the
   hand-over their dense block (no larger than their sparse form or ``_DENSE_CELLS`` cells), plus
   O(N + M) vectors.
@@ -29,7 +29,6 @@ The rationale is in ``docs/methods.md``, section "FSA on sparse input";
 import logging
 import math
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,17 +39,14 @@ from cvfs.core import _sparse_kernels as SK
 from cvfs.core._driver import FitState, Steps, fsa_iterate
 from cvfs.core.fsa import (
     _POWER_ITERS,
+    FitSpec,
     FSAResult,
-    _model_parts,
-    _physical_memory,
-    check_sample_weight,
+    _setup,
     fit_history,
     pair_degree,
     power_rows,
-    ranking_arrays,
 )
 from cvfs.core.responses import _ColumnStats
-from cvfs.core.schedules import annealing_schedule, check_schedule
 
 __all__ = ["check_sparse", "fsa_fit_sparse", "sparse_decision_function"]
 
@@ -183,11 +179,11 @@ def _pl_power_start(Xsub, fp, bins, v, n_iter):
     lam = 0.0
     for _ in range(n_iter):
         t = np.full(n, -float(np.sum(v * fp[:, 2:])))
-        _, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, zero, v, z, t, True)
+        _, t0 = SK.pl_csc_scores(csc, cols, fp, bins, (zero, v), (z, t), True)
         t += t0
         tsum = float(t.sum())
         g, h = np.zeros_like(v), np.zeros_like(v)
-        SK.pl_csc_dots(*csc, cols, fp, bins, d, t, 0.0, tsum, g, h, True)
+        SK.pl_csc_dots(csc, cols, fp, bins, (d, t), (0.0, tsum), (g, h), True)
         K.finalize(h, fp, bins, tsum, n)
         nh = float(np.sqrt(np.sum(h * h)))
         if nh == 0.0:
@@ -242,30 +238,6 @@ def _dense_columns(X, csc, cols, support):
     return out
 
 
-@dataclass
-class _SparseProblem:
-    """The checked inputs of a sparse FSA fit (:func:`_sparse_setup`)."""
-
-    X: object
-    y: np.ndarray
-    yk: np.ndarray  # targets as the kernels take them: y, or (y, weight) rows
-    sw: np.ndarray | None
-    loss: object
-    prior: object
-    boost: float
-    response: object
-    schedule: np.ndarray
-    pairs: tuple
-    fit_intercept: bool
-    max_memory: int
-    intercept: float
-    n_total: float  # the denominator of the mean loss: N or the sum of the weights
-
-    @property
-    def n_iter(self):
-        return self.schedule.size
-
-
 def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
                    schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
                    pairs=None, sample_weight=None, max_memory=None, block_bytes=64 << 20,
@@ -283,51 +255,29 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     ValueError
         If X has no row or column, holds NaN or infinity, or the weights are invalid.
     """
+    spec = FitSpec(**{name: value for name, value in locals().items()
+                      if name not in ("X", "y", "k")})
+    return fit_sparse(X, y, k, spec)
+
+
+def fit_sparse(X, y, k, spec):
+    """:func:`fsa_fit_sparse` with its keyword arguments in ``spec``
+    (:class:`cvfs.core.fsa.FitSpec`)."""
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
-    p = _sparse_setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost,
-                      fit_intercept, pairs, sample_weight, max_memory)
+    p = _setup(X, y, k, spec, check_sparse)
     fp, g_first, first, col_nnz = _sparse_statistics(p)
-    v, lam = _sparse_start(p, fp, random_state, block_bytes)
+    v, lam = _sparse_start(p, fp)
     hist = np.zeros((p.n_iter, 5))
-    path = np.zeros((p.n_iter, p.X.shape[1])) if record_path else np.zeros((0, 0))
-    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
-    bar = tqdm(total=p.n_iter, desc="FSA", leave=False) if verbose else None
-    state = _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, path,
-                               bar)
-    n_sparse = state[0]
-    state = _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbose)
+    path = np.zeros((p.n_iter, p.M)) if spec.record_path else np.zeros((0, 0))
+    bar = tqdm(total=p.n_iter, desc="FSA", leave=False) if spec.verbose else None
+    state, n_sparse = _sparse_iterations(p, fp, (v, lam), (g_first, first), col_nnz,
+                                         (hist, path), bar)
     if bar is not None:
         bar.close()
-    return _sparse_result(p, state, n_sparse, hist, path if record_path else None, t_start)
-
-
-def _sparse_setup(X, y, k, loss, bins, prior, n_iter, mu, schedule, annealing_boost,
-                  fit_intercept, pairs, sample_weight, max_memory):
-    """Checks and defaults of :func:`fsa_fit_sparse`."""
-    loss, prior, boost, response = _model_parts(loss, prior, annealing_boost, bins)
-    X = check_sparse(X)
-    N, M = X.shape
-    k = min(int(k), M)
-    schedule = (annealing_schedule(M, k, n_iter, mu) if schedule is None
-                else check_schedule(schedule, M, k))
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    sw = check_sample_weight(sample_weight, N)
-    is_rank = loss.pairwise
-    pairs = ranking_arrays(pairs if is_rank else None, is_rank, sw)
-    fit_intercept = fit_intercept and not is_rank
-    if max_memory is None:
-        max_memory = _physical_memory() // 4
-    if not fit_intercept:
-        intercept = 0.0
-    else:
-        intercept = (loss.init_intercept(y) if sw is None
-                     else loss.init_intercept(y, sample_weight=sw))
-    yk = y if sw is None or is_rank else np.ascontiguousarray(np.column_stack([y, sw]))
-    n_total = N if sw is None else float(sw.sum())
-    return _SparseProblem(X, y, yk, sw, loss, prior, boost, response, schedule, pairs,
-                          fit_intercept, max_memory, intercept, n_total)
+    return _sparse_result(p, state, n_sparse, hist, path if spec.record_path else None,
+                          t_start)
 
 
 def _sparse_statistics(p):
@@ -351,13 +301,13 @@ def _sparse_statistics(p):
     return fp, g_first, (l0 / p.n_total, dsum / p.n_total), col_nnz
 
 
-def _sparse_start(p, fp, random_state, block_bytes):
+def _sparse_start(p, fp):
     """Start vector and curvature estimate: power iterations on the rows the dense fit uses."""
     N, M = p.X.shape
-    rng = check_random_state(0 if random_state is None else random_state)
+    rng = check_random_state(0 if p.spec.random_state is None else p.spec.random_state)
     v = rng.standard_normal((M, p.response.G))
     v /= np.linalg.norm(v)
-    sub = power_rows(N, M, p.X.dtype.itemsize, block_bytes, p.sw)
+    sub = power_rows(N, M, p.X.dtype.itemsize, p.spec.block_bytes, p.sw)
     if p.response.bins == 0:
         lam = _power_start(p.X[sub], fp, v, _POWER_ITERS)
     else:
@@ -382,7 +332,7 @@ def _sparse_pass(p, csc, cols, fp, beta, v, intercept, track):
     if bins == 0:
         SK.csc_scores(*csc, cols, beta[:, 0] * fp[:, 1], v[:, 0] * fp[:, 1], z, t, track)
     else:
-        z0, t0 = SK.pl_csc_scores(*csc, cols, fp, bins, beta, v, z, t, track)
+        z0, t0 = SK.pl_csc_scores(csc, cols, fp, bins, (beta, v), (z, t), track)
         z += z0
         if track:
             t += t0
@@ -400,7 +350,7 @@ def _sparse_pass(p, csc, cols, fp, beta, v, intercept, track):
     if bins == 0:
         SK.csc_dots(*csc, cols, d, t, g, h, track)
     else:
-        SK.pl_csc_dots(*csc, cols, fp, bins, d, t, dsum, tsum, g, h, track)
+        SK.pl_csc_dots(csc, cols, fp, bins, (d, t), (dsum, tsum), (g, h), track)
     K.finalize(g, fp, bins, dsum, denom)
     K.finalize(h, fp, bins, tsum, denom)
     if not p.loss.pairwise:
@@ -417,9 +367,10 @@ class SparseColumns:
 
     stop_tracking = True
 
-    def __init__(self, p, col_nnz):
+    def __init__(self, p, col_nnz, fused):
         self.p = p
         self.col_nnz = col_nnz
+        self.fused = fused  # iteration 0 reads no data (its gradient came with the statistics)
         X = p.X
         self.csc = (X.indptr, X.indices, X.data) if X.format == "csc" else None
 
@@ -432,19 +383,20 @@ class SparseColumns:
             dense_bytes <= nnz * (X.dtype.itemsize + X.indices.dtype.itemsize)
             or X.shape[0] * m <= _DENSE_CELLS)
 
-    def begin(self, e):
-        pass
+    def begin(self, state, e):
+        if self.csc is None and not (e == 0 and self.fused):
+            # CSR input: copy the kept columns once, column-major, before the first pass
+            self.csc = _kept_columns_csc(self.p.X, state.support)
+            return state._replace(cols=np.arange(state.cols.size, dtype=np.int64))
+        return state
 
     def end(self, e):
         pass
 
     def dropped(self, state, e):
-        pass  # the passes read only the kept columns' entries
+        return state  # the passes read only the kept columns' entries
 
     def gradient(self, loss, bins, state, track):
-        if self.csc is None:  # CSR input: copy the kept columns once, column-major
-            self.csc = _kept_columns_csc(self.p.X, state.support)
-            state.cols = np.arange(state.cols.size, dtype=np.int64)
         value, g, gi, h = _sparse_pass(self.p, self.csc, state.cols, state.fp, state.beta,
                                        state.v, state.intercept, track)
         return value, g, gi, h, state.cols.size
@@ -459,45 +411,24 @@ class SparseColumns:
         return Xw, bins > 0
 
 
-def _sparse_iterations(p, fp, v, lam, g_first, first, col_nnz, lr_fixed, hist, path, bar):
-    """The iterations on the sparse layout (:func:`cvfs.core._driver.fsa_iterate`), until the
-    kept columns are cheaper dense. Returns the state (iteration, dense kept columns or None,
-    transposed, cols, fp, beta, v, support, intercept, lam, track)."""
+def _sparse_iterations(p, fp, power, start, col_nnz, record, bar):
+    """The iterations (:func:`cvfs.core._driver.fsa_iterate`): on the sparse layout until the
+    kept columns are cheaper dense, then on them in memory. Returns (state, iterations on the
+    sparse layout)."""
     M, G = p.X.shape[1], p.response.G
-    state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), v,
-                     np.arange(M, dtype=np.int64), p.intercept, lam)
-    steps = Steps(p.schedule, p.response.bins, float(p.loss.curvature), lr_fixed, p.boost,
-                  p.fit_intercept)
-    e, Xw, transposed, track = fsa_iterate(SparseColumns(p, col_nnz), p.loss, p.prior, steps,
-                                           state, (g_first, first), (hist, path, bar))
-    s = state
-    return e, Xw, transposed, s.cols, s.fp, s.beta, s.v, s.support, s.intercept, s.lam, track
-
-
-def _dense_iterations(p, state, g_first, first, lr_fixed, hist, path, bar, verbose):
-    """The remaining iterations on the dense kept columns by
-    :func:`cvfs.core._kernels.fsa_loop`."""
-    e, Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = state
-    if e >= p.n_iter:
-        return state
-    bins = p.response.bins
-    chunk = p.n_iter if not verbose else max(1, p.n_iter // 50)
-    steps = (p.schedule, bins, float(p.loss.curvature), lr_fixed, p.boost, p.fit_intercept)
-    while e < p.n_iter:
-        e1 = min(p.n_iter, e + chunk)
-        state = (Xw, transposed, cols, fp, beta, v, support, intercept, lam, track)
-        Xw, transposed, cols, fp, beta, v, support, intercept, lam, track = K.fsa_loop(
-            Xw, p.yk, p.pairs, p.loss, p.prior, steps, (g_first, first), state, hist, path,
-            (e, e1))
-        if bar is not None:
-            bar.update(e1 - e)
-        e = e1
-    return e, None, False, cols, fp, beta, v, support, intercept, lam, track
+    state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, G)), power[0],
+                     np.arange(M, dtype=np.int64), p.intercept, power[1])
+    steps = Steps(p.schedule, p.response.bins, float(p.loss.curvature), p.spec.lr_fixed,
+                  p.boost, p.fit_intercept)
+    layout = SparseColumns(p, col_nnz, start[0].shape[0] > 0)
+    return fsa_iterate(layout, p.loss, p.prior, steps, state, start, record, (p.yk, p.pairs),
+                       bar)
 
 
 def _sparse_result(p, state, n_sparse, hist, path, t_start):
     """The :class:`cvfs.core.fsa.FSAResult` (coefficients on the uncentred basis)."""
-    _, _, _, _, fp, beta, _, support, intercept, lam, _ = state
+    fp, beta, support, intercept, lam = (state.fp, state.beta, state.support, state.intercept,
+                                         state.lam)
     bins = p.response.bins
     offset = float(np.sum(beta * fp[:, 2:]))
     history = fit_history(hist, p.X.shape[1], float(p.loss.curvature * lam), t_start,
