@@ -369,40 +369,9 @@ def _pass_split(held, files, weights, y, loss, track, acc):
     XB, cb = files
     a, b, z0, t0 = weights
     g, h = acc
-    N = y.size
     na = ca.size
-    m = na + cb.size
-    R = min(N, max(512, (1 << 18) // max(1, m * XA.itemsize)))
-    z = np.empty(R)
-    t = np.empty(R)
-    d = np.empty(R)
-    aa, ab = a[:na], a[na:]
-    ba, bb = b[:na], b[na:]
-    ga, gb = g[:na], g[na:]
-    ha, hb = h[:na], h[na:]
-    lsum = 0.0
-    dsum = 0.0
-    tsum = 0.0
-    for r0 in range(0, N, R):
-        n = min(R, N - r0)
-        zc, tc, dc = z[:n], t[:n], d[:n]
-        zc[:] = z0
-        tc[:] = t0
-        if na:
-            K._axpy_columns(zc, tc, XA, ca, aa, ba, track, r0)
-        if m > na:
-            K._axpy_columns(zc, tc, XB, cb, ab, bb, track, r0)
-        lsum += K.loss_rows(loss, zc, y[r0:r0 + n], dc)
-        if track:
-            K.weight_rows(y[r0:r0 + n], tc)
-        for i in range(n):
-            dsum += dc[i]
-            tsum += tc[i]
-        if na:
-            K._dot_columns(dc, tc, XA, ca, ga, ha, track, r0)
-        if m > na:
-            K._dot_columns(dc, tc, XB, cb, gb, hb, track, r0)
-    return lsum, dsum, tsum
+    parts = ((XA, ca, a[:na], b[:na], g[:na], h[:na]), (XB, cb, a[na:], b[na:], g[na:], h[na:]))
+    return K.sweep_columns(parts, (y.size, z0, t0), y, loss, track)
 
 
 def _kept_args(func, args):

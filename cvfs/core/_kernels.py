@@ -19,6 +19,7 @@ Every kernel has a NumPy twin in ``tests/naive.py``.
 import math
 
 import numpy as np
+from numba import literal_unroll
 
 from cvfs._jit import njit
 from cvfs.core._loss_kernels import (
@@ -400,6 +401,44 @@ def _dot_columns(d, t, XT, cols, g, h, track, off):
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
+def sweep_columns(parts, start, y, loss, track):
+    """The linear row pass over feature-major matrices: ``parts`` = ((XT, cols, a, b, g, h),
+    ...), each adding sum_j a_j XT[cols_j] to the scores (b to the power-iteration scores) and
+    receiving the raw sums of its columns into g, h; ``start`` = (N, z0, t0), the rows and the
+    scores' centring offsets. Row chunks whose columns (~256 KiB) stay in L2 between the axpy
+    and the dot sweeps. Returns (loss sum, sum d, sum t)."""
+    N, z0, t0 = start
+    m = 0
+    itemsize = 1
+    for part in literal_unroll(parts):
+        m += part[1].size
+        itemsize = part[0].itemsize
+    R = min(N, max(512, (1 << 18) // max(1, m * itemsize)))
+    z = np.empty(R)
+    t = np.empty(R)
+    d = np.empty(R)
+    lsum = 0.0
+    dsum = 0.0
+    tsum = 0.0
+    for r0 in range(0, N, R):
+        n = min(R, N - r0)
+        zc, tc, dc = z[:n], t[:n], d[:n]
+        zc[:] = z0
+        tc[:] = t0
+        for part in literal_unroll(parts):
+            _axpy_columns(zc, tc, part[0], part[1], part[2], part[3], track, r0)
+        lsum += loss_rows(loss, zc, y[r0:r0 + n], dc)
+        if track:
+            weight_rows(y[r0:r0 + n], tc)
+        for i in range(n):
+            dsum += dc[i]
+            tsum += tc[i]
+        for part in literal_unroll(parts):
+            _dot_columns(dc, tc, part[0], part[1], part[4], part[5], track, r0)
+    return lsum, dsum, tsum
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
 def row_pass_t(XT, y, loss, model, acc, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
@@ -419,28 +458,7 @@ def row_pass_t(XT, y, loss, model, acc, track):
         b[j] = v[j, 0] * fp[j, 1]
         if track:
             t0 -= v[j, 0] * fp[j, 2]
-    # row chunks whose kept columns (~256 KiB) stay in L2 between the axpy and the dot sweeps
-    R = min(N, max(512, (1 << 18) // max(1, m * XT.itemsize)))
-    z = np.empty(R)
-    t = np.empty(R)
-    d = np.empty(R)
-    lsum = 0.0
-    dsum = 0.0
-    tsum = 0.0
-    for r0 in range(0, N, R):
-        n = min(R, N - r0)
-        zc, tc, dc = z[:n], t[:n], d[:n]
-        zc[:] = z0
-        tc[:] = t0
-        _axpy_columns(zc, tc, XT, cols, a, b, track, r0)
-        lsum += loss_rows(loss, zc, y[r0:r0 + n], dc)
-        if track:
-            weight_rows(y[r0:r0 + n], tc)
-        for i in range(n):
-            dsum += dc[i]
-            tsum += tc[i]
-        _dot_columns(dc, tc, XT, cols, g, h, track, r0)
-    return lsum, dsum, tsum
+    return sweep_columns(((XT, cols, a, b, g, h),), (N, z0, t0), y, loss, track)
 
 
 @njit(cache=True)

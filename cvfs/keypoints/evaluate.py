@@ -344,6 +344,17 @@ def recall_at_precision(curve, precision):
     return float(curve.recall[ok].max()) if ok.any() else 0.0
 
 
+def _check_face_lists(faces, images, **positive):
+    """Raise ValueError unless ``faces`` and ``images`` have the same length and the keyword
+    value is positive."""
+    if len(faces) != len(images):
+        raise ValueError(f"faces and images must list the same images; got lengths "
+                         f"{len(faces)}, {len(images)}")
+    (name, value), = positive.items()
+    if not value > 0:
+        raise ValueError(f"{name} must be positive; got {value!r}")
+
+
 def evaluate_faces(faces, images, *, radius=0.10):
     """Face-level precision-recall: a face is right when both its eyes match an annotated face.
 
@@ -372,11 +383,7 @@ def evaluate_faces(faces, images, *, radius=0.10):
     """
     from cvfs.datasets.faces import keypoint_index
 
-    if len(faces) != len(images):
-        raise ValueError(f"faces and images must list the same images; got lengths "
-                         f"{len(faces)}, {len(images)}")
-    if not radius > 0:
-        raise ValueError(f"radius must be positive; got {radius!r}")
+    _check_face_lists(faces, images, radius=radius)
     le, re = keypoint_index("left_eye_center"), keypoint_index("right_eye_center")
     scores, fp, best = [], [], []
     for fl, im in zip(faces, images, strict=True):
@@ -438,11 +445,7 @@ def face_keypoint_errors(faces, images, keypoints=("left_eye_center", "right_eye
     """
     from cvfs.datasets.faces import keypoint_index
 
-    if len(faces) != len(images):
-        raise ValueError(f"faces and images must list the same images; got lengths "
-                         f"{len(faces)}, {len(images)}")
-    if not max_distance > 0:
-        raise ValueError(f"max_distance must be positive; got {max_distance!r}")
+    _check_face_lists(faces, images, max_distance=max_distance)
     eyes = [keypoint_index("left_eye_center"), keypoint_index("right_eye_center")]
     kidx = [keypoint_index(k) for k in keypoints]
     ieds, dist, score, errs, img = [], [], [], [], []

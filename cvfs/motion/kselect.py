@@ -442,5 +442,5 @@ def choose_k_capped(costs, planar, n_points, lam=CAPPED_LAMBDA, mu=CAPPED_MU, *,
     ValueError
         No K >= ``k_min``, ``n_points < 2``, or ``planar`` lacks a K of ``costs``.
     """
-    return choose_k_penalised({k: v for k, v in costs.items()}, n_points, lam, planar=planar,
+    return choose_k_penalised(costs, n_points, lam, planar=planar,
                               mu=mu, k_min=k_min)
