@@ -277,8 +277,10 @@ def form_tables(stats, ks=K_RANGE):
             for j, k in enumerate(ks):
                 if k in st["K"] and np.isfinite(st["K"][k][name]):
                     a[i, j] = np.log(max(st["K"][k][name], 1e-300))
-        # an epipolar residual missing (a cluster too small to fit) counts as the sequence's worst
+        # an epipolar residual missing (a cluster too small to fit) counts as the sequence's
+        # worst; missing at every K, the term is 0 (no say in that sequence's K)
         worst = np.max(np.where(np.isnan(a), -np.inf, a), axis=1, keepdims=True)
+        worst = np.where(np.isfinite(worst), worst, 0.0)
         T[name] = np.where(np.isnan(a) & T["valid"], worst, a)
     for key in stats[0]["eig"]:
         e = np.array([st["eig"][key] for st in stats])
