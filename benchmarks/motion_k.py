@@ -3,8 +3,16 @@
 Usage::
 
     python benchmarks/motion_k.py [--data DIR] [--cache DIR] [--skip-pool] [--seeds 3]
+        [--fold-seeds 0 1 2 3 4] [--extra-forms]
 
-``--seeds 0`` skips the synthetic scenes.
+``--seeds 0`` skips the synthetic scenes. ``--extra-forms`` adds four rules to the plain and the
+nested CV (writing ``benchmarks/results/motion_k_extra.json``): ``log g_K + mu log q_K + nu log
+x_K + lam pen`` with x_K the mean epipolar residual (:func:`epipolar_residual`, a fundamental
+matrix per cluster: the perspective rigid-motion model) of the lowest-cost labelling, the lowest
+such residual over all labellings of K, or the fraction of trajectories at the robust cost's cap
+(:func:`capped_fraction`); and a conditional logit over K on the robust-cost quantities
+(``log g_K`` on the whole grid, ``log q_K``, the penalty, the epipolar residual of the
+lowest-cost labelling and the capped fraction).
 
 1. Hopkins155 (155 sequences, K = 2 or 3): the labellings
    :func:`cvfs.motion.kselect.k_residuals` fits (:func:`~cvfs.motion.kselect.k_labellings`,
@@ -126,15 +134,71 @@ def hopkins_cache(seqs, cache):
 # the robust cost's grid (cvfs.motion.kselect.capped_cost): cap, dimension cost
 CAP_GRID = (3.0, 5.0, 8.0, 13.0)
 DIM_COST_GRID = (1.0, 10.0, 50.0)
+# the grid cell of the default cost (kselect.CAPPED_CAP, CAPPED_DIM_COST)
+DEFAULT_CELL = (CAP_GRID.index(CAPPED_CAP), DIM_COST_GRID.index(CAPPED_DIM_COST))
 
 
-def k_statistics(points, cached, ks=K_RANGE):
+def epipolar_residual(points, labels, min_points=12):
+    """Per trajectory: mean Sampson distance, over the frame pairs (0, F//3), (0, 2F//3) and
+    (0, F-1), to its cluster's fundamental matrix (8-point least squares on the normalised
+    points, rank 2 enforced): a perspective rigid-motion model, under which a static background
+    seen by a rotating and translating camera is one motion. NaN in clusters under
+    ``min_points`` trajectories."""
+    F = points.shape[1]
+    pairs = [(0, f) for f in sorted({F // 3, (2 * F) // 3, F - 1}) if f > 0]
+    out = np.full(len(points), np.nan)
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        if len(idx) < min_points:
+            continue
+        e = np.zeros(len(idx))
+        for a, b in pairs:
+            h1 = np.column_stack([points[idx, a], np.ones(len(idx))])
+            h2 = np.column_stack([points[idx, b], np.ones(len(idx))])
+            A = (h2[:, :, None] * h1[:, None, :]).reshape(len(idx), 9)
+            fm = np.linalg.svd(A, full_matrices=False)[2][-1].reshape(3, 3)
+            u, s, vt = np.linalg.svd(fm)
+            fm = (u * np.array([s[0], s[1], 0.0])) @ vt
+            l1, l2 = h1 @ fm.T, h2 @ fm
+            num = np.einsum("ij,ij->i", h2, l1) ** 2
+            e += num / np.maximum(l1[:, 0] ** 2 + l1[:, 1] ** 2 + l2[:, 0] ** 2
+                                  + l2[:, 1] ** 2, 1e-300)
+        out[idx] = e / len(pairs)
+    return out
+
+
+def capped_fraction(Y, labels, sigma2, cap=CAPPED_CAP, dim_cost=CAPPED_DIM_COST, dims=(2, 3, 4)):
+    """Fraction of trajectories whose residual reaches the cap of
+    :func:`cvfs.motion.kselect.capped_cost` (each cluster at its cost-minimising dimension):
+    the points no cluster of the labelling explains."""
+    D = Y.shape[1]
+    over = 0
+    for c in np.unique(labels):
+        R = Y[labels == c] - Y[labels == c].mean(axis=0)
+        vt = np.linalg.svd(R, full_matrices=False)[2]
+        tot = np.einsum("ij,ij->i", R, R)
+        best = (np.inf, 0)
+        for d in dims:
+            along = R @ vt[:d].T
+            e = np.maximum(tot - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
+            cost = float(np.minimum(e, cap * (D - d)).sum()) + dim_cost * d * len(R)
+            if cost < best[0]:
+                best = (cost, int(np.sum(e > cap * (D - d))))
+        over += best[1]
+    return over / len(Y)
+
+
+def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
     """Per K: residuals of the lowest-``r_K`` labelling (affine 3-D ``r``, 2-D ``q``, 4-D
     ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``), the
     lowest 2-D residual over all labellings ``qmin`` and the lowest robust cost ``g``
     (:func:`cvfs.motion.kselect.capped_cost`, dimensions 2-4) over all labellings on the grid
-    ``CAP_GRID`` x ``DIM_COST_GRID``; also P and the affinity spectra."""
-    Y = velocity_matrix(normalise_points(points)).T
+    ``CAP_GRID`` x ``DIM_COST_GRID``; also P and the affinity spectra. ``extra`` adds, for the
+    labelling of lowest robust cost at the default ``cap``, ``dim_cost``: its mean
+    :func:`epipolar_residual` ``fg`` and :func:`capped_fraction` ``frac`` (+ 1/P), and the lowest
+    mean epipolar residual over all labellings ``fmin`` (NaN where a cluster is too small)."""
+    pts = normalise_points(points)
+    Y = velocity_matrix(pts).T
     P, D = Y.shape
     sigma2 = noise_variance(Y)
     caps = np.asarray(CAP_GRID)[:, None]
@@ -165,12 +229,20 @@ def k_statistics(points, cached, ks=K_RANGE):
                         capped = np.minimum(e[:, None], caps.T * (D - d)).sum(axis=0)
                         best = np.minimum(best, capped[:, None] + dcost * d * len(m))
                     g += best
-                rows.append((tot / P, max(per), min(sizes) / P))
+                rows.append((tot / P, max(per), min(sizes) / P, g[DEFAULT_CELL] / P))
                 gmin = np.minimum(gmin, g / P)
             b = int(np.argmin([r[0][1] for r in rows]))
-            (q, r, r4), mx, mn = rows[b]
+            (q, r, r4), mx, mn, _ = rows[b]
             stats[k] = {"r": r, "q": q, "r4": r4, "maxc": mx, "minfrac": mn,
                         "qmin": min(row[0][0] for row in rows), "g": gmin}
+            if extra:
+                labs = cached[f"lab{k}"]
+                best = labs[int(np.argmin([row[3] for row in rows]))]
+                fmean = np.array([np.mean(epipolar_residual(pts, lab)) for lab in labs])
+                stats[k].update(fg=float(np.mean(epipolar_residual(pts, best))),
+                                fmin=float(np.nanmin(fmean)) if np.isfinite(fmean).any()
+                                else np.nan,
+                                frac=capped_fraction(Y, best, sigma2) + 1.0 / P)
     return {"P": P, "K": stats, "eig": {n: v for n, v in cached.items() if n.startswith("eig_")}}
 
 
@@ -197,6 +269,19 @@ def form_tables(stats, ks=K_RANGE):
                     if k in st["K"]:
                         g[i, j] = np.log(max(st["K"][k]["g"][a, b], 1e-300))
             T[f"g:{a}:{b}"] = g
+    for name in ("fg", "fmin", "frac"):
+        if name not in stats[0]["K"][min(stats[0]["K"])]:
+            continue
+        a = np.full((n, len(ks)), np.nan)
+        for i, st in enumerate(stats):
+            for j, k in enumerate(ks):
+                if k in st["K"] and np.isfinite(st["K"][k][name]):
+                    a[i, j] = np.log(max(st["K"][k][name], 1e-300))
+        # an epipolar residual missing (a cluster too small to fit) counts as the sequence's
+        # worst; missing at every K, the term is 0 (no say in that sequence's K)
+        worst = np.max(np.where(np.isnan(a), -np.inf, a), axis=1, keepdims=True)
+        worst = np.where(np.isfinite(worst), worst, 0.0)
+        T[name] = np.where(np.isnan(a) & T["valid"], worst, a)
     for key in stats[0]["eig"]:
         e = np.array([st["eig"][key] for st in stats])
         gap = np.stack([e[:, k - 1] - e[:, k] for k in ks], axis=1)
@@ -209,6 +294,11 @@ LAM_GRID = np.geomspace(1.0, 1000.0, 120)
 MU_GRID = np.concatenate([-np.geomspace(0.01, 10.0, 30)[::-1], [0.0],
                           np.geomspace(0.01, 10.0, 30)])
 NU_GRID = np.concatenate([[0.0], np.geomspace(0.01, 10.0, 20)])
+# the three-parameter forms of --extra-forms
+LAM_GRID3 = np.geomspace(1.0, 1000.0, 24)
+MU_GRID3 = np.concatenate([-np.geomspace(0.01, 10.0, 5)[::-1], [0.0],
+                           np.geomspace(0.01, 10.0, 5)])
+NU_GRID3 = np.concatenate([-np.geomspace(0.01, 3.0, 3)[::-1], [0.0], np.geomspace(0.01, 3.0, 3)])
 
 
 def k_forms(T):
@@ -228,6 +318,18 @@ def k_forms(T):
                   for n in ("r", "q", "r4", "maxc", "minfrac", "qmin", "pen", *gaps)], axis=2)
     out["conditional logit"] = [("logit", X, c) for c in (0.1, 1.0, 10.0)]
     out["r + nu gap + lam pen"] = [(T["r"], [T["pen"], T[g]], [LAM_GRID, NU_GRID]) for g in gaps]
+    if "fg" in T:
+        # --extra-forms: a third term on the robust-cost rule (coarser grids: three parameters),
+        # the epipolar residual of the lowest-cost labelling / the lowest over all labellings
+        # (perspective model) or the fraction of points at the cap; and a conditional logit over
+        # K on the robust-cost quantities
+        for extra in ("fg", "fmin", "frac"):
+            out[f"g + mu q + nu {extra} + lam pen"] = [
+                (T[g], [T["pen"], T["q"], T[extra]], [LAM_GRID3, MU_GRID3, NU_GRID3])
+                for g in grics]
+        Xg = np.stack([np.where(T["valid"], T[n], 0.0)
+                       for n in (*grics, "q", "pen", "fg", "frac")], axis=2)
+        out["conditional logit (robust cost)"] = [("logit", Xg, c) for c in (0.1, 1.0, 10.0)]
     return out
 
 
@@ -416,6 +518,9 @@ def main(argv=None):
     ap.add_argument("--fold-seeds", type=int, nargs="+", default=[0],
                     help="fold seeds of the CV (the tables use the first; the others print "
                          "the nested and default-rule accuracy)")
+    ap.add_argument("--extra-forms", action="store_true",
+                    help="also the epipolar-residual, capped-fraction and robust-cost logit rules "
+                         "(in the nested CV's choice too)")
     args = ap.parse_args(argv)
     limit_threads()
     from cvfs.datasets._home import data_home
@@ -423,12 +528,14 @@ def main(argv=None):
     data = Path(args.data) if args.data else Path(data_home())
     seqs = load_hopkins155(data / "hopkins155")
     cached = hopkins_cache(seqs, Path(args.cache))
-    stats = [k_statistics(s.points, c) for s, c in zip(tqdm(seqs, desc="K statistics"), cached,
-                                                         strict=True)]
+    stats = [k_statistics(s.points, c, extra=args.extra_forms)
+             for s, c in zip(tqdm(seqs, desc="K statistics"), cached, strict=True)]
     cv_rows, cv_info = hopkins_cv(seqs, stats, args.fold_seeds[0])
+
     def seed_row(rows):
         acc = {r[0]: r[-1] for r in rows}
-        return [acc[DEFAULT_FORM], acc[PLANAR_FORM], rows[-1][-1]]
+        # default, planar, nested (all, two motions, three motions)
+        return [acc[DEFAULT_FORM], acc[PLANAR_FORM], rows[-1][-1], rows[-1][1], rows[-1][2]]
 
     by_seed = {args.fold_seeds[0]: seed_row(cv_rows)}
     for seed in args.fold_seeds[1:]:
@@ -438,13 +545,14 @@ def main(argv=None):
           "on the training folds); last row: nested CV (the rule also picked on the training "
           "folds)")
     print(format_table(["rule", "2 motions", "3 motions", "all"], _fmt(cv_rows)))
-    for seed, (plain, planar, nest) in by_seed.items():
+    for seed, (plain, planar, nest, two, three) in by_seed.items():
         print(f"fold seed {seed}: {DEFAULT_FORM} {plain:.1f}%, {PLANAR_FORM} {planar:.1f}%, "
-              f"nested {nest:.1f}%")
+              f"nested {nest:.1f}% (2 motions {two:.1f}%, 3 motions {three:.1f}%)")
     if len(by_seed) > 1:
         print("mean over fold seeds: " + ", ".join(
             f"{n} {np.mean([v[i] for v in by_seed.values()]):.1f}%"
-            for i, n in enumerate((DEFAULT_FORM, PLANAR_FORM, "nested"))))
+            for i, n in enumerate((DEFAULT_FORM, PLANAR_FORM, "nested", "nested 2 motions",
+                                   "nested 3 motions"))))
     for p in cv_info["picked"]:
         print(f"  fold {p['fold']}: {p['form']} (inner CV {100 * p['inner_accuracy']:.1f}%), "
               f"theta {np.round(p['theta'], 3).tolist()}")
@@ -474,7 +582,8 @@ def main(argv=None):
                             "lowest residual", "median oracle spectral",
                             "median oracle + K-subspaces", "median lowest residual"],
                            _fmt(pool)))
-    write_json(REPO / "benchmarks" / "results" / "motion_k.json",
+    name = "motion_k_extra.json" if args.extra_forms else "motion_k.json"
+    write_json(REPO / "benchmarks" / "results" / name,
                {"hopkins_cv": cv_rows, "hopkins_info": cv_info, "synthetic": syn,
                 "hopkins_pool_k3": pool})
 
