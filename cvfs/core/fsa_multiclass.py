@@ -13,13 +13,17 @@ once. Losses on the score matrix Z = X B + b (N, C):
 - :class:`BinaryMargin`: one score column and a binary margin loss (C = 2) (the estimators'
   binary fits, weighted or not, use :mod:`cvfs.core.fsa`).
 
+The iterations are those of every FSA fit, :func:`cvfs.core._driver.fsa_iterate`, on the
+layout :class:`ScoreColumns`: the groups have S score columns and share one power-iteration
+vector (the curvature operator, the kept columns' weighted centred Gram matrix, is the same for
+every class), and the selection is the driver's (largest group norms, ties to the lower index).
 Step size (``learning_rate=None``): 1 / (c_loss lam_e / kappa + 2 s), lam_e the largest
-eigenvalue of the kept columns' (weighted) centred Gram matrix, by a power iteration fused into
-the two matrix products of each iteration (X_kept @ [B, v] and X_kept^T @ [R, t]); kappa the
-loss's ``annealing_boost`` while features are being removed. Per-class intercepts take the
-step min(lr, 1 / c_loss). The kept columns are compacted (copied) when the kept count has
-halved and at the final size. Dense in-memory input only (float32 kept, the rest promoted to
-float64); the products run with BLAS pinned to one thread.
+eigenvalue of that Gram matrix, by a power iteration fused into the two matrix products of each
+iteration (X_kept @ [B, v] and X_kept^T @ [R, t]); kappa the loss's ``annealing_boost`` while
+features are being removed. Per-class intercepts take the step min(lr, 1 / c_loss). The kept
+columns are compacted (copied) when the kept count has halved and at the final size. Dense
+in-memory input only (float32 kept, the rest promoted to float64); the products run with BLAS
+pinned to one thread.
 """
 
 import time
@@ -29,9 +33,10 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 
 from cvfs.base import check_random_state
-from cvfs.core.fsa import fit_history
+from cvfs.core._driver import FitState, Steps, fsa_iterate
+from cvfs.core.fsa import FitSpec, fit_history
 from cvfs.core.losses import Logistic, get_loss
-from cvfs.core.priors import Shrinkage
+from cvfs.core.priors import Shrinkage, get_prior
 from cvfs.core.responses import Linear, _ColumnStats
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
@@ -312,29 +317,25 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
     Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big
     Data Learning", TPAMI 2017: Algorithm 1 (with groups), eq. (3) schedule.
     """
-    from tqdm.auto import tqdm
-
+    spec = FitSpec(loss=loss, prior=prior, n_iter=n_iter, mu=mu, schedule=schedule,
+                   learning_rate=learning_rate, annealing_boost=annealing_boost,
+                   fit_intercept=fit_intercept, sample_weight=sample_weight,
+                   random_state=random_state, verbose=verbose)
     t_start = time.perf_counter()
-    p = _multiclass_setup(X, codes, n_classes, k, loss, prior, n_iter, mu, schedule,
-                          annealing_boost, sample_weight)
+    p = _multiclass_setup(X, codes, n_classes, k, spec)
     fp = _column_table(p.X, p.w_raw)
-    scale, mscale = fp[:, 1].copy(), fp[:, 2].copy()
     S = int(p.mloss.n_scores(p.C))  # score columns: C, or 1 for a binary loss
-    b = p.mloss.init_intercept(p.codes, p.w, p.C) if fit_intercept else np.zeros(S)
-    lr_fixed = float(learning_rate) if learning_rate is not None else 0.0
-    n_iter = p.schedule.size
-    hist = np.zeros((n_iter, 5))
-    bar = tqdm(total=n_iter, desc="FSA multiclass", leave=False) if verbose else None
-    B, b, support, lam = _multiclass_iterations(p, scale, mscale, b, lr_fixed, fit_intercept,
-                                                random_state, hist, bar)
-    if bar is not None:
-        bar.close()
+    b = (p.mloss.init_intercept(p.codes, p.w, p.C) if fit_intercept
+         else np.zeros(S)).astype(np.float64)
+    hist = np.zeros((p.schedule.size, 5))
+    state = _multiclass_iterations(p, fp, b, hist)
+    B, b, support = state.beta, state.intercept, state.support
     if not np.all(np.isfinite(B)) or not np.all(np.isfinite(b)):
         raise ValueError("multiclass FSA diverged (non-finite coefficients): rescale X or "
                          "pass a smaller learning_rate")
-    coef = scale[support, None] * B
-    intercept = b - mscale[support] @ B
-    history = fit_history(hist, p.X.shape[1], float(p.mloss.curvature * lam), t_start)
+    coef = state.fp[:, 1:2] * B
+    intercept = b - state.fp[:, 2] @ B
+    history = fit_history(hist, p.X.shape[1], float(p.mloss.curvature * state.lam), t_start)
     return FSAMulticlassResult(coef=coef, intercept=intercept, support=support.copy(),
                                history=history)
 
@@ -347,24 +348,26 @@ class _MulticlassProblem:
     codes: np.ndarray
     C: int
     mloss: object
-    shrink: float
+    prior: object
     boost: float
     schedule: np.ndarray
     w_raw: np.ndarray | None  # the sample weights as given
     w: np.ndarray  # the row weights of the mean loss (summing to 1)
+    spec: FitSpec
 
 
-def _multiclass_setup(X, codes, n_classes, k, loss, prior, n_iter, mu, schedule,
-                      annealing_boost, sample_weight):
-    """Checks and defaults of :func:`fsa_multiclass_fit`."""
-    mloss = get_multiclass_loss(loss)
-    prior = prior if prior is not None else Shrinkage()
-    if getattr(prior, "smoothness", 0.0):
+def _multiclass_setup(X, codes, n_classes, k, spec):
+    """Checks and defaults of :func:`fsa_multiclass_fit` (``spec``: its keyword arguments)."""
+    mloss = get_multiclass_loss(spec.loss)
+    prior = Shrinkage() if spec.prior is None else get_prior(spec.prior)
+    if prior.smoothness:
         raise ValueError("multiclass FSA has linear responses only: the prior's smoothness "
                          f"must be 0, got {prior.smoothness!r}")
-    boost = float(mloss.annealing_boost if annealing_boost is None else annealing_boost)
+    boost = float(mloss.annealing_boost if spec.annealing_boost is None
+                  else spec.annealing_boost)
     if not (np.isfinite(boost) and boost > 0):
-        raise ValueError(f"annealing_boost must be a positive number, got {annealing_boost!r}")
+        raise ValueError("annealing_boost must be a positive number, got "
+                         f"{spec.annealing_boost!r}")
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X must be 2-D with at least one row and one column, got shape "
@@ -382,27 +385,26 @@ def _multiclass_setup(X, codes, n_classes, k, loss, prior, n_iter, mu, schedule,
                          f"{codes.shape}")
     codes = codes.astype(np.int64)
     w_raw = None
-    if sample_weight is not None:
-        w_raw = np.asarray(sample_weight, dtype=np.float64)
+    if spec.sample_weight is not None:
+        w_raw = np.asarray(spec.sample_weight, dtype=np.float64)
         if w_raw.shape != (N,) or not np.all(np.isfinite(w_raw)) or np.any(w_raw < 0) \
                 or w_raw.sum() <= 0:
             raise ValueError(f"sample_weight must be finite, >= 0, of shape ({N},) and not all "
                              "zero")
     k = min(int(k), M)
-    schedule = (annealing_schedule(M, k, n_iter, mu) if schedule is None
-                else check_schedule(schedule, M, k))
+    schedule = (annealing_schedule(M, k, spec.n_iter, spec.mu) if spec.schedule is None
+                else check_schedule(spec.schedule, M, k))
     w = np.full(N, 1.0 / N) if w_raw is None else w_raw / w_raw.sum()
-    return _MulticlassProblem(X, codes, C, mloss, float(prior.shrinkage), boost, schedule,
-                              w_raw, w)
+    return _MulticlassProblem(X, codes, C, mloss, prior, boost, schedule, w_raw, w, spec)
 
 
-def _multiclass_start(p, scale, mscale, random_state):
-    """Start vector and curvature floor: power iterations on a subsample of rows."""
-    rng = check_random_state(0 if random_state is None else random_state)
+def _multiclass_start(p, fp):
+    """Start vector (M, 1) and curvature floor: power iterations on a subsample of rows."""
+    rng = check_random_state(0 if p.spec.random_state is None else p.spec.random_state)
     v = rng.standard_normal(p.X.shape[1])
     v /= np.linalg.norm(v)
     sub = _power_rows(p.w_raw, p.X.shape[0])
-    Xs = p.X[sub].astype(np.float64) * scale - mscale  # centred with the full-data means
+    Xs = p.X[sub].astype(np.float64) * fp[:, 1] - fp[:, 2]  # centred with the full-data means
     lam0 = 0.0
     for _ in range(_POWER_ITERS):
         hv = Xs.T @ (Xs @ v) / sub.size
@@ -410,82 +412,87 @@ def _multiclass_start(p, scale, mscale, random_state):
         if nh == 0.0:
             break
         lam0, v = nh, hv / nh
-    return v, lam0
+    return np.ascontiguousarray(v[:, None]), lam0
 
 
-def _multiclass_pass(p, Xw, Wfull, cols, support, scale, mscale, B, b, v, track):
-    """Scores and the power-iteration column in one product, then the gradient sums: (mean
-    loss, loss gradient per score, gradient (m, S), curvature product (m,) or None)."""
-    S = B.shape[1]
-    Wfull[:] = 0.0
-    Wfull[cols, :S] = scale[support, None] * B
-    Wfull[cols, S] = scale[support] * v if track else 0.0
-    A = (Xw @ Wfull).astype(np.float64, copy=False)
-    Z = A[:, :S] - mscale[support] @ B + b
-    value, R = p.mloss.value_gradient(Z, p.codes, p.w)
-    Rfull = np.empty((p.X.shape[0], S + 1), dtype=Xw.dtype)
-    Rfull[:, :S] = R
-    if track:
-        t = A[:, S] - mscale[support] @ v
-        Rfull[:, S] = p.w * t
-    else:
-        Rfull[:, S] = 0.0
-    raw = (Xw.T @ Rfull).astype(np.float64, copy=False)[cols]
-    tot = Rfull.sum(axis=0, dtype=np.float64)
-    Gall = scale[support, None] * raw - mscale[support, None] * tot
-    return value, R, Gall[:, :S], Gall[:, S] if track else None
+class ScoreColumns:
+    """The multiclass layout of :func:`cvfs.core._driver.fsa_iterate`: the dense X in memory,
+    S score columns per feature group (``beta`` of shape (m, S), the intercept of shape (S,))
+    and one power-iteration vector of shape (m, 1) shared by the classes (the curvature
+    operator, the weighted centred Gram matrix, is the same for every class). Each pass is two
+    matrix products, X_kept @ [B, v] and X_kept^T @ [R, t]; the kept columns are copied when
+    their count has halved and at the final size ``k``."""
+
+    stop_tracking = True
+
+    def __init__(self, p, S):
+        self.X, self.codes, self.w, self.mloss = p.X, p.codes, p.w, p.mloss
+        self.k = int(p.schedule[-1])
+        self.Xw = p.X  # the working matrix: X, then the kept columns
+        self.W = np.zeros((p.X.shape[1], S + 1), dtype=p.X.dtype)
+
+    def fits(self, state):
+        return False  # X is in memory already
+
+    def begin(self, state, e):
+        return state
+
+    def end(self, e):
+        pass
+
+    def gradient(self, loss, bins, state, track):
+        """(mean loss, g (m, S), d loss / d intercept (S,), H v (m, 1), columns read): the
+        scores and the power-iteration column in one product, then the gradient sums."""
+        cols, fp, B = state.cols, state.fp, state.beta
+        S = B.shape[1]
+        scale, mscale = np.ascontiguousarray(fp[:, 1]), np.ascontiguousarray(fp[:, 2])
+        W = self.W
+        W[:] = 0.0
+        W[cols, :S] = scale[:, None] * B
+        W[cols, S] = scale * state.v[:, 0] if track else 0.0
+        A = (self.Xw @ W).astype(np.float64, copy=False)
+        Z = A[:, :S] - mscale @ B + state.intercept
+        value, R = self.mloss.value_gradient(Z, self.codes, self.w)
+        Rfull = np.empty((self.X.shape[0], S + 1), dtype=self.Xw.dtype)
+        Rfull[:, :S] = R
+        Rfull[:, S] = self.w * (A[:, S] - mscale @ state.v[:, 0]) if track else 0.0
+        raw = (self.Xw.T @ Rfull).astype(np.float64, copy=False)[cols]
+        tot = Rfull.sum(axis=0, dtype=np.float64)
+        G = scale[:, None] * raw - mscale[:, None] * tot
+        return (value, np.ascontiguousarray(G[:, :S]), R.sum(axis=0),
+                np.ascontiguousarray(G[:, S:]), self.Xw.shape[1])
+
+    def dropped(self, state, e):
+        """Copy the kept columns when their count has halved or is final."""
+        width = self.Xw.shape[1]
+        if not (2 * state.cols.size <= width or state.cols.size == self.k):
+            return state
+        self.Xw = np.ascontiguousarray(self.Xw[:, state.cols])
+        self.W = np.zeros((self.Xw.shape[1], self.W.shape[1]), dtype=self.Xw.dtype)
+        return state._replace(cols=np.arange(state.cols.size, dtype=np.int64))
 
 
-def _multiclass_iterations(p, scale, mscale, b, lr_fixed, fit_intercept, random_state, hist,
-                           bar):
-    """The iterations (BLAS pinned to one thread). Returns (B, b, support, lam)."""
+def _multiclass_iterations(p, fp, b, hist):
+    """The iterations: :func:`cvfs.core._driver.fsa_iterate` on :class:`ScoreColumns` from B =
+    0 and the intercepts ``b`` (BLAS pinned to one thread). Returns the final state."""
     from threadpoolctl import threadpool_limits
+    from tqdm.auto import tqdm
 
-    M = p.X.shape[1]
-    S = b.size
-    schedule, shrink, boost = p.schedule, p.shrink, p.boost
-    curv = float(p.mloss.curvature)
-    B = np.zeros((M, S))
-    support = np.arange(M, dtype=np.int64)  # kept features (original indices)
-    cols = np.arange(M, dtype=np.int64)  # their columns in the working matrix Xw
-    Xw = p.X
+    M, S = p.X.shape[1], b.size
+    spec = p.spec
+    steps = Steps(p.schedule, 0, float(p.mloss.curvature), spec.lr_fixed, p.boost,
+                  bool(spec.fit_intercept))
+    bar = tqdm(total=p.schedule.size, desc="FSA multiclass", leave=False) if spec.verbose \
+        else None
     with threadpool_limits(limits=1):
-        v, lam0 = _multiclass_start(p, scale, mscale, random_state)
-        lam = lam_prev = lam0
-        track = True
-        Wfull = np.zeros((Xw.shape[1], S + 1), dtype=Xw.dtype)
-        for e in range(schedule.size):
-            m, width = cols.size, Xw.shape[1]
-            value, R, g, h = _multiclass_pass(p, Xw, Wfull, cols, support, scale, mscale, B, b,
-                                              v, track)
-            if track:
-                nh = np.linalg.norm(h)
-                if nh > 0.0:
-                    lam = max(nh, lam0) if e == 0 else nh
-                    v = h / nh
-            kappa = boost if lr_fixed <= 0.0 and m > schedule[-1] else 1.0
-            lr = lr_fixed if lr_fixed > 0.0 else 1.0 / (curv * lam / kappa + 2.0 * shrink)
-            pval = shrink * float(np.sum(B * B))
-            B -= lr * (g + 2.0 * shrink * B)
-            if fit_intercept:
-                b -= min(lr, 1.0 / curv) * R.sum(axis=0)
-            norms = np.einsum("ij,ij->i", B, B)
-            n_keep = int(schedule[e])
-            hist[e] = (value + pval, min(n_keep, m), lr, width, lam)
-            if n_keep < m:
-                keep = np.sort(np.argsort(-norms, kind="stable")[:n_keep])
-                B, v = B[keep], v[keep]
-                nv = np.linalg.norm(v)
-                v = v / nv if nv > 0 else np.full(v.size, 1.0 / np.sqrt(v.size))
-                support, cols = support[keep], cols[keep]
-                if 2 * cols.size <= width or n_keep == schedule[-1]:
-                    Xw = np.ascontiguousarray(Xw[:, cols])
-                    cols = np.arange(cols.size, dtype=np.int64)
-                    Wfull = np.zeros((Xw.shape[1], S + 1), dtype=Xw.dtype)
-                track = True
-            elif track and abs(lam - lam_prev) <= 1e-4 * lam:
-                track = False
-            lam_prev = lam
+        v, lam0 = _multiclass_start(p, fp)
+        state = FitState(np.arange(M, dtype=np.int64), fp, np.zeros((M, S)), v,
+                         np.arange(M, dtype=np.int64), b, lam0)
+        try:
+            state, _ = fsa_iterate(ScoreColumns(p, S), p.mloss, p.prior, steps, state,
+                                   (np.zeros((0, S)), (0.0, 0.0)), (hist, np.zeros((0, 0))),
+                                   None, bar)
+        finally:
             if bar is not None:
-                bar.update(1)
-    return B, b, support, lam
+                bar.close()
+    return state
