@@ -73,12 +73,13 @@ def test_mtfl(tmp_path):
     assert im.path == tmp_path / "lfw_5590" / "A_0001.jpg"
     assert im.points.shape == (1, 21, 2)
     cols = [KEYPOINTS.index(n) for n in ANNOTATED["mtfl"]]
-    np.testing.assert_array_equal(im.points[0, cols, 0], [1, 2, 3, 4, 5])
-    np.testing.assert_array_equal(im.points[0, cols, 1], [6, 7, 8, 9, 10])
+    # the files count pixels from 1; points are 0-based
+    np.testing.assert_array_equal(im.points[0, cols, 0], [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(im.points[0, cols, 1], [5, 6, 7, 8, 9])
     assert np.isnan(np.delete(im.points[0], cols, axis=0)).all()
     assert im.attrs == {"gender": [1], "smile": [2], "glasses": [2], "pose": [3]}
     test = load_mtfl("test", tmp_path)
-    assert test[0].points[0, 7, 0] == 10.5 and test[0].attrs["pose"] == [5]
+    assert test[0].points[0, 7, 0] == 9.5 and test[0].attrs["pose"] == [5]
     np.testing.assert_allclose(test[0].ied(), [np.hypot(20 - 10.5, 70 - 60)])
 
 
@@ -102,10 +103,10 @@ def test_caltech(tmp_path):
     assert ims[0].n_faces == 2 and ims[1].n_faces == 1
     assert ims[0].path.parent.name == "images"
     p = ims[0].points
-    assert tuple(p[1, keypoint_index("left_eye_center")]) == (11, 12)
-    assert tuple(p[1, keypoint_index("right_eye_center")]) == (13, 14)
-    assert tuple(p[1, keypoint_index("nose_center")]) == (15, 16)
-    assert tuple(p[1, keypoint_index("mouth_center")]) == (17, 18)
+    assert tuple(p[1, keypoint_index("left_eye_center")]) == (10, 11)  # 1-based in the file
+    assert tuple(p[1, keypoint_index("right_eye_center")]) == (12, 13)
+    assert tuple(p[1, keypoint_index("nose_center")]) == (14, 15)
+    assert tuple(p[1, keypoint_index("mouth_center")]) == (16, 17)
     assert np.isnan(p[:, keypoint_index("mouth_left_corner")]).all()
 
 

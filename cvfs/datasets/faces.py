@@ -4,8 +4,10 @@ Every loader returns a list of :class:`AnnotatedImage`, one per image, whose ``p
 all faces of the image on the common 21-point vocabulary :data:`KEYPOINTS` (AFLW's points in
 AFLW's order, snake_case). A point a dataset does not annotate, or marks invisible, is NaN.
 :data:`ANNOTATED` says which points each dataset annotates. Coordinates are ``(x, y)`` = (column,
-row) in original-image pixels, pixel centres at integers starting at 0 as in the files. "Left"
-is image left in every dataset (AFLW, MTFL and Caltech agree).
+row) in original-image pixels, pixel centres at integers starting at 0. MTFL and Caltech WebFaces
+count pixels from 1 (MATLAB style: their eye labels sit one pixel right of the
+mirror-symmetric eye position, :data:`FIRST_PIXEL`), so their loaders subtract 1. "Left" is image
+left in every dataset (AFLW, MTFL and Caltech agree).
 
 The AFLW sqlite loader is in :mod:`cvfs.datasets.aflw`.
 
@@ -28,6 +30,7 @@ from cvfs.datasets._home import require_path
 
 __all__ = [
     "ANNOTATED",
+    "FIRST_PIXEL",
     "KEYPOINTS",
     "MIRROR_INDEX",
     "AnnotatedImage",
@@ -89,6 +92,11 @@ ANNOTATED = {
     "mtfl": _MTFL,
     "caltech_webfaces": _CALTECH,
 }
+
+#: The pixel each dataset's files number as the first; loaders subtract it so every dataset is
+#: 0-based. MTFL's and Caltech's labels sit ~1 px right of the mirror-symmetric eye position
+#: (``benchmarks/keypoints_localisation.py --sections mirror``), as 1-based counting puts them.
+FIRST_PIXEL = {"aflw": 0.0, "aflw2000": 0.0, "mtfl": 1.0, "caltech_webfaces": 1.0}
 
 _HOW_MTFL = ("Download MTFL v1.0 (mmlab.ie.cuhk.edu.hk/projects/TCDCN.html) and put it in "
              "$CVFS_DATA/faces/mtfl.")
@@ -222,7 +230,8 @@ def load_mtfl(split="train", root=None):
     Returns
     -------
     images : list of AnnotatedImage
-        One face per image; ``attrs`` has ``gender`` (1 male, 2 female), ``smile`` (1 yes),
+        One face per image, points 0-based (the file's 1-based values minus 1); ``attrs`` has
+        ``gender`` (1 male, 2 female), ``smile`` (1 yes),
         ``glasses`` (1 yes), ``pose`` (1 left profile .. 5 right profile), each a list.
 
     Raises
@@ -257,8 +266,8 @@ def load_mtfl(split="train", root=None):
                 missing += 1
                 continue
             pts = _empty_points(1)
-            pts[0, cols, 0] = xs
-            pts[0, cols, 1] = ys
+            pts[0, cols, 0] = xs - FIRST_PIXEL["mtfl"]
+            pts[0, cols, 1] = ys - FIRST_PIXEL["mtfl"]
             attrs = {k: [v] for k, v in zip(("gender", "smile", "glasses", "pose"), extra,
                                             strict=True)}
             images.append(AnnotatedImage(path, pts, "mtfl", attrs))
@@ -279,8 +288,8 @@ def load_caltech_webfaces(root=None):
     Returns
     -------
     images : list of AnnotatedImage
-        In file order of first appearance; points are left eye, right eye, nose tip, mouth
-        centre (see ``ANNOTATED["caltech_webfaces"]``).
+        In file order of first appearance; points 0-based (the file's values minus 1) are left
+        eye, right eye, nose tip, mouth centre (see ``ANNOTATED["caltech_webfaces"]``).
 
     Raises
     ------
@@ -311,6 +320,7 @@ def load_caltech_webfaces(root=None):
                     f"{ann}:{lineno}: expected an image name and 8 numbers; got {len(parts)} fields"
                 )
             xy = np.asarray(parts[1:], dtype=np.float64).reshape(4, 2)
+            xy -= FIRST_PIXEL["caltech_webfaces"]
             faces.setdefault(parts[0], []).append(xy)
     images = []
     for name, fl in faces.items():
