@@ -180,10 +180,12 @@ def main():
                 line += (f" {ratio[0]:8.3f} {ratio[1]:8.3f} {per['paired'][0]:8.3f}"
                          f" {per['paired'][1]:8.3f}")
             print(line)
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "fit_phases.json"), "w") as f:
-        json.dump({"trees": a.trees, "rounds": a.rounds, "fits": a.fits,
-                   "load": [load0[0], load1[0]], "ms_min_median": table}, f, indent=1)
+    from _bench import machine_info, write_json
+
+    write_json(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                            "fit_phases.json"),
+               {"machine": machine_info(), "trees": a.trees, "rounds": a.rounds, "fits": a.fits,
+                "load": [load0[0], load1[0]], "ms_min_median": table})
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ from cvfs.motion.kselect import (  # noqa: E402
     DEFAULT_MU,
     choose_k_capped,
     choose_k_penalised,
+    cluster_capped_cost,
     k_capped_costs,
     k_labellings,
     k_residuals,
@@ -171,20 +172,8 @@ def capped_fraction(Y, labels, sigma2, cap=CAPPED_CAP, dim_cost=CAPPED_DIM_COST,
     """Fraction of trajectories whose residual reaches the cap of
     :func:`cvfs.motion.kselect.capped_cost` (each cluster at its cost-minimising dimension):
     the points no cluster of the labelling explains."""
-    D = Y.shape[1]
-    over = 0
-    for c in np.unique(labels):
-        R = Y[labels == c] - Y[labels == c].mean(axis=0)
-        vt = np.linalg.svd(R, full_matrices=False)[2]
-        tot = np.einsum("ij,ij->i", R, R)
-        best = (np.inf, 0)
-        for d in dims:
-            along = R @ vt[:d].T
-            e = np.maximum(tot - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
-            cost = float(np.minimum(e, cap * (D - d)).sum()) + dim_cost * d * len(R)
-            if cost < best[0]:
-                best = (cost, int(np.sum(e > cap * (D - d))))
-        over += best[1]
+    over = sum(cluster_capped_cost(Y[labels == c], sigma2, dims, cap, dim_cost)[1]
+               for c in np.unique(labels))
     return over / len(Y)
 
 

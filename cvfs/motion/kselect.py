@@ -37,8 +37,8 @@ from cvfs.motion.candidates import (
 
 __all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "NOISE_RANK", "SPECTRAL_K",
            "CAPPED_CAP", "CAPPED_DIM_COST", "CAPPED_LAMBDA", "CAPPED_MU",
-           "capped_cost", "choose_k", "choose_k_capped", "choose_k_penalised", "fit_penalty",
-           "fit_threshold",
+           "capped_cost", "choose_k", "choose_k_capped", "choose_k_penalised",
+           "cluster_capped_cost", "fit_penalty", "fit_threshold",
            "k_capped_costs", "k_labellings", "k_residuals", "noise_variance",
            "subspace_residual"]
 
@@ -341,6 +341,23 @@ def noise_variance(Y, rank=NOISE_RANK):
     return max(float(np.sum(s[m:] ** 2)) / ((P - m) * (D - m)), 1e-300)
 
 
+def cluster_capped_cost(R, sigma2, dims, cap, dim_cost):
+    """One cluster's term of :func:`capped_cost` (rows ``R``, its dimension in ``dims`` chosen)
+    and how many of its rows reach the cap there. Returns ``(cost, n_capped)``."""
+    D = R.shape[1]
+    R = R - R.mean(axis=0)
+    _, _, vt = np.linalg.svd(R, full_matrices=False)
+    tot = np.einsum("ij,ij->i", R, R)
+    best = (np.inf, 0)
+    for d in dims:
+        along = R @ vt[:d].T
+        e = np.maximum(tot - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
+        cost = float(np.minimum(e, cap * (D - d)).sum()) + dim_cost * d * len(R)
+        if cost < best[0]:
+            best = (cost, int(np.sum(e > cap * (D - d))))
+    return best
+
+
 def capped_cost(Y, labels, sigma2, *, dims=(2, 3, 4), cap=5.0, dim_cost=1.0):
     """Robust model-selection cost of one labelling (Torr's GRIC form), per trajectory.
 
@@ -375,17 +392,7 @@ def capped_cost(Y, labels, sigma2, *, dims=(2, 3, 4), cap=5.0, dim_cost=1.0):
     with threadpool_limits(limits=1, user_api="blas"):
         for c, lab in enumerate(labs):
             for k in np.unique(lab):
-                R = Y[lab == k]
-                R = R - R.mean(axis=0)
-                _, _, vt = np.linalg.svd(R, full_matrices=False)
-                tot = np.einsum("ij,ij->i", R, R)
-                best = np.inf
-                for d in dims:
-                    along = R @ vt[:d].T
-                    e = np.maximum(tot - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
-                    best = min(best, float(np.minimum(e, cap * (D - d)).sum())
-                               + dim_cost * d * len(R))
-                out[c] += best
+                out[c] += cluster_capped_cost(Y[lab == k], sigma2, dims, cap, dim_cost)[0]
     out /= P
     return float(out[0]) if np.ndim(labels) == 1 else out
 
