@@ -5,9 +5,13 @@ calibrate the shipped detectors or the face model), at their size (pyramid up to
 downscaled with area averaging to an inter-eye distance of ``--ied`` px (Caltech's faces; pyramid
 up to scale 2). Per image the best face of :func:`cvfs.keypoints.faces.assemble_faces` is taken
 as assembled and after :func:`cvfs.keypoints.refine.refine_face_keypoints`; the script prints,
-per keypoint, the share of images whose face has that keypoint within 5% IED of the label::
+per keypoint, the share of images whose face has that keypoint within 5% IED of the label.
+``--level-ied`` compares settings of the rescan's middle scale (``refine_face_keypoints``'
+``level_ied``): ``default`` (:data:`cvfs.keypoints.refine.LEVEL_IED`), a number for every
+keypoint, or ``name=value`` pairs separated by commas (28 for the others)::
 
-    NUMBA_NUM_THREADS=1 python benchmarks/keypoints_refine.py
+    NUMBA_NUM_THREADS=1 python benchmarks/keypoints_refine.py --stop 1400 \
+        --level-ied default 28 34 40 nose_center=48
 """
 
 import argparse
@@ -26,10 +30,20 @@ from cvfs.keypoints.faces import assemble_faces, load_face_model
 from cvfs.keypoints.refine import refine_face_keypoints
 
 
-def run(det, fm, images, ied, max_scale):
-    """Share within 5% IED per keypoint, as assembled and refined (``ied=None``: full size)."""
+def _level_ied(spec):
+    """``--level-ied`` item -> ``level_ied`` of refine_face_keypoints."""
+    if spec == "default":
+        return None
+    if "=" not in spec:
+        return float(spec)
+    return {k: float(v) for k, v in (item.split("=") for item in spec.split(","))}
+
+
+def run(det, fm, images, ied, max_scale, specs=("default",)):
+    """Share within 5% IED per keypoint, as assembled and refined with each ``--level-ied``
+    setting (``ied=None``: full size)."""
     names = list(fm.shape.names)
-    hits = {m: {k: [] for k in names} for m in ("assembled", "refined")}
+    hits = {m: {k: [] for k in names} for m in ("assembled", *specs)}
     for im in tqdm(images, leave=False):
         rgb = read_image(im.path)
         true_ied = float(im.ied()[0])
@@ -42,7 +56,10 @@ def run(det, fm, images, ied, max_scale):
                                    nms_radius=None, refine=True, cascade=True, n_jobs=1,
                                    merge_radius=None, pairs=None, max_memory=None)
         faces = assemble_faces(found, fm, scales=scale, threshold=0.0)[:1]
-        for m, fl in (("assembled", faces), ("refined", refine_face_keypoints(det, img, faces))):
+        runs = [("assembled", faces)] + [
+            (spec, refine_face_keypoints(det, img, faces, level_ied=_level_ied(spec)))
+            for spec in specs]
+        for m, fl in runs:
             for k in names:
                 p = im.points[0, keypoint_index(k)]
                 label = ((p[0] + 0.5) / fx - 0.5, (p[1] + 0.5) / fy - 0.5)  # centre-aligned
@@ -57,6 +74,8 @@ def main(argv=None):
     ap.add_argument("--start", type=int, default=1000)
     ap.add_argument("--stop", type=int, default=1150)
     ap.add_argument("--ied", type=float, default=14.0, help="inter-eye distance when downscaled")
+    ap.add_argument("--level-ied", nargs="+", default=["default"], metavar="SPEC",
+                    help="rescan settings compared: default, a number, or name=value,...")
     ap.add_argument("--out", default="benchmarks/results/keypoints_refine.json")
     args = ap.parse_args(argv)
     det, fm = load_detector(), load_face_model()
@@ -64,12 +83,13 @@ def main(argv=None):
     out = {"images": [args.start, args.stop], "load_average": os.getloadavg()[0], "runs": {}}
     for label, ied, max_scale in (("full size", None, 1.0),
                                   (f"downscaled to IED {args.ied:g} px", args.ied, 2.0)):
-        res = run(det, fm, images, ied, max_scale)
+        res = run(det, fm, images, ied, max_scale, args.level_ied)
         out["runs"][label] = res
-        print(f"\n{label} ({len(images)} faces): share of keypoints within 5% IED")
-        print(f"{'keypoint':20s} {'assembled':>10s} {'refined':>8s}")
+        print(f"\n{label} ({len(images)} faces): share of keypoints within 5% IED, as "
+              f"assembled and refined with level_ied = each setting")
+        print(f"{'keypoint':20s} " + " ".join(f"{m.replace('_center', ''):>16.16s}" for m in res))
         for k in fm.shape.names:
-            print(f"{k:20s} {res['assembled'][k]:10.3f} {res['refined'][k]:8.3f}")
+            print(f"{k:20s} " + " ".join(f"{res[m][k]:16.3f}" for m in res))
     atomic_write_text(args.out, json.dumps(out, indent=1) + "\n")
     print(f"\nwritten {args.out}")
     return 0

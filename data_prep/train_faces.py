@@ -11,7 +11,9 @@ Usage (the shipped file, see ``cvfs/models/README.md``)::
    held-out MTFL training images ``--start`` .. ``--start + 2 * --n-images`` (not used to
    train or calibrate the detectors). On the first half, per keypoint, an isotonic regression maps
    the detector score to the probability that the detection lies within 10% IED of the
-   annotated keypoint, and the ``IED x pyramid scale`` range of those detections is recorded.
+   annotated keypoint, and the ``IED x pyramid scale`` range of each face's best-scoring such
+   detection (the one the assembly uses; weaker ones on far levels would widen the range and
+   with it the regions of the top-down scan) is recorded.
 3. On the second half, faces are assembled with every threshold, and a second isotonic
    regression maps their consensus score to the probability that both eyes lie within 10% IED
    of the annotated face.
@@ -112,8 +114,9 @@ def main(argv=None):
             pos = dist < 0.10
             xs.append(d[:, 2])
             ys.append(pos.astype(float))
-            ratio.append(ied * s[pos])
-        x, y, r = np.concatenate(xs), np.concatenate(ys), np.concatenate(ratio)
+            if pos.any():  # the face's best detection of k: the one the assembly would use
+                ratio.append(ied * s[pos][np.argmax(d[pos, 2])])
+        x, y, r = np.concatenate(xs), np.concatenate(ys), np.array(ratio)
         cal[k] = _isotonic(x, y)
         q = np.quantile(r, [0.005, 0.995])
         scale_range[k] = (float(q[0] / 1.15), float(q[1] * 1.15))

@@ -108,6 +108,34 @@ def test_refine_face_keypoints_moves_only_positions():
     assert r.keypoints == new.keypoints
 
 
+def test_level_ied_per_point_and_per_keypoint():
+    """``level_ied`` per point rescans each point at its own scales: points of one face with
+    different values get separate levels, and a per-keypoint dict in refine_face_keypoints equals
+    the per-point array; both still find the blob centres."""
+    truth = np.array([[40.3, 45.6], [70.7, 44.2]])
+    img = _blob_image(truth)
+    start = truth + [[0.8, -0.6], [-0.7, 0.9]]
+    names = ["left_eye_center", "right_eye_center"]
+    det = _BlobDetector()
+    out = refine_points(det, img, start, names, np.array([30.0, 30.0]),
+                        level_ied=np.array([28.0, 40.0]))
+    np.testing.assert_allclose(out[:, :2], truth, atol=0.15)
+    assert len(det.levels) == 10  # no shared level: 5 scales per point
+    same = refine_points(_BlobDetector(), img, start, names, np.array([30.0, 30.0]),
+                         level_ied=[28.0, 28.0])
+    np.testing.assert_allclose(same, refine_points(_BlobDetector(), img, start, names,
+                                                   np.array([30.0, 30.0])))
+    kp = {k: (*xy, 0.9) for k, xy in zip(names, start.tolist(), strict=True)}
+    face = Face(0.8, (20.0, 20.0, 90.0, 90.0), kp, ied=30.0)
+    (f,) = refine_face_keypoints(_BlobDetector(), img, [face],
+                                 level_ied={"right_eye_center": 40.0})
+    np.testing.assert_allclose([f.keypoints[k][:2] for k in names], out[:, :2], atol=1e-9)
+    with pytest.raises(ValueError, match="level_ied"):
+        refine_points(_BlobDetector(), img, start, names, np.ones(2), level_ied=[28.0] * 3)
+    with pytest.raises(ValueError, match="level_ied > 0"):
+        refine_points(_BlobDetector(), img, start, names, np.ones(2), level_ied=[28.0, 0.0])
+
+
 def test_refine_points_bad_input():
     det, img = _BlobDetector(), _blob_image([])
     with pytest.raises(ValueError, match="one row each"):

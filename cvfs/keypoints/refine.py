@@ -29,7 +29,13 @@ from cvfs.vision import HALF, WINDOW, as_float_rgb
 from cvfs.vision.pyramid import PyramidLevel
 from cvfs.vision.windows import LevelCache
 
-__all__ = ["quadratic_peak", "refine_face_keypoints", "refine_points"]
+__all__ = ["LEVEL_IED", "quadratic_peak", "refine_face_keypoints", "refine_points"]
+
+#: IED (level pixels) of the middle rescan scale per keypoint in :func:`refine_face_keypoints`
+#: (others: :func:`refine_points`' default 28, the middle of the detectors' training range).
+#: Chosen on held-out MTFL training faces (``benchmarks/keypoints_refine.py --level-ied``): the
+#: nose tip, a smooth blob, localises better on a finer level.
+LEVEL_IED = {"nose_center": 40.0}
 
 
 def quadratic_peak(patch):
@@ -234,8 +240,8 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
         Keypoint name of each point (a detector keypoint).
     ieds : ndarray of shape (n,)
         Inter-eye distance (image pixels) of each point's face.
-    level_ied : float
-        IED in level pixels of the middle rescan scale.
+    level_ied : float or ndarray of shape (n,)
+        IED in level pixels of the middle rescan scale (one for all points, or per point).
     n_scales : int
         Scales rescanned per point: ``level_ied / ied`` times ``scale_step ** j`` for ``j``
         centred on 0. The defaults (28 px, 5 scales a pyramid step ``2 ** (1/4)`` apart) put the
@@ -277,8 +283,13 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
     except ValueError:
         raise ValueError(f"radius must be a number or one per point ({len(pts)}); got shape "
                          f"{np.shape(radius)}") from None
+    try:
+        level_ied = np.broadcast_to(np.asarray(level_ied, dtype=np.float64), (len(pts),))
+    except ValueError:
+        raise ValueError(f"level_ied must be a number or one per point ({len(pts)}); got shape "
+                         f"{np.shape(level_ied)}") from None
     if not (int(n_scales) >= 1 and scale_step > 1.0 and np.all(radius > 0) and max_scale > 0
-            and level_ied > 0):
+            and np.all(level_ied > 0)):
         raise ValueError("need n_scales >= 1, scale_step > 1, radius > 0, max_scale > 0 and "
                          "level_ied > 0")
     out = np.column_stack([pts, np.full(len(pts), np.nan)])
@@ -308,7 +319,7 @@ def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_sca
 
 
 def refine_face_keypoints(detector, image, faces, names=None, probability=None, *,
-                          fill_missing=None, fill_radius=0.25, **kwargs):
+                          fill_missing=None, fill_radius=0.25, level_ied=None, **kwargs):
     """Faces with their keypoints moved by :func:`refine_points`.
 
     Parameters
@@ -329,6 +340,9 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
         keypoints stay NaN.
     fill_radius : float
         Search radius (IED) around a missing keypoint's predicted position.
+    level_ied : float or dict, optional
+        IED (level pixels) of the middle rescan scale: one for every keypoint, or keypoint name
+        -> value (28 for keypoints not listed); default :data:`LEVEL_IED`.
     **kwargs
         Passed to :func:`refine_points`; ``radius`` may also be a dict of keypoint name ->
         radius (IED).
@@ -362,9 +376,13 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
     radius = np.concatenate([np.broadcast_to(np.asarray(radius, float), (len(rows),)),
                              np.full(len(fill), float(fill_radius))])
     rows = rows + fill
+    if level_ied is None:
+        level_ied = LEVEL_IED
+    if isinstance(level_ied, dict):
+        level_ied = np.array([level_ied.get(r[1], 28.0) for r in rows], float)
     ref = refine_points(detector, image, np.array([(r[2], r[3]) for r in rows]),
                         [r[1] for r in rows], np.array([r[4] for r in rows]), radius=radius,
-                        **kwargs)
+                        level_ied=level_ied, **kwargs)
     out = [replace(f, keypoints=dict(f.keypoints)) for f in faces]
     for i, ((fi, k, _, _, _), (x, y, s)) in enumerate(zip(rows, ref, strict=True)):
         if i >= len(rows) - len(fill):  # a missing keypoint: kept only where a window scored
