@@ -177,6 +177,23 @@ def capped_fraction(Y, labels, sigma2, cap=CAPPED_CAP, dim_cost=CAPPED_DIM_COST,
     return over / len(Y)
 
 
+def grid_capped_cost(R, vt, sigma2, D):
+    """Robust cost of one centred cluster ``R`` (rows: trajectories; ``vt`` its right singular
+    vectors, ``D`` the velocity dimension) on every (``cap``, ``dim_cost``) cell of
+    ``CAP_GRID`` x ``DIM_COST_GRID``: the best of a 2-, 3- or 4-D subspace, as
+    :func:`cvfs.motion.kselect.cluster_capped_cost` per cell."""
+    caps = np.asarray(CAP_GRID)[:, None]
+    dcost = np.asarray(DIM_COST_GRID)[None, :]
+    norm = np.einsum("ij,ij->i", R, R)
+    best = np.full((len(CAP_GRID), len(DIM_COST_GRID)), np.inf)
+    for d in (2, 3, 4):
+        along = R @ vt[:d].T
+        e = np.maximum(norm - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
+        capped = np.minimum(e[:, None], caps.T * (D - d)).sum(axis=0)
+        best = np.minimum(best, capped[:, None] + dcost * d * len(R))
+    return best
+
+
 def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
     """Per K: residuals of the lowest-``r_K`` labelling (affine 3-D ``r``, 2-D ``q``, 4-D
     ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``), the
@@ -190,8 +207,6 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
     Y = velocity_matrix(pts).T
     P, D = Y.shape
     sigma2 = noise_variance(Y)
-    caps = np.asarray(CAP_GRID)[:, None]
-    dcost = np.asarray(DIM_COST_GRID)[None, :]
     stats = {}
     with threadpool_limits(limits=1, user_api="blas"):
         for k in ks:
@@ -210,14 +225,7 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
                     tot += rr
                     per.append(rr[1] / len(m))
                     sizes.append(len(m))
-                    norm = np.einsum("ij,ij->i", R, R)
-                    best = np.full_like(gmin, np.inf)
-                    for d in (2, 3, 4):
-                        along = R @ vt[:d].T
-                        e = np.maximum(norm - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
-                        capped = np.minimum(e[:, None], caps.T * (D - d)).sum(axis=0)
-                        best = np.minimum(best, capped[:, None] + dcost * d * len(m))
-                    g += best
+                    g += grid_capped_cost(R, vt, sigma2, D)
                 rows.append((tot / P, max(per), min(sizes) / P, g[DEFAULT_CELL] / P))
                 gmin = np.minimum(gmin, g / P)
             b = int(np.argmin([r[0][1] for r in rows]))

@@ -85,21 +85,12 @@ def labelling_quantities(points, lab):
     Y = velocity_matrix(pts).T
     P, D = Y.shape
     sigma2 = noise_variance(Y)
-    caps = np.asarray(mk.CAP_GRID)[:, None]
-    dcost = np.asarray(mk.DIM_COST_GRID)[None, :]
     g = np.zeros((len(mk.CAP_GRID), len(mk.DIM_COST_GRID)))
     with threadpool_limits(limits=1, user_api="blas"):
         for c in np.unique(lab):
             R = Y[lab == c] - Y[lab == c].mean(axis=0)
             _, _, vt = np.linalg.svd(R, full_matrices=False)
-            norm = np.einsum("ij,ij->i", R, R)
-            best = np.full_like(g, np.inf)
-            for d in (2, 3, 4):
-                along = R @ vt[:d].T
-                e = np.maximum(norm - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
-                capped = np.minimum(e[:, None], caps.T * (D - d)).sum(axis=0)
-                best = np.minimum(best, capped[:, None] + dcost * d * len(R))
-            g += best
+            g += mk.grid_capped_cost(R, vt, sigma2, D)
         q = subspace_residual(Y, lab, 2)
     return g / P, q
 
@@ -438,15 +429,20 @@ def main(argv=None):
         for p in info["picked"]:
             print(f"  fold {p['fold']}: {p['form']} ({100 * p['inner_accuracy']:.1f}%)")
         sys.stdout.flush()
-    names = [r[0] for r in results[args.fold_seeds[0]]["rows"]]
-    mean_rows = [[nm] + [float(np.mean([results[s]["rows"][j][c] for s in args.fold_seeds]))
+    _summarise(results, args.fold_seeds, "motion_k_ranked.json",
+               timing={"pools_seconds": t_pool, "cv_seconds": t_cv})
+
+
+def _summarise(results, fold_seeds, name, **extra):
+    """Print the mean table over the fold seeds and write ``benchmarks/results/<name>``."""
+    names = [r[0] for r in results[fold_seeds[0]]["rows"]]
+    mean_rows = [[nm] + [float(np.mean([results[s]["rows"][j][c] for s in fold_seeds]))
                          for c in (1, 2, 3)] for j, nm in enumerate(names)]
-    print(f"mean over fold seeds {args.fold_seeds}:")
+    print(f"mean over fold seeds {fold_seeds}:")
     print(format_table(["rule", "2 motions", "3 motions", "all"], mk._fmt(mean_rows)))
-    write_json(REPO / "benchmarks" / "results" / "motion_k_ranked.json",
-               {"fold_seeds": args.fold_seeds, "mean_rows": mean_rows,
-                "by_fold_seed": {str(s): r for s, r in results.items()},
-                "timing": {"pools_seconds": t_pool, "cv_seconds": t_cv}})
+    write_json(REPO / "benchmarks" / "results" / name,
+               {"fold_seeds": fold_seeds, "mean_rows": mean_rows,
+                "by_fold_seed": {str(s): r for s, r in results.items()}, **extra})
 
 
 def union_main(seqs, pools, stats, args):
@@ -461,14 +457,7 @@ def union_main(seqs, pools, stats, args):
         for p in info.get("picked", []):
             print(f"  fold {p['fold']}: {p['form']} ({100 * p['inner_accuracy']:.1f}%)")
         sys.stdout.flush()
-    names = [r[0] for r in results[args.fold_seeds[0]]["rows"]]
-    mean_rows = [[nm] + [float(np.mean([results[s]["rows"][j][c] for s in args.fold_seeds]))
-                         for c in (1, 2, 3)] for j, nm in enumerate(names)]
-    print(f"mean over fold seeds {args.fold_seeds}:")
-    print(format_table(["rule", "2 motions", "3 motions", "all"], mk._fmt(mean_rows)))
-    write_json(REPO / "benchmarks" / "results" / "motion_k_union.json",
-               {"fold_seeds": args.fold_seeds, "mean_rows": mean_rows,
-                "by_fold_seed": {str(s): r for s, r in results.items()}})
+    _summarise(results, args.fold_seeds, "motion_k_union.json")
 
 
 if __name__ == "__main__":
