@@ -135,6 +135,8 @@ def hopkins_cache(seqs, cache):
 # the robust cost's grid (cvfs.motion.kselect.capped_cost): cap, dimension cost
 CAP_GRID = (3.0, 5.0, 8.0, 13.0)
 DIM_COST_GRID = (1.0, 10.0, 50.0)
+#: The grid as arrays broadcasting to (len(CAP_GRID), len(DIM_COST_GRID)).
+CAP_COLUMN, DIM_COST_ROW = np.asarray(CAP_GRID)[:, None], np.asarray(DIM_COST_GRID)[None, :]
 # the grid cell of the default cost (kselect.CAPPED_CAP, CAPPED_DIM_COST)
 DEFAULT_CELL = (CAP_GRID.index(CAPPED_CAP), DIM_COST_GRID.index(CAPPED_DIM_COST))
 
@@ -177,23 +179,6 @@ def capped_fraction(Y, labels, sigma2, cap=CAPPED_CAP, dim_cost=CAPPED_DIM_COST,
     return over / len(Y)
 
 
-def grid_capped_cost(R, vt, sigma2, D):
-    """Robust cost of one centred cluster ``R`` (rows: trajectories; ``vt`` its right singular
-    vectors, ``D`` the velocity dimension) on every (``cap``, ``dim_cost``) cell of
-    ``CAP_GRID`` x ``DIM_COST_GRID``: the best of a 2-, 3- or 4-D subspace, as
-    :func:`cvfs.motion.kselect.cluster_capped_cost` per cell."""
-    caps = np.asarray(CAP_GRID)[:, None]
-    dcost = np.asarray(DIM_COST_GRID)[None, :]
-    norm = np.einsum("ij,ij->i", R, R)
-    best = np.full((len(CAP_GRID), len(DIM_COST_GRID)), np.inf)
-    for d in (2, 3, 4):
-        along = R @ vt[:d].T
-        e = np.maximum(norm - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
-        capped = np.minimum(e[:, None], caps.T * (D - d)).sum(axis=0)
-        best = np.minimum(best, capped[:, None] + dcost * d * len(R))
-    return best
-
-
 def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
     """Per K: residuals of the lowest-``r_K`` labelling (affine 3-D ``r``, 2-D ``q``, 4-D
     ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``), the
@@ -205,7 +190,7 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
     mean epipolar residual over all labellings ``fmin`` (NaN where a cluster is too small)."""
     pts = normalise_points(points)
     Y = velocity_matrix(pts).T
-    P, D = Y.shape
+    P = Y.shape[0]
     sigma2 = noise_variance(Y)
     stats = {}
     with threadpool_limits(limits=1, user_api="blas"):
@@ -219,13 +204,12 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
                 for c in np.unique(lab):
                     m = Y[lab == c]
                     R = m - m.mean(axis=0)
-                    _, s, vt = np.linalg.svd(R, full_matrices=False)
-                    s2 = s ** 2
+                    s2 = np.linalg.svd(R, compute_uv=False) ** 2
                     rr = np.array([s2[2:].sum(), s2[3:].sum(), s2[4:].sum()])
                     tot += rr
                     per.append(rr[1] / len(m))
                     sizes.append(len(m))
-                    g += grid_capped_cost(R, vt, sigma2, D)
+                    g += cluster_capped_cost(m, sigma2, (2, 3, 4), CAP_COLUMN, DIM_COST_ROW)[0]
                 rows.append((tot / P, max(per), min(sizes) / P, g[DEFAULT_CELL] / P))
                 gmin = np.minimum(gmin, g / P)
             b = int(np.argmin([r[0][1] for r in rows]))

@@ -54,7 +54,11 @@ from cvfs.motion import normalise_points  # noqa: E402
 from cvfs.motion.candidates import generate_candidates, velocity_matrix  # noqa: E402
 from cvfs.motion.evaluate import misclassification, video_folds  # noqa: E402
 from cvfs.motion.features import candidate_features  # noqa: E402
-from cvfs.motion.kselect import noise_variance, subspace_residual  # noqa: E402
+from cvfs.motion.kselect import (  # noqa: E402
+    cluster_capped_cost,
+    noise_variance,
+    subspace_residual,
+)
 from cvfs.motion.ranking import MotionRanker  # noqa: E402
 
 RANKED = (2, 3)
@@ -83,14 +87,13 @@ def labelling_quantities(points, lab):
     planar residual of one labelling."""
     pts = normalise_points(points)
     Y = velocity_matrix(pts).T
-    P, D = Y.shape
+    P = Y.shape[0]
     sigma2 = noise_variance(Y)
     g = np.zeros((len(mk.CAP_GRID), len(mk.DIM_COST_GRID)))
     with threadpool_limits(limits=1, user_api="blas"):
         for c in np.unique(lab):
-            R = Y[lab == c] - Y[lab == c].mean(axis=0)
-            _, _, vt = np.linalg.svd(R, full_matrices=False)
-            g += mk.grid_capped_cost(R, vt, sigma2, D)
+            g += cluster_capped_cost(Y[lab == c], sigma2, (2, 3, 4), mk.CAP_COLUMN,
+                                     mk.DIM_COST_ROW)[0]
         q = subspace_residual(Y, lab, 2)
     return g / P, q
 

@@ -1,8 +1,6 @@
 """The keypoint app (= ``cvfs keypoints detect``) on an image folder, a video file and the
 synthetic clip; atomic output sets; the demo part."""
 
-import importlib.util
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -10,16 +8,11 @@ import pytest
 
 from cvfs.keypoints import KeypointDetector
 from cvfs.keypoints._additive import AdditiveModel
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scripts import load_script
 
 
 def _app():
-    spec = importlib.util.spec_from_file_location("keypoints_detect",
-                                                  ROOT / "apps" / "keypoints_detect.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("apps/keypoints_detect.py")
 
 
 @pytest.fixture

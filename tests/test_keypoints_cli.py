@@ -1,8 +1,6 @@
 """`cvfs keypoints train|evaluate|detect`, the training script, and the figures."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,16 +10,11 @@ from cvfs.keypoints import load_detector
 from cvfs.keypoints.evaluate import evaluate_keypoint
 from cvfs.viz import save_figure
 from cvfs.viz.keypoints import draw_keypoints, plot_pr_curves
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scripts import load_script
 
 
 def _train_script():
-    spec = importlib.util.spec_from_file_location("train_keypoints",
-                                                  ROOT / "data_prep" / "train_keypoints.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("data_prep/train_keypoints.py")
 
 
 def test_cli_train_evaluate_detect(real_data, tmp_path, capsys):

@@ -21,6 +21,7 @@ from cvfs.keypoints.train import (
     train_detector,
 )
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level, window_centres
+from tests.scripts import load_script
 
 
 def _toy_detector():
@@ -481,13 +482,7 @@ def test_calibrate_detector(real_data):
 
 
 def test_calibrate_script(real_data, tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "data_prep" / "calibrate_keypoints.py"
-    spec = importlib.util.spec_from_file_location("calibrate_keypoints", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("data_prep/calibrate_keypoints.py")
     model = _toy_detector().save(tmp_path / "kp.h5")
     assert mod.main([str(model), "--n-images", "3", "--n-negatives", "200", "--quiet"]) == 0
     det = load_detector(model)

@@ -16,6 +16,7 @@ from cvfs.motion.evaluate import format_table, misclassification, summarise, vid
 from cvfs.motion.features import candidate_features, cut_fractions, feature_names, n_features
 from cvfs.motion.synthetic import make_rigid_motions
 from tests import naive
+from tests.scripts import load_script
 
 REAL = ["1R2RC_g12", "cars1", "two_cranes"]
 
@@ -233,8 +234,6 @@ def test_summarise_and_table():
 
 
 def test_feature_cache_script(real_data, tmp_path):
-    import importlib.util
-    from pathlib import Path
 
     from cvfs.motion.cache import cache_matches, load_cache
 
@@ -242,10 +241,7 @@ def test_feature_cache_script(real_data, tmp_path):
     root.mkdir()
     for n in ("1R2RC_g12", "cars1"):
         (root / n).symlink_to(real_data / "hopkins155" / n)
-    path = Path(__file__).resolve().parents[1] / "data_prep" / "motion_features.py"
-    spec = importlib.util.spec_from_file_location("motion_features", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("data_prep/motion_features.py")
     out = tmp_path / "cache.h5"
     assert mod.main(["--data", str(root), "--out", str(out), "--quiet"]) == 0
     assert cache_matches(out, names=["1R2RC_g12", "cars1"])

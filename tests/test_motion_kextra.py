@@ -1,21 +1,16 @@
 """The perspective (epipolar) residual and the capped fraction of benchmarks/motion_k.py."""
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cvfs.motion import normalise_points
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "motion_k.py"
-    spec = importlib.util.spec_from_file_location("bench_motion_k", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/motion_k.py", "bench_motion_k")
 
 
 def _perspective_scene(rng, n_frames=12):

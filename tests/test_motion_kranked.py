@@ -1,7 +1,5 @@
 """The ranked-labelling quantities and the union-pool K choice of benchmarks/motion_k_ranked.py."""
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,15 +10,12 @@ from cvfs.motion.evaluate import misclassification
 from cvfs.motion.features import candidate_features
 from cvfs.motion.kselect import capped_cost, noise_variance, subspace_residual
 from cvfs.motion.synthetic import make_rigid_motions
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "motion_k_ranked.py"
-    spec = importlib.util.spec_from_file_location("bench_motion_k_ranked", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/motion_k_ranked.py", "bench_motion_k_ranked")
 
 
 def test_labelling_quantities_are_the_capped_cost_on_the_grid(bench):

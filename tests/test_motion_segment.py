@@ -2,7 +2,6 @@
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ from cvfs.motion.evaluate import misclassification
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
 from cvfs.motion.ranking import MotionRanker, load_ranker, save_ranker
 from cvfs.motion.synthetic import make_rigid_motions
+from tests.scripts import load_script
 
-REPO = Path(__file__).resolve().parents[1]
 SETTINGS = {"alphas": [1.0, 2.0, 4.0, 8.0], "refine": ["velocity"],
             "feature_version": FEATURE_VERSION, "n_features": n_features(), "seed": 0}
 
@@ -146,12 +145,7 @@ def test_cli_motion_segment_synthetic(capsys):
 
 
 def test_video_app_on_a_real_video(real_data, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("motion_video", REPO / "apps" /
-                                                  "motion_video.py")
-    app = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(app)
+    app = load_script("apps/motion_video.py")
     video = real_data / "hopkins155_videos" / "three-cars.avi"
     assert app.main([str(video), "--motions", "3", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "three-cars_motion.json").read_text())

@@ -1,10 +1,8 @@
 """Frame sources, video files, the Lucas-Kanade tracker, the drawing helpers and
 ``cvfs motion segment`` (= ``apps/motion_video.py``)."""
 
-import importlib.util
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +13,7 @@ from cvfs.motion.candidates import generate_candidates
 from cvfs.motion.evaluate import misclassification
 from cvfs.motion.tracking import track_points
 from cvfs.viz.motion import draw_tracks
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scripts import load_script
 
 
 def test_synthetic_source_streams_named_rgb_frames():
@@ -303,10 +300,7 @@ def test_draw_tracks_draws_on_a_copy():
 
 
 def _motion_app():
-    spec = importlib.util.spec_from_file_location("motion_video", ROOT / "apps" / "motion_video.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("apps/motion_video.py")
 
 
 def test_segment_command_and_app(tmp_path, capsys):

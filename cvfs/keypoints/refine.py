@@ -29,10 +29,12 @@ from cvfs.vision import HALF, WINDOW, as_float_rgb
 from cvfs.vision.pyramid import PyramidLevel
 from cvfs.vision.windows import LevelCache
 
-__all__ = ["LEVEL_IED", "quadratic_peak", "refine_face_keypoints", "refine_points"]
+__all__ = ["DEFAULT_LEVEL_IED", "LEVEL_IED", "quadratic_peak", "refine_face_keypoints",
+           "refine_points"]
 
-#: IED (level pixels) of the middle rescan scale per keypoint in :func:`refine_face_keypoints`
-#: (others: :func:`refine_points`' default 28, the middle of the detectors' training range).
+#: IED (level pixels) of the middle rescan scale: the middle of the detectors' training range.
+DEFAULT_LEVEL_IED = 28.0
+#: The same per keypoint in :func:`refine_face_keypoints` (others: ``DEFAULT_LEVEL_IED``).
 #: Chosen on held-out MTFL training faces (``benchmarks/keypoints_refine.py --level-ied``): the
 #: nose tip, a smooth blob, localises better on a finer level.
 LEVEL_IED = {"nose_center": 40.0}
@@ -219,8 +221,8 @@ def _groups(pts, s0, ieds, shared):
     return groups
 
 
-def refine_points(detector, image, points, names, ieds, *, level_ied=28.0, n_scales=5,
-                  scale_step=2.0 ** 0.25, radius=0.1, max_scale=4.0, shared=True):
+def refine_points(detector, image, points, names, ieds, *, level_ied=DEFAULT_LEVEL_IED,
+                  n_scales=5, scale_step=2.0 ** 0.25, radius=0.1, max_scale=4.0, shared=True):
     """Refined positions of keypoints, each rescanned around its current position.
 
     The image is resampled at each rescan scale on one grid (``x_level = (x + 0.5) * scale -
@@ -342,7 +344,7 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
         Search radius (IED) around a missing keypoint's predicted position.
     level_ied : float or dict, optional
         IED (level pixels) of the middle rescan scale: one for every keypoint, or keypoint name
-        -> value (28 for keypoints not listed); default :data:`LEVEL_IED`.
+        -> value (``DEFAULT_LEVEL_IED`` for keypoints not listed); default :data:`LEVEL_IED`.
     **kwargs
         Passed to :func:`refine_points`; ``radius`` may also be a dict of keypoint name ->
         radius (IED).
@@ -379,7 +381,7 @@ def refine_face_keypoints(detector, image, faces, names=None, probability=None, 
     if level_ied is None:
         level_ied = LEVEL_IED
     if isinstance(level_ied, dict):
-        level_ied = np.array([level_ied.get(r[1], 28.0) for r in rows], float)
+        level_ied = np.array([level_ied.get(r[1], DEFAULT_LEVEL_IED) for r in rows], float)
     ref = refine_points(detector, image, np.array([(r[2], r[3]) for r in rows]),
                         [r[1] for r in rows], np.array([r[4] for r in rows]), radius=radius,
                         level_ied=level_ied, **kwargs)

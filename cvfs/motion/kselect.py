@@ -343,19 +343,29 @@ def noise_variance(Y, rank=NOISE_RANK):
 
 def cluster_capped_cost(R, sigma2, dims, cap, dim_cost):
     """One cluster's term of :func:`capped_cost` (rows ``R``, its dimension in ``dims`` chosen)
-    and how many of its rows reach the cap there. Returns ``(cost, n_capped)``."""
+    and how many of its rows reach the cap there. ``cap`` and ``dim_cost`` may be arrays that
+    broadcast together (a grid of settings, one SVD). Returns ``(cost, n_capped)``: floats for
+    scalar settings, else arrays of the broadcast shape."""
     D = R.shape[1]
     R = R - R.mean(axis=0)
     _, _, vt = np.linalg.svd(R, full_matrices=False)
     tot = np.einsum("ij,ij->i", R, R)
-    best = (np.inf, 0)
+    cap = np.asarray(cap, dtype=np.float64)
+    dim_cost = np.asarray(dim_cost, dtype=np.float64)
+    shape = np.broadcast_shapes(cap.shape, dim_cost.shape)
+    best = np.full(shape, np.inf)
+    n_capped = np.zeros(shape, dtype=np.int64)
     for d in dims:
         along = R @ vt[:d].T
         e = np.maximum(tot - np.einsum("ij,ij->i", along, along), 0.0) / sigma2
-        cost = float(np.minimum(e, cap * (D - d)).sum()) + dim_cost * d * len(R)
-        if cost < best[0]:
-            best = (cost, int(np.sum(e > cap * (D - d))))
-    return best
+        lim = cap[..., None] * (D - d)
+        cost = np.minimum(e, lim).sum(axis=-1) + dim_cost * d * len(R)
+        better = cost < best
+        best = np.where(better, cost, best)
+        n_capped = np.where(better, (e > lim).sum(axis=-1), n_capped)
+    if not shape:
+        return float(best), int(n_capped)
+    return best, n_capped
 
 
 def capped_cost(Y, labels, sigma2, *, dims=(2, 3, 4), cap=5.0, dim_cost=1.0):
