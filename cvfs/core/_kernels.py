@@ -443,7 +443,9 @@ def row_pass_t(XT, y, loss, model, acc, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
     time, within row chunks that stay in L2; they beat the row kernels for the widths described
-    at ``SMALL_WIDTH``."""
+    at ``SMALL_WIDTH``. The one-matrix case of :func:`sweep_columns`, written out: packing
+    the arrays into a tuple of parts costs measurably more per pass on small fits, where a
+    pass takes a few microseconds."""
     cols, fp, _, beta, v, intercept = model
     g, h = acc
     N = XT.shape[1]
@@ -458,7 +460,27 @@ def row_pass_t(XT, y, loss, model, acc, track):
         b[j] = v[j, 0] * fp[j, 1]
         if track:
             t0 -= v[j, 0] * fp[j, 2]
-    return sweep_columns(((XT, cols, a, b, g, h),), (N, z0, t0), y, loss, track)
+    R = min(N, max(512, (1 << 18) // max(1, m * XT.itemsize)))
+    z = np.empty(R)
+    t = np.empty(R)
+    d = np.empty(R)
+    lsum = 0.0
+    dsum = 0.0
+    tsum = 0.0
+    for r0 in range(0, N, R):
+        n = min(R, N - r0)
+        zc, tc, dc = z[:n], t[:n], d[:n]
+        zc[:] = z0
+        tc[:] = t0
+        _axpy_columns(zc, tc, XT, cols, a, b, track, r0)
+        lsum += loss_rows(loss, zc, y[r0:r0 + n], dc)
+        if track:
+            weight_rows(y[r0:r0 + n], tc)
+        for i in range(n):
+            dsum += dc[i]
+            tsum += tc[i]
+        _dot_columns(dc, tc, XT, cols, g, h, track, r0)
+    return lsum, dsum, tsum
 
 
 @njit(cache=True)
@@ -546,13 +568,13 @@ def compute_gradient(X, y, pairs, loss, model, track, transposed=False):
     intercept). ``transposed``: X is feature-major (W, N): the kept linear
     columns of a row-separable loss, or the bin coordinates of kept piecewise-linear features
     (:func:`cvfs.core._pl_kernels.compact_bins`); see :func:`compact`."""
-    pi, pj, pr, pw = pairs
-    cols, fp, bins, beta, v, intercept = model
-    m, G = beta.shape
+    m, G = model[3].shape
     g = np.zeros((m, G))
     h = np.zeros((m, G))
     N = X.shape[1] if transposed else X.shape[0]
     if loss.pairwise:
+        pi, pj, pr, pw = pairs
+        cols, fp, bins, beta, v, intercept = model
         z = np.empty(N)
         t = np.empty(N)
         r = np.empty(N)
@@ -569,6 +591,7 @@ def compute_gradient(X, y, pairs, loss, model, track, transposed=False):
         finalize(g, fp, bins, rsum, 1.0)
         finalize(h, fp, bins, wsum, 1.0)
         return value, g, 0.0, h
+    fp, bins = model[1], model[2]
     if not transposed:
         lsum, dsum, tsum = row_pass(X, y, loss, model, (g, h), track)
     elif bins > 0:
