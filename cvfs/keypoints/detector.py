@@ -134,13 +134,13 @@ def _parabolic_offsets(smap, rows, cols):
         r0, c0 = rows - dr, cols - dc
         r1, c1 = rows + dr, cols + dc
         ok = (r0 >= 0) & (c0 >= 0) & (r1 < h) & (c1 < w)
-        a = np.where(ok, smap[np.clip(r0, 0, h - 1), np.clip(c0, 0, w - 1)], np.nan)
+        a = np.where(ok, smap[np.maximum(r0, 0), np.maximum(c0, 0)], np.nan)
         b = smap[rows, cols]
-        c = np.where(ok, smap[np.clip(r1, 0, h - 1), np.clip(c1, 0, w - 1)], np.nan)
+        c = np.where(ok, smap[np.minimum(r1, h - 1), np.minimum(c1, w - 1)], np.nan)
         den = a - 2.0 * b + c
         with np.errstate(invalid="ignore", divide="ignore"):
             off = np.where(np.isfinite(den) & (den < 0), 0.5 * (a - c) / den, 0.0)
-        out[:, axis] = np.clip(off, -0.5, 0.5)
+        out[:, axis] = np.minimum(np.maximum(off, -0.5), 0.5)
     return out
 
 
