@@ -2,6 +2,7 @@
 
 import pickle
 
+import cv2
 import numpy as np
 import pytest
 from skimage.feature import hog as sk_hog
@@ -227,7 +228,10 @@ def test_level_bands_equal_whole_level_maps():
                                               getattr(whole.hog, name)[:, a:b])
             np.testing.assert_array_equal(band.hog.cells, whole.hog.cells[:, a:b - 5])
             band.clear()
-    # the integral recurrence is OpenCV's: the first rows equal cv2.integral too
+    # the integral recurrence is OpenCV's: the integral images equal cv2.integral's
+    for img in (level.image, level.image.astype(np.float64)):
+        np.testing.assert_array_equal(
+            integral_image(img), np.moveaxis(cv2.integral(img, sdepth=cv2.CV_64F), 2, 0))
     np.testing.assert_array_equal(level_bands(level, [(0, 40)])[0].integral,
                                   integral_image(level.image)[:, :41])
     for bad in ((-1, 30), (10, 30), (0, h + 1)):

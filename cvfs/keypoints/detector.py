@@ -134,13 +134,13 @@ def _parabolic_offsets(smap, rows, cols):
         r0, c0 = rows - dr, cols - dc
         r1, c1 = rows + dr, cols + dc
         ok = (r0 >= 0) & (c0 >= 0) & (r1 < h) & (c1 < w)
-        a = np.where(ok, smap[np.clip(r0, 0, h - 1), np.clip(c0, 0, w - 1)], np.nan)
+        a = np.where(ok, smap[np.maximum(r0, 0), np.maximum(c0, 0)], np.nan)
         b = smap[rows, cols]
-        c = np.where(ok, smap[np.clip(r1, 0, h - 1), np.clip(c1, 0, w - 1)], np.nan)
+        c = np.where(ok, smap[np.minimum(r1, h - 1), np.minimum(c1, w - 1)], np.nan)
         den = a - 2.0 * b + c
         with np.errstate(invalid="ignore", divide="ignore"):
             off = np.where(np.isfinite(den) & (den < 0), 0.5 * (a - c) / den, 0.0)
-        out[:, axis] = np.clip(off, -0.5, 0.5)
+        out[:, axis] = np.minimum(np.maximum(off, -0.5), 0.5)
     return out
 
 
@@ -339,7 +339,7 @@ def _band_peaks(pool, plan, models, band, rows, thr, refine, clear=True):
     return out
 
 
-def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max_memory,
+def _pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_memory,
                    keep=None):
     """``(scale, peaks)`` of every band of every level, in order (see :func:`_band_peaks`).
 
@@ -352,13 +352,13 @@ def _pyramid_peaks(pool, models, cascade, rgb, pyramid, thr, refine, n_jobs, max
     release the GIL), and a level or band starts only when the memory of those in flight
     leaves room for it. The peaks do not depend on the bands or on ``n_jobs``.
 
+    ``plan``: the :class:`ScanPlan` of ``models``' soft cascades, or None for the full scan.
     ``keep``: a list that receives each level's :class:`LevelCache` with its maps (the caller
     checks that they fit the budget; ``n_jobs`` must be 1).
     """
-    plan = ScanPlan(pool, models) if cascade else None
     feats = np.concatenate([m.features for m in models])
     per_pixel, fixed = band_bytes(models, bool((feats >= N_HOG).any()),
-                                  bool((feats < N_HOG).any()), cascade)
+                                  bool((feats < N_HOG).any()), plan is not None)
     avail = max_memory - image_bytes(rgb.shape)
     levels, scales, blurred = pyramid
     warned = False
@@ -422,19 +422,24 @@ def _region_peaks(plan, band, scan, region, own, row0):
     ``row0`` on the level (``band``: a :class:`LevelBand` or the level's :class:`LevelCache`),
     kept where ``region`` is set and in band rows ``own[0] .. own[1] - 1``. ``scan`` holds
     ``region`` and its 8 neighbours, so the peaks and their sub-pixel offsets equal those of a
-    scan of the whole level."""
-    r, c = np.nonzero(scan)
-    if r.size == 0:
+    scan of the whole level. Only the bounding box of ``scan`` is scored and searched (windows
+    outside it are unscored, -inf, on the whole level as well)."""
+    rows = np.flatnonzero(scan.any(axis=1))
+    if rows.size == 0:
         return None
-    grid = np.full(scan.shape, -math.inf)
-    r_band = r + (row0 - getattr(band, "row0", 0))  # window rows on the band
-    grid[r, c] = plan.scores(band, np.column_stack([r_band, c]).astype(np.int64))[0]
+    cols = np.flatnonzero(scan.any(axis=0))
+    ra, ca = rows[0], cols[0]
+    box = scan[ra:rows[-1] + 1, ca:cols[-1] + 1]
+    r, c = np.nonzero(box)
+    grid = np.full(box.shape, -math.inf)
+    r_band = r + (ra + row0 - getattr(band, "row0", 0))  # window rows on the band
+    grid[r, c] = plan.scores(band, np.column_stack([r_band, c + ca]).astype(np.int64))[0]
     r, c = _grid_peaks(grid, -math.inf)
-    keep = region[r, c] & (r >= own[0]) & (r < own[1])
+    keep = region[r + ra, c + ca] & (r + ra >= own[0]) & (r + ra < own[1])
     r, c = r[keep], c[keep]
     if r.size == 0:
         return None
-    xy = np.column_stack([c, r + row0]).astype(np.float64) + HALF
+    xy = np.column_stack([c + ca, r + ra + row0]).astype(np.float64) + HALF
     xy += _parabolic_offsets(grid, r, c)
     return np.column_stack([band.level.to_original(xy), grid[r, c]])
 
@@ -751,7 +756,7 @@ class KeypointDetector:
         levels, scales, _ = self._pyramid(rgb, max_scale, 0.0)
         if caches is not None:
             levels = iter([cc.level for cc in caches])
-        plans = {k: ScanPlan(self.pool, [self.classifiers[k]]) for k in names}
+        plans = {k: self._scan_plan([k]) for k in names}
         models = [self.classifiers[k] for k in names]
         feats = np.concatenate([m.features for m in models]) if models else np.zeros(0, int)
         per_pixel, fixed = band_bytes(models or [self.classifiers[self.keypoints[0]]],
@@ -825,7 +830,8 @@ class KeypointDetector:
             thr = {k: min(v, pair.floor) if k in (pair.left, pair.right) else v
                    for k, v in thr.items()}
         models = [self.classifiers[k] for k in names]
-        peaks = _pyramid_peaks(self.pool, models, cascade, rgb, pyramid,
+        plan = self._scan_plan(names) if cascade else None
+        peaks = _pyramid_peaks(self.pool, plan, models, rgb, pyramid,
                                [thr[k] for k in names], refine, n_jobs, max_memory, keep)
         out, scale = _merge_levels(peaks, names, radius, mrad, refine)
         if pair is not None:
@@ -837,6 +843,16 @@ class KeypointDetector:
                 order = np.argsort(-d[:, 2], kind="stable")
                 out[n], scale[n] = d[order], sc[order]
         return out, scale
+
+    def _scan_plan(self, names):
+        """The :class:`ScanPlan` of the soft cascades of keypoints ``names``, built once per
+        detector (again if a classifier of ``self.classifiers`` is replaced)."""
+        plans = self.__dict__.setdefault("_scan_plans", {})
+        models = [self.classifiers[k] for k in names]
+        cached = plans.get(tuple(names))
+        if cached is None or any(a is not b for a, b in zip(cached[0], models, strict=True)):
+            cached = plans[tuple(names)] = (models, ScanPlan(self.pool, models))
+        return cached[1]
 
     def _pair_model(self, pairs):
         if pairs is None or pairs is False:

@@ -20,7 +20,7 @@ Enumeration order: type, then ``h``, ``w``, ``y``, ``x`` ascending. Values are d
 
 Evaluation. A feature is a weighted sum of at most 9 integral-image corners (``haar_terms``); the
 numba kernel evaluates any subset of (channel, feature) columns for many window positions of one
-integral image ``(3, H + 1, W + 1)`` (OpenCV's ``cv2.integral``, float64).
+integral image ``(3, H + 1, W + 1)`` (float64, equal to OpenCV's ``cv2.integral``).
 
 References
 ----------
@@ -28,7 +28,6 @@ Viola and Jones, "Robust Real-Time Face Detection", IJCV 2004 (integral images, 
 features). Barbu et al., TPAMI 2017, section 3.3 (~61,000 Haar features over RGB).
 """
 
-import cv2
 import numpy as np
 
 from cvfs._jit import njit
@@ -209,8 +208,10 @@ def integral_image(image):
 
 
 def _integral(rgb):
-    s = cv2.integral(rgb, sdepth=cv2.CV_64F)
-    return np.ascontiguousarray(np.moveaxis(s, 2, 0))
+    """Integral images ``(3, H + 1, W + 1)`` of a float level, written channel-major by
+    :func:`_integral_rows_kernel` (equal to ``cv2.integral(rgb, sdepth=cv2.CV_64F)`` bitwise,
+    without its channel-last layout to transpose)."""
+    return _integral_rows(rgb, 0, rgb.shape[0], np.zeros((3, rgb.shape[1] + 1)))
 
 
 @njit(cache=True, nogil=True)

@@ -181,68 +181,92 @@ def _level_kernel(rgb, r0, cs, sn, cells, bins, mag, agr, agc):
     """Gradients, bins and dense 6x6 cell histograms of the rows ``r0 .. r0 + n - 1`` of a
     (H, W, 3) float32 level (``n = bins.shape[1]``; cells with top row ``r0 ..``).
 
-    Horizontal 6-pixel sums slide along each row; vertical sums of 6 rows slide with a ring of the
-    last 6 rows, exactly re-summed at every cell row that is a multiple of 64 (so no drift builds
-    up). Rows from the last multiple of 64 at or before ``r0`` are processed but not stored, so a
-    band of rows equals the same rows of the whole level's maps bitwise.
+    Row by row: the gradients, magnitudes and bins of the row (:func:`_orient_bin` inlined, in
+    branch-free loops over the columns); horizontal 6-pixel sums sliding along the row; vertical
+    sums of 6 rows sliding over a ring of the last 6 rows (the leaving row subtracted and the
+    entering one added in one contiguous pass), exactly re-summed at every cell row that is a
+    multiple of 64 (so no drift builds up). Rows from the last multiple of 64 at or before
+    ``r0`` are processed but not stored, so a band of rows equals the same rows of the whole
+    level's maps bitwise.
     """
     h, w, nch = rgb.shape
     nb = bins.shape[1]
     start = (r0 // 64) * 64
     wc = w - CELL + 1
+    n = wc * N_ORIENT
     inv = 1.0 / (CELL * CELL)
-    ring = np.zeros((CELL, wc, N_ORIENT))
-    acc = np.zeros((wc, N_ORIENT))
+    ring = np.zeros((CELL, n))  # horizontal sums (column, orientation) of the last 6 rows
+    acc = np.zeros(n)
+    hrow = np.zeros(n)
     row = np.zeros(N_ORIENT)
+    gr = np.zeros(w)
+    gc = np.zeros(w)
     rbin = np.zeros(w, dtype=np.int64)
     rmag = np.zeros(w)
+    c0, s0, c2, s2, c4, s4, c6, s6 = cs[0], sn[0], cs[2], sn[2], cs[4], sn[4], cs[6], sn[6]
     for ch in range(nch):
         acc[:] = 0.0
         for r in range(start, r0 + nb):
-            store = r >= r0
-            rl = r - r0
-            for c in range(w):
-                gr = 0.0
-                if 0 < r < h - 1:
-                    gr = np.float64(rgb[r + 1, c, ch]) - np.float64(rgb[r - 1, c, ch])
-                gc = 0.0
-                if 0 < c < w - 1:
-                    gc = np.float64(rgb[r, c + 1, ch]) - np.float64(rgb[r, c - 1, ch])
-                m = math.sqrt(gc * gc + gr * gr)
-                b = _orient_bin(gc, gr, cs, sn)
-                rbin[c] = b
-                rmag[c] = m
-                if store:
-                    bins[ch, rl, c] = b
-                    mag[ch, rl, c] = m
-                    agr[ch, rl, c] = abs(gr)
-                    agc[ch, rl, c] = abs(gc)
-            slot = r % CELL
+            if 0 < r < h - 1:
+                for c in range(w):
+                    gr[c] = np.float64(rgb[r + 1, c, ch]) - np.float64(rgb[r - 1, c, ch])
+            else:
+                gr[:] = 0.0
+            gc[0] = 0.0
+            gc[w - 1] = 0.0
+            for c in range(1, w - 1):
+                gc[c] = np.float64(rgb[r, c + 1, ch]) - np.float64(rgb[r, c - 1, ch])
+            for c in range(w):  # _orient_bin, inlined so that the loop vectorises
+                g_col = gc[c]
+                g_row = gr[c]
+                rmag[c] = math.sqrt(g_col * g_col + g_row * g_row)
+                flip = (g_row < 0.0) | ((g_row == 0.0) & (g_col < 0.0))
+                x = -g_col if flip else g_col
+                y = -g_row if flip else g_row
+                b = (np.int64(y * c0 - x * s0 >= 0.0) + np.int64(y >= x)
+                     + np.int64(y * c2 - x * s2 >= 0.0) + np.int64(x <= 0.0)
+                     + np.int64(y * c4 - x * s4 >= 0.0) + np.int64(y <= -x)
+                     + np.int64(y * c6 - x * s6 >= 0.0))
+                rbin[c] = 0 if (x == 0.0) & (y == 0.0) else b
+            if r >= r0:
+                rl = r - r0
+                b_out, m_out, r_out, c_out = bins[ch, rl], mag[ch, rl], agr[ch, rl], agc[ch, rl]
+                for c in range(w):
+                    b_out[c] = rbin[c]
+                    m_out[c] = rmag[c]
+                    r_out[c] = abs(gr[c])
+                    c_out[c] = abs(gc[c])
             row[:] = 0.0
             for c in range(CELL):
                 row[rbin[c]] += rmag[c]
-            for c in range(wc):
-                if c > 0:
-                    row[rbin[c + CELL - 1]] += rmag[c + CELL - 1]
-                    row[rbin[c - 1]] -= rmag[c - 1]
+            for o in range(N_ORIENT):
+                hrow[o] = row[o]
+            for c in range(1, wc):
+                row[rbin[c + CELL - 1]] += rmag[c + CELL - 1]
+                row[rbin[c - 1]] -= rmag[c - 1]
                 for o in range(N_ORIENT):
-                    if r - start >= CELL:
-                        acc[c, o] -= ring[slot, c, o]
-                    ring[slot, c, o] = row[o]
-                    acc[c, o] += row[o]
+                    hrow[c * N_ORIENT + o] = row[o]
+            ring_r = ring[r % CELL]
+            if r - start >= CELL:  # row r - 6 leaves the 6-row sums
+                for i in range(n):
+                    acc[i] = (acc[i] - ring_r[i]) + hrow[i]
+                    ring_r[i] = hrow[i]
+            else:
+                for i in range(n):
+                    acc[i] += hrow[i]
+                    ring_r[i] = hrow[i]
             if r - start >= CELL - 1:
                 rr = r - CELL + 1
                 if rr % 64 == 0:
-                    for c in range(wc):
-                        for o in range(N_ORIENT):
-                            t = 0.0
-                            for k in range(CELL):
-                                t += ring[k, c, o]
-                            acc[c, o] = t
+                    for i in range(n):
+                        t = 0.0
+                        for k in range(CELL):
+                            t += ring[k, i]
+                        acc[i] = t
                 if rr >= r0:
-                    for c in range(wc):
-                        for o in range(N_ORIENT):
-                            cells[ch, rr - r0, c, o] = acc[c, o] * inv
+                    out = cells[ch, rr - r0].reshape(n)
+                    for i in range(n):
+                        out[i] = acc[i] * inv
 
 
 @njit(cache=True)

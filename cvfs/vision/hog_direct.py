@@ -1,6 +1,6 @@
 """HOG blocks of single windows computed straight from the pixels (no per-level maps).
 
-:func:`cvfs.vision.hog_level` builds cell-histogram maps of a whole level (~30 ns per pixel and
+:func:`cvfs.vision.hog_level` builds cell-histogram maps of a whole level (~20 ns per pixel and
 channel), which pays off when most windows of the level need HOG columns (training, full scans).
 A soft cascade asks for HOG columns at a small fraction of the windows only (those that survived
 the cheap Haar stages); for them it is cheaper to compute just the needed 2x2-cell blocks from the
@@ -205,7 +205,8 @@ def hog_direct(image, top_left, *, columns=None, border="image"):
     """HOG features of 24x24 windows computed from the pixels of only the blocks they need.
 
     Cheaper than :func:`cvfs.vision.hog_windows` on level maps when few windows of a level are
-    evaluated (about 1 us per block and window, against ~30 ns per level pixel for the maps).
+    evaluated (about 1 us per block and window, against ~60 ns per level pixel for the maps of
+    the 3 channels).
 
     Parameters
     ----------
