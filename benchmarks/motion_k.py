@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/motion_k.py [--data DIR] [--cache DIR] [--skip-pool] [--seeds 3]
-        [--fold-seeds 0 1 2 3 4] [--extra-forms]
+        [--fold-seeds 0 1 2 3 4] [--extra-forms] [--min-fraction]
 
 ``--seeds 0`` skips the synthetic scenes. ``--extra-forms`` adds four rules to the plain and the
 nested CV (writing ``benchmarks/results/motion_k_extra.json``): ``log g_K + mu log q_K + nu log
@@ -13,6 +13,11 @@ such residual over all labellings of K, or the fraction of trajectories at the r
 (:func:`capped_fraction`); and a conditional logit over K on the robust-cost quantities
 (``log g_K`` on the whole grid, ``log q_K``, the penalty, the epipolar residual of the
 lowest-cost labelling and the capped fraction).
+``--min-fraction`` adds (writing ``benchmarks/results/motion_k_minfrac.json``) the default rule
+over the labellings whose smallest cluster holds at least phi P trajectories
+(:func:`cvfs.motion.kselect.large_clusters`), phi in ``PHI_GRID`` fitted with the robust cost's
+cell, ``lam`` and ``mu``: a few tracks carried off the background by an occluder form a small
+cluster that the robust cost takes for a motion.
 
 1. Hopkins155 (155 sequences, K = 2 or 3): the labellings
    :func:`cvfs.motion.kselect.k_residuals` fits (:func:`~cvfs.motion.kselect.k_labellings`,
@@ -84,6 +89,7 @@ K_RANGE = range(2, 6)
 # the rule of segment_tracks (cvfs.motion.kselect.choose_k_capped) and the residual rule before it
 DEFAULT_FORM = "g + mu q + lam pen"
 PLANAR_FORM = "r + mu q + lam pen"
+MINFRAC_FORM = "g + mu q + lam pen, smallest cluster >= phi P"
 
 
 def _fmt(rows):
@@ -137,6 +143,8 @@ CAP_GRID = (3.0, 5.0, 8.0, 13.0)
 DIM_COST_GRID = (1.0, 10.0, 50.0)
 #: The grid as arrays broadcasting to (len(CAP_GRID), len(DIM_COST_GRID)).
 CAP_COLUMN, DIM_COST_ROW = np.asarray(CAP_GRID)[:, None], np.asarray(DIM_COST_GRID)[None, :]
+# --min-fraction: the smallest cluster, as a fraction of the trajectories, a labelling may have
+PHI_GRID = (0.0, 0.01, 0.02, 0.03, 0.04, 0.05)
 # the grid cell of the default cost (kselect.CAPPED_CAP, CAPPED_DIM_COST)
 DEFAULT_CELL = (CAP_GRID.index(CAPPED_CAP), DIM_COST_GRID.index(CAPPED_DIM_COST))
 
@@ -179,7 +187,7 @@ def capped_fraction(Y, labels, sigma2, cap=CAPPED_CAP, dim_cost=CAPPED_DIM_COST,
     return over / len(Y)
 
 
-def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
+def k_statistics(points, cached, ks=K_RANGE, *, extra=False, min_fraction=False):
     """Per K: residuals of the lowest-``r_K`` labelling (affine 3-D ``r``, 2-D ``q``, 4-D
     ``r4``, largest per-cluster mean ``maxc``, smallest cluster fraction ``minfrac``), the
     lowest 2-D residual over all labellings ``qmin`` and the lowest robust cost ``g``
@@ -187,7 +195,11 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
     ``CAP_GRID`` x ``DIM_COST_GRID``; also P and the affinity spectra. ``extra`` adds, for the
     labelling of lowest robust cost at the default ``cap``, ``dim_cost``: its mean
     :func:`epipolar_residual` ``fg`` and :func:`capped_fraction` ``frac`` (+ 1/P), and the lowest
-    mean epipolar residual over all labellings ``fmin`` (NaN where a cluster is too small)."""
+    mean epipolar residual over all labellings ``fmin`` (NaN where a cluster is too small).
+    ``min_fraction`` adds, per smallest-cluster fraction phi of ``PHI_GRID``, ``phi{i}``: the
+    lowest robust cost on the grid and the planar residual ``q`` of the lowest-``r`` labelling
+    among the labellings whose every cluster holds at least phi P trajectories (None when no
+    labelling of K does)."""
     pts = normalise_points(points)
     Y = velocity_matrix(pts).T
     P = Y.shape[0]
@@ -198,6 +210,7 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
             if f"lab{k}" not in cached:
                 continue
             rows, gmin = [], np.full((len(CAP_GRID), len(DIM_COST_GRID)), np.inf)
+            glist = []
             for lab in cached[f"lab{k}"]:
                 tot, per, sizes = np.zeros(3), [], []
                 g = np.zeros_like(gmin)
@@ -212,10 +225,21 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False):
                     g += cluster_capped_cost(m, sigma2, (2, 3, 4), CAP_COLUMN, DIM_COST_ROW)[0]
                 rows.append((tot / P, max(per), min(sizes) / P, g[DEFAULT_CELL] / P))
                 gmin = np.minimum(gmin, g / P)
+                glist.append(g / P)
             b = int(np.argmin([r[0][1] for r in rows]))
             (q, r, r4), mx, mn, _ = rows[b]
             stats[k] = {"r": r, "q": q, "r4": r4, "maxc": mx, "minfrac": mn,
                         "qmin": min(row[0][0] for row in rows), "g": gmin}
+            if min_fraction:
+                # g and q over the labellings whose every cluster holds >= phi P trajectories
+                # (None where no labelling of K does)
+                small = np.array([row[2] for row in rows])
+                rq = np.array([row[0][1] for row in rows])
+                for i, phi in enumerate(PHI_GRID):
+                    ok = np.flatnonzero(small >= phi - 1e-12)
+                    stats[k][f"phi{i}"] = None if not len(ok) else (
+                        np.min([glist[j] for j in ok], axis=0),
+                        rows[ok[int(np.argmin(rq[ok]))]][0][0])
             if extra:
                 labs = cached[f"lab{k}"]
                 best = labs[int(np.argmin([row[3] for row in rows]))]
@@ -250,6 +274,21 @@ def form_tables(stats, ks=K_RANGE):
                     if k in st["K"]:
                         g[i, j] = np.log(max(st["K"][k]["g"][a, b], 1e-300))
             T[f"g:{a}:{b}"] = g
+    if "phi0" in stats[0]["K"][min(stats[0]["K"])]:
+        # a K with no labelling at phi gets an infinite cost (never chosen)
+        for i in range(len(PHI_GRID)):
+            q = np.zeros((n, len(ks)))
+            g = np.full((n, len(ks), len(CAP_GRID), len(DIM_COST_GRID)), np.inf)
+            for s, st in enumerate(stats):
+                for j, k in enumerate(ks):
+                    v = st["K"].get(k, {}).get(f"phi{i}")
+                    if v is not None:
+                        g[s, j] = np.log(np.maximum(v[0], 1e-300))
+                        q[s, j] = np.log(max(v[1], 1e-300))
+            T[f"qphi{i}"] = q
+            for a in range(len(CAP_GRID)):
+                for b in range(len(DIM_COST_GRID)):
+                    T[f"gphi:{a}:{b}:{i}"] = g[:, :, a, b]
     for name in ("fg", "fmin", "frac"):
         if name not in stats[0]["K"][min(stats[0]["K"])]:
             continue
@@ -293,6 +332,11 @@ def k_forms(T):
     grics = [k for k in T if k.startswith("g:")]
     out["g + lam pen"] = [(T[g], [T["pen"]], [LAM_GRID]) for g in grics]
     out["g + mu q + lam pen"] = [(T[g], [T["pen"], T["q"]], [LAM_GRID, MU_GRID]) for g in grics]
+    if "qphi0" in T:
+        # --min-fraction: the default rule over the labellings whose smallest cluster holds
+        # >= phi P trajectories, phi fitted with the cell, lam and mu
+        out[MINFRAC_FORM] = [(T[g], [T["pen"], T["qphi" + g.rsplit(":", 1)[1]]],
+                              [LAM_GRID, MU_GRID]) for g in T if g.startswith("gphi:")]
     out["eigengap"] = [(T[g], [], []) for g in gaps]
     # conditional logit over K on every quantity (a learned K ranker); C = L2 weight
     X = np.stack([np.where(T["valid"], T[n], 0.0)
@@ -434,9 +478,12 @@ def hopkins_cv(seqs, stats, fold_seed=0):
 
 
 def _variant_name(variants, v, T):
-    for prefix in ("gap:", "g:"):
+    for prefix in ("gap:", "g:", "gphi:"):
         keys = [k for k in T if k.startswith(prefix)]
         if len(variants) == len(keys) and len(variants) > 1:
+            if prefix == "gphi:":
+                a, b, i = (int(j) for j in keys[v].split(":")[1:])
+                return f"cap {CAP_GRID[a]}, dim_cost {DIM_COST_GRID[b]}, phi {PHI_GRID[i]}"
             if prefix == "g:":
                 a, b = (int(i) for i in keys[v].split(":")[1:])
                 return f"cap {CAP_GRID[a]}, dim_cost {DIM_COST_GRID[b]}"
@@ -499,6 +546,10 @@ def main(argv=None):
     ap.add_argument("--fold-seeds", type=int, nargs="+", default=[0],
                     help="fold seeds of the CV (the tables use the first; the others print "
                          "the nested and default-rule accuracy)")
+    ap.add_argument("--min-fraction", action="store_true",
+                    help="also the default rule over the labellings whose smallest cluster holds "
+                         "at least phi P trajectories, phi in PHI_GRID fitted in the training "
+                         "folds (in the nested CV's choice too)")
     ap.add_argument("--extra-forms", action="store_true",
                     help="also the epipolar-residual, capped-fraction and robust-cost logit rules "
                          "(in the nested CV's choice too)")
@@ -509,14 +560,15 @@ def main(argv=None):
     data = Path(args.data) if args.data else Path(data_home())
     seqs = load_hopkins155(data / "hopkins155")
     cached = hopkins_cache(seqs, Path(args.cache))
-    stats = [k_statistics(s.points, c, extra=args.extra_forms)
+    stats = [k_statistics(s.points, c, extra=args.extra_forms, min_fraction=args.min_fraction)
              for s, c in zip(tqdm(seqs, desc="K statistics"), cached, strict=True)]
     cv_rows, cv_info = hopkins_cv(seqs, stats, args.fold_seeds[0])
 
     def seed_row(rows):
         acc = {r[0]: r[-1] for r in rows}
         # default, planar, nested (all, two motions, three motions)
-        return [acc[DEFAULT_FORM], acc[PLANAR_FORM], rows[-1][-1], rows[-1][1], rows[-1][2]]
+        return [acc[DEFAULT_FORM], acc[PLANAR_FORM], rows[-1][-1], rows[-1][1], rows[-1][2],
+                acc.get(MINFRAC_FORM, float("nan"))]
 
     by_seed = {args.fold_seeds[0]: seed_row(cv_rows)}
     for seed in args.fold_seeds[1:]:
@@ -526,14 +578,16 @@ def main(argv=None):
           "on the training folds); last row: nested CV (the rule also picked on the training "
           "folds)")
     print(format_table(["rule", "2 motions", "3 motions", "all"], _fmt(cv_rows)))
-    for seed, (plain, planar, nest, two, three) in by_seed.items():
+    for seed, (plain, planar, nest, two, three, minfrac) in by_seed.items():
         print(f"fold seed {seed}: {DEFAULT_FORM} {plain:.1f}%, {PLANAR_FORM} {planar:.1f}%, "
-              f"nested {nest:.1f}% (2 motions {two:.1f}%, 3 motions {three:.1f}%)")
+              f"nested {nest:.1f}% (2 motions {two:.1f}%, 3 motions {three:.1f}%)"
+              + (f", {MINFRAC_FORM} {minfrac:.1f}%" if args.min_fraction else ""))
     if len(by_seed) > 1:
         print("mean over fold seeds: " + ", ".join(
             f"{n} {np.mean([v[i] for v in by_seed.values()]):.1f}%"
             for i, n in enumerate((DEFAULT_FORM, PLANAR_FORM, "nested", "nested 2 motions",
-                                   "nested 3 motions"))))
+                                   "nested 3 motions", MINFRAC_FORM)[:6 if args.min_fraction
+                                                                       else 5])))
     for p in cv_info["picked"]:
         print(f"  fold {p['fold']}: {p['form']} (inner CV {100 * p['inner_accuracy']:.1f}%), "
               f"theta {np.round(p['theta'], 3).tolist()}")
@@ -545,6 +599,10 @@ def main(argv=None):
     print(f"{DEFAULT_FORM} on all 155: {fit['variant_name']}, lam {fit['theta'][0]:.2f}, "
           f"mu {fit['theta'][1]:.3f} (kselect.CAPPED_*: cap {CAPPED_CAP}, dim_cost "
           f"{CAPPED_DIM_COST}, lam {CAPPED_LAMBDA}, mu {CAPPED_MU})")
+    if args.min_fraction:
+        fit = cv_info["fitted_all"][MINFRAC_FORM]
+        print(f"{MINFRAC_FORM} on all 155: {fit['variant_name']}, lam {fit['theta'][0]:.2f}, "
+              f"mu {fit['theta'][1]:.3f}, train accuracy {100 * fit['train_accuracy']:.1f}%")
     penal = cv_info["fitted_all"][PLANAR_FORM]
     lam, mu = penal["theta"]
     print(f"{PLANAR_FORM} on all 155: lam {lam:.2f}, mu {mu:.3f} (DEFAULT_LAMBDA "
@@ -563,7 +621,8 @@ def main(argv=None):
                             "lowest residual", "median oracle spectral",
                             "median oracle + K-subspaces", "median lowest residual"],
                            _fmt(pool)))
-    name = "motion_k_extra.json" if args.extra_forms else "motion_k.json"
+    name = ("motion_k_extra.json" if args.extra_forms
+            else "motion_k_minfrac.json" if args.min_fraction else "motion_k.json")
     write_json(REPO / "benchmarks" / "results" / name,
                {"hopkins_cv": cv_rows, "hopkins_info": cv_info, "synthetic": syn,
                 "hopkins_pool_k3": pool})
