@@ -8,6 +8,7 @@ too). Every subcommand is a ``_cmd_*`` function taking the parsed arguments.
 
 import argparse
 import ast
+import faulthandler
 import logging
 import sys
 from pathlib import Path
@@ -612,6 +613,8 @@ def main(argv=None):
     """
     from cvfs.io import Interrupted, signals_raise
 
+    if not faulthandler.is_enabled():  # a crash in native code prints the Python stack
+        faulthandler.enable()
     parser = _build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)[2:]
