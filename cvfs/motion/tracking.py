@@ -51,9 +51,9 @@ MOVING_REL = 0.1
 
 # appearance check (PatchTemplates): patches per cv2.remap call (its maps stay a few MB)
 _REMAP_PATCHES = 2000
-# inverse compositional steps per frame (warm-started from the previous frame's warp), stopping
-# once every update is below _ALIGN_TOL; Levenberg-Marquardt damping (a fraction of the Hessian's
-# diagonal) and step caps keep weakly textured patches from diverging
+# inverse compositional steps per frame (warm-started from the previous frame's warp; a track
+# stops once its update is below _ALIGN_TOL); Levenberg-Marquardt damping (a fraction of the
+# Hessian's diagonal) and step caps keep weakly textured patches from diverging
 _ALIGN_ITERS = 10
 _ALIGN_TOL = 1e-3
 _ALIGN_DAMPING = 0.1
