@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/motion_videos.py [--data DIR] [--partial] [--videos NAME ...]
-        [--cell PX] [--per-cell N] [--max-points N] [--fb-threshold PX] [--out NAME]
+        [--cell PX] [--per-cell N] [--max-points N] [--fb-threshold PX] [--min-ncc R]
+        [--moving-density N] [--out NAME]
 
 Each video of ``hopkins155_videos/`` goes through :func:`cvfs.motion.video.segment_video` (the
 implementation of ``cvfs motion segment``) with the default tracker settings (``--partial``:
@@ -104,6 +105,9 @@ def main(argv=None):
     ap.add_argument("--max-points", type=int, default=None, help="tracker track limit")
     ap.add_argument("--fb-threshold", type=float, default=None,
                     help="tracker forward-backward threshold (px)")
+    ap.add_argument("--min-ncc", type=float, default=None,
+                    help="tracker appearance check: least correlation with the first patch "
+                    "(-1: off)")
     ap.add_argument("--moving-density", type=int, default=None,
                     help="tracker extra density on independently moving regions (1: off)")
     ap.add_argument("--out", default=None, help="JSON name (default by --partial)")
@@ -112,7 +116,8 @@ def main(argv=None):
     limit_threads()
     data = Path(args.data) if args.data else Path(data_home())
     given = {"cell": args.cell, "per_cell": args.per_cell, "fb_threshold": args.fb_threshold,
-             "max_points": args.max_points, "moving_density": args.moving_density}
+             "max_points": args.max_points, "moving_density": args.moving_density,
+             "min_ncc": args.min_ncc}
     tracker = TrackerSettings(partial=args.partial,
                               **{k: v for k, v in given.items() if v is not None})
     rows = [video_row(data, name, tracker) for name in tqdm(args.videos, desc="videos")]

@@ -186,6 +186,21 @@ def test_walking_person_is_tracked_and_segmented(real_data):
     assert misclassification(res.labels[ok], truth.labels[j[ok]]) <= 0.02
 
 
+@pytest.mark.slow
+def test_walking_person_k_is_chosen(real_data):
+    """people2: background points that the woman carries off as she passes fail the tracker's
+    appearance check, so they form no third motion and K = 2 is chosen."""
+    from cvfs.datasets.hopkins155_videos import load_video_truth, match_truth
+    from cvfs.motion.video import segment_video
+
+    truth = load_video_truth("people2", real_data / "hopkins155")
+    res = segment_video(read_frames(real_data / "hopkins155_videos" / "people2.avi"))
+    assert res.k_chosen and res.n_motions == 2
+    j = match_truth(res.points, truth, visible=res.visible)
+    ok = j >= 0
+    assert misclassification(res.labels[ok], truth.labels[j[ok]]) <= 0.05
+
+
 def _occluded_clip(n_frames=12):
     """Two rigid motions; a flat grey bar hides the middle rows in frames 4..7."""
     video = SyntheticRigidVideo(n_motions=2, n_frames=n_frames, seed=0)
@@ -242,10 +257,11 @@ def test_segment_command_writes_partial_tracks_with_visibility(tmp_path, capsys)
     out = tmp_path / "seg"
     assert main(["motion", "segment", str(video), "--motions", "2", "--partial",
                  "--min-frames", "3", "--cell", "30", "--per-cell", "6", "--fb-threshold",
-                 "1.5", "--out", str(out)]) == 0
+                 "1.5", "--min-ncc", "0.4", "--out", str(out)]) == 0
     summary = json.loads((out / "occluded_motion.json").read_text())
     assert summary["tracker"]["partial"] and summary["tracker"]["cell"] == 30
     assert summary["tracker"]["fb_threshold"] == 1.5 and 0 < summary["visible_fraction"] < 1
+    assert summary["tracker"]["min_ncc"] == 0.4
     import csv
 
     with open(out / "occluded_motion_labels.csv") as fh:
@@ -273,6 +289,8 @@ def test_segment_command_bad_input(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
     assert main(["motion", "segment", "synth:frames=4", "--fb-threshold", "0"]) == 2
     assert "fb_threshold must be a positive number; got 0.0" in capsys.readouterr().err
+    assert main(["motion", "segment", "synth:frames=4", "--min-ncc", "1"]) == 2
+    assert "min_ncc must be a number in [-1, 1)" in capsys.readouterr().err
     assert main(["motion", "segment", "synth:frames=4", "--cell", "-5"]) == 2
     assert "cell must be an int >= 0; got -5" in capsys.readouterr().err
 
@@ -417,5 +435,6 @@ def test_segment_help_states_the_tracker_defaults(capsys):
     d = TrackerSettings()
     for flag, value in (("cell", d.cell), ("per-cell", d.per_cell), ("min-quality", d.quality),
                         ("min-distance", d.min_distance), ("max-points", d.max_points),
-                        ("fb-threshold", d.fb_threshold), ("min-frames", d.min_frames)):
+                        ("fb-threshold", d.fb_threshold), ("min-ncc", d.min_ncc),
+                        ("min-frames", d.min_frames)):
         assert f"{flag} {value:g}" in text, flag

@@ -125,7 +125,8 @@ def _cmd_motion_segment(args):
 
     given = {"cell": args.cell, "per_cell": args.per_cell, "quality": args.min_quality,
              "min_distance": args.min_distance, "max_points": args.max_points,
-             "fb_threshold": args.fb_threshold, "partial": args.partial,
+             "fb_threshold": args.fb_threshold, "min_ncc": args.min_ncc,
+             "partial": args.partial,
              "min_frames": args.min_frames, "moving_density": args.moving_density}
     tracker = TrackerSettings(**{k: v for k, v in given.items() if v is not None})
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
@@ -539,7 +540,7 @@ def _build_parser():
     t = q.add_argument_group("tracker", "corner detection and Lucas-Kanade tracking; defaults: "
                              "cvfs.motion.tracking.TrackerSettings (cell 40, per-cell 8, "
                              "min-quality 0.01,\nmin-distance 6, max-points 2000, fb-threshold 1, "
-                             "min-frames 0.5, moving-density 3)")
+                             "min-ncc 0.5, min-frames 0.5, moving-density 3)")
     t.add_argument("--cell", type=int, default=None,
                    help="corners are detected in square cells of CELL pixels, up to PER_CELL "
                    "each (0: the strongest corners of the whole frame)")
@@ -552,6 +553,10 @@ def _build_parser():
                    help="tracks alive at any time, at most")
     t.add_argument("--fb-threshold", type=float, default=None,
                    help="forward-backward error (pixels) above which a track is lost")
+    t.add_argument("--min-ncc", type=float, default=None,
+                   help="appearance check: a track whose patch, affinely aligned, correlates "
+                   "with its patch where it was detected by less than MIN_NCC is lost (in "
+                   "[-1, 1); -1: off)")
     t.add_argument("--partial", action="store_true", default=None,
                    help="keep lost tracks (visible up to their loss) and detect new corners in "
                    "every frame; the missing entries are completed before segmenting")

@@ -5,10 +5,13 @@ pixels, up to ``per_cell`` in each, with a quality threshold relative to the cel
 corner, so that low-texture regions (a person before textured trees) still get points; then they
 are tracked frame to frame. A track is lost when, in some frame, (a) LK reports it lost, (b) the
 forward-backward check fails (tracking the new position back to the previous frame misses the old
-one by more than ``fb_threshold`` pixels), or (c) it leaves the image. The first frame is also
-searched ``moving_density`` times finer; those extra tracks are kept only where they leave the
-frame's dominant motion (:func:`off_dominant_motion`), so independently moving regions get
-points at the density of their own texture.
+one by more than ``fb_threshold`` pixels), (c) its appearance drifts: the ``win_size`` patch of the
+frame where it was detected, aligned by an affine warp to the current frame around the track
+(Shi and Tomasi's feature monitoring, :func:`patch_ncc`), correlates with the current frame by
+less than ``min_ncc`` (a background point that a passing occluder carries off), or (d) it leaves
+the image. The first frame is also searched ``moving_density`` times finer; those extra tracks
+are kept only where they leave the frame's dominant motion (:func:`off_dominant_motion`), so
+independently moving regions get points at the density of their own texture.
 
 Full trajectories (``partial=False``, as Hopkins155): only tracks that survive every frame are
 returned and nothing is re-detected. Partial tracks (``partial=True``): a lost track keeps its
@@ -19,7 +22,10 @@ with NaN and False outside each track's span, as :func:`cvfs.motion.segment` tak
 
 References
 ----------
-J. Shi, C. Tomasi, "Good features to track", CVPR 1994.
+J. Shi, C. Tomasi, "Good features to track", CVPR 1994 (Sec. 4: dissimilarity under an
+affine warp).
+S. Baker, I. Matthews, "Lucas-Kanade 20 years on: a unifying framework", IJCV 2004 (the
+inverse compositional algorithm).
 J.-Y. Bouguet, "Pyramidal implementation of the Lucas Kanade feature tracker", Intel, 2000.
 Z. Kalal, K. Mikolajczyk, J. Matas, "Forward-backward error", ICPR 2010.
 """
@@ -29,7 +35,8 @@ from dataclasses import asdict, dataclass, replace
 import cv2
 import numpy as np
 
-__all__ = ["MOVING_REL", "MOVING_TOL", "TrackerSettings", "off_dominant_motion", "track_points"]
+__all__ = ["MOVING_REL", "MOVING_TOL", "PatchTemplates", "TrackerSettings", "off_dominant_motion",
+           "patch_ncc", "track_points"]
 
 # Shi-Tomasi block size; a crop is widened by this much so corners at a cell border see the
 # same neighbourhood as in the whole frame
@@ -40,6 +47,21 @@ _BLOCK = 7
 MOVING_TOL = 2.0
 # ... plus this fraction of the dominant motion's displacement (parallax of a moving camera)
 MOVING_REL = 0.1
+
+
+# appearance check (PatchTemplates): patches per cv2.remap call (its maps stay a few MB)
+_REMAP_PATCHES = 2000
+# inverse compositional steps per frame (warm-started from the previous frame's warp; a track
+# stops once its update is below _ALIGN_TOL); Levenberg-Marquardt damping (a fraction of the
+# Hessian's diagonal) and step caps keep weakly textured patches from diverging
+_ALIGN_ITERS = 10
+_ALIGN_TOL = 1e-3
+_ALIGN_DAMPING = 0.1
+_ALIGN_STEP = (0.1, 1.0)  # largest change per step: linear part, translation (pixels)
+# bounds of the warp: a track whose feature is further than this from its position, or
+# scaled beyond these factors, is compared with the nearest warp within them
+_ALIGN_MAX_SHIFT = 3.0  # pixels from the track's position
+_ALIGN_SCALES = (0.5, 2.0)  # singular values of the linear part
 
 
 @dataclass(frozen=True)
@@ -64,6 +86,16 @@ class TrackerSettings:
         LK window (pixels) and pyramid levels.
     fb_threshold : float, default 1.0
         Forward-backward error (pixels) above which a track is lost.
+    min_ncc : float, default 0.5
+        Appearance check: in every frame the ``win_size`` patch of the frame where the track was
+        detected is aligned to the current frame by an affine warp (:func:`patch_ncc`); a track
+        whose normalised cross-correlation with it falls below ``min_ncc`` is lost. In [-1, 1);
+        -1 turns the check off. 0.5 is the correlation of two views of a patch that each carry
+        an independent change (noise, occluder, shading) as strong as the patch's own contrast
+        (NCC = s^2 / (s^2 + n^2) with n = s): below it a patch is more something else than
+        itself. Cleanly tracked background stays far above it (median of the per-track minimum
+        over the clip 0.91-0.99 on the five shared Hopkins155 videos,
+        ``benchmarks/motion_track_ncc.py``).
     partial : bool, default False
         Keep lost tracks up to their loss and re-detect new corners in every frame.
     min_frames : int or float, default 0.5
@@ -90,6 +122,7 @@ class TrackerSettings:
     win_size: int = 15
     levels: int = 3
     fb_threshold: float = 1.0
+    min_ncc: float = 0.5
     partial: bool = False
     min_frames: float = 0.5
     moving_density: int = 3
@@ -113,6 +146,11 @@ class TrackerSettings:
                 raise ValueError(f"{name} must be a positive number; got {v!r}")
         if self.quality >= 1:
             raise ValueError(f"quality must be in (0, 1); got {self.quality!r}")
+        v = self.min_ncc
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) \
+                or not np.isfinite(v) or not -1 <= v < 1:
+            raise ValueError(f"min_ncc must be a number in [-1, 1) (-1: no appearance check); "
+                             f"got {v!r}")
 
     def as_dict(self):
         """The settings as a plain dict (for JSON summaries)."""
@@ -127,6 +165,207 @@ def _gray(frame):
         frame = np.clip(np.asarray(frame, float) * (255.0 if frame.max() <= 1.0 else 1.0),
                         0, 255).astype(np.uint8)
     return frame
+
+
+def _warp_maps(centres, A, d, u, v):
+    """Sampling positions ``centres + A @ (u, v) + d``: x and y maps of shape (N, m), float32,
+    for N centres and m offsets (u, v of shape (1, m), float32)."""
+    t = (np.asarray(centres, np.float64) + d).astype(np.float32)
+    A = np.asarray(A, np.float32)
+    return (t[:, :1] + A[:, 0, :1] * u + A[:, 0, 1:] * v,
+            t[:, 1:] + A[:, 1, :1] * u + A[:, 1, 1:] * v)
+
+
+def _sample(image, mx, my):
+    """``image`` (float32) at the positions ``mx``, ``my`` (N, m), bilinear, edges replicated:
+    ndarray of shape (N, m), float32."""
+    out = np.empty(mx.shape, np.float32)
+    for i in range(0, len(mx), _REMAP_PATCHES):
+        sl = slice(i, i + _REMAP_PATCHES)
+        out[sl] = cv2.remap(image, mx[sl], my[sl], cv2.INTER_LINEAR,
+                            borderMode=cv2.BORDER_REPLICATE)
+    return out
+
+
+def _inside(shape, mx, my):
+    """Where the positions ``mx``, ``my`` fall inside an image of ``shape`` (H, W)."""
+    h, w = shape
+    return (mx >= 0) & (mx <= w - 1) & (my >= 0) & (my <= h - 1)
+
+
+def _ncc(a, b, weight=None):
+    """Row-wise normalised cross-correlation of two (N, m) arrays, over the entries where
+    ``weight`` (N, m, bool; default all) is True (1 where a row is flat)."""
+    w = np.ones(a.shape, bool) if weight is None else weight
+    n = np.maximum(w.sum(axis=1, keepdims=True), 1)
+    a = np.where(w, a - (a * w).sum(axis=1, keepdims=True) / n, 0.0)
+    b = np.where(w, b - (b * w).sum(axis=1, keepdims=True) / n, 0.0)
+    den = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    return np.where(den > 0, (a * b).sum(axis=1) / np.where(den > 0, den, 1.0), 1.0)
+
+
+class PatchTemplates:
+    """Reference patches of tracks, aligned to later frames by an affine warp.
+
+    Each track's ``size`` x ``size`` patch in the frame where it was detected is the template
+    T; in a later frame the warp ``x -> q + A x + d`` (q the track's position there) that best
+    maps T onto the frame, after the patch's gain and bias are normalised, is found by
+    inverse compositional Gauss-Newton steps (all tracks at once), and the normalised
+    cross-correlation of T with the warped patch measures how far the track's appearance has
+    drifted (Shi and Tomasi's dissimilarity, made insensitive to gain and bias). The warps are
+    kept, so each frame starts from the previous one's.
+
+    Parameters
+    ----------
+    image : ndarray of shape (H, W)
+        Grey frame where the tracks were detected.
+    points : ndarray of shape (N, 2)
+        Their positions (x, y).
+    size : int
+        Patch side (pixels).
+
+    References
+    ----------
+    J. Shi, C. Tomasi, "Good features to track", CVPR 1994, Sec. 4.
+    S. Baker, I. Matthews, "Lucas-Kanade 20 years on", IJCV 2004, Sec. 3.2 (inverse
+    compositional algorithm), Sec. 4.3 (Levenberg-Marquardt).
+    """
+
+    def __init__(self, image, points, size):
+        o = np.arange(size, dtype=np.float32) - (size - 1) / 2
+        u, v = np.meshgrid(o, o)
+        self.size = int(size)
+        self._u, self._v = u.reshape(1, -1), v.reshape(1, -1)
+        self._T = np.zeros((0, u.size), np.float32)
+        self._seen = np.zeros((0, u.size), bool)
+        self._J = np.zeros((0, u.size, 6), np.float32)
+        self._A = np.zeros((0, 2, 2))
+        self._d = np.zeros((0, 2))
+        self.extend(image, points)
+
+    def __len__(self):
+        return len(self._T)
+
+    def extend(self, image, points):
+        """Add the templates of new tracks at ``points`` (N, 2) of ``image``; their index
+        continues the existing ones."""
+        image = np.asarray(image, np.float32)
+        points = np.asarray(points, np.float64).reshape(-1, 2)
+        n, k = len(points), self.size + 2
+        # the patch with a one-pixel border, for central-difference gradients
+        o = np.arange(k, dtype=np.float32) - (k - 1) / 2
+        bu, bv = (a.reshape(1, -1) for a in np.meshgrid(o, o))
+        eye = np.broadcast_to(np.eye(2), (n, 2, 2))
+        big = _sample(image, *_warp_maps(points, eye, np.zeros((n, 2)), bu, bv)).reshape(n, k, k)
+        seen = _inside(image.shape, *_warp_maps(points, eye, np.zeros((n, 2)), self._u, self._v))
+        T = big[:, 1:-1, 1:-1].reshape(n, -1)
+        gx = (0.5 * (big[:, 1:-1, 2:] - big[:, 1:-1, :-2])).reshape(n, -1)
+        gy = (0.5 * (big[:, 2:, 1:-1] - big[:, :-2, 1:-1])).reshape(n, -1)
+        u, v = self._u, self._v
+        # steepest-descent images of the warp parameters (a11-1, a12, a21, a22-1, dx, dy)
+        sd = np.stack([gx * u, gx * v, gy * u, gy * v, gx, gy], axis=2)
+        H = np.einsum("nmi,nmj->nij", sd, sd, dtype=np.float64)
+        H += _ALIGN_DAMPING * np.einsum("nii->ni", H)[:, :, None] * np.eye(6) + 1e-6 * np.eye(6)
+        # a Gauss-Newton step is dp = err @ J, J = sd H^-1 (H symmetric)
+        J = np.matmul(sd.astype(np.float64), np.linalg.inv(H))
+        self._T = np.concatenate([self._T, T])
+        self._seen = np.concatenate([self._seen, seen])
+        self._J = np.concatenate([self._J, J.astype(np.float32)])
+        self._A = np.concatenate([self._A, eye])
+        self._d = np.concatenate([self._d, np.zeros((n, 2))])
+
+    def align(self, image, points, index=None):
+        """Align the templates ``index`` to ``image`` around ``points`` and correlate them.
+
+        Parameters
+        ----------
+        image : ndarray of shape (H, W)
+        points : ndarray of shape (N, 2)
+            The tracks' positions in ``image``.
+        index : ndarray of shape (N,), int, optional
+            Their templates (default all, in order).
+
+        Returns
+        -------
+        ncc : ndarray of shape (N,)
+            Normalised cross-correlation of each template with its warped patch, in [-1, 1].
+        """
+        image = np.asarray(image, np.float32)
+        c = np.asarray(points, np.float64).reshape(-1, 2)
+        idx = np.arange(len(self)) if index is None else np.asarray(index, np.int64)
+        A, d = self._A[idx].copy(), self._d[idx].copy()
+        T = self._T[idx]
+        mu, sig = T.mean(axis=1, keepdims=True), T.std(axis=1, keepdims=True)
+        act = np.arange(len(idx))
+        for _ in range(_ALIGN_ITERS):
+            if act.size == 0:
+                break
+            ids = idx[act]
+            mx, my = _warp_maps(c[act], A[act], d[act], self._u, self._v)
+            cur = _sample(image, mx, my)
+            m, s = cur.mean(axis=1, keepdims=True), cur.std(axis=1, keepdims=True)
+            err = (cur - m) * (sig[act] / np.maximum(s, 1e-6)) + (mu[act] - T[act])
+            # pixels outside either frame (the replicated border) do not pull the warp
+            err[~(self._seen[ids] & _inside(image.shape, mx, my))] = 0.0
+            dp = np.matmul(err[:, None, :], self._J[ids])[:, 0].astype(np.float64)
+            dp[:, :4] = np.clip(dp[:, :4], -_ALIGN_STEP[0], _ALIGN_STEP[0])
+            dp[:, 4:] = np.clip(dp[:, 4:], -_ALIGN_STEP[1], _ALIGN_STEP[1])
+            # compose the warp with the inverse of the step: W <- W o W(dp)^-1
+            Wd = np.zeros((act.size, 3, 3))
+            Wd[:, :2, :2] = np.eye(2) + dp[:, :4].reshape(-1, 2, 2)
+            Wd[:, :2, 2] = dp[:, 4:]
+            Wd[:, 2, 2] = 1.0
+            W = np.zeros_like(Wd)
+            W[:, :2, :2], W[:, :2, 2], W[:, 2, 2] = A[act], d[act], 1.0
+            W = W @ np.linalg.inv(Wd)
+            A[act], d[act] = W[:, :2, :2], W[:, :2, 2]
+            act = act[np.abs(dp).max(axis=1) >= _ALIGN_TOL]
+        # the warp is kept within the bounds (directions the patch does not constrain, such as
+        # the scale of a corner of straight edges, wander there harmlessly)
+        bad = ~(np.isfinite(A).all(axis=(1, 2)) & np.isfinite(d).all(axis=1))
+        A[bad], d[bad] = np.eye(2), 0.0
+        U, sv, Vt = np.linalg.svd(A)
+        A = U * np.clip(sv, *_ALIGN_SCALES)[:, None, :] @ Vt
+        shift = np.linalg.norm(d, axis=1, keepdims=True)
+        d = d * np.minimum(1.0, _ALIGN_MAX_SHIFT / np.maximum(shift, 1e-12))
+        self._A[idx], self._d[idx] = A, d
+        # over the pixels inside both frames (the replicated border is no part of the scene)
+        mx, my = _warp_maps(c, A, d, self._u, self._v)
+        return _ncc(T, _sample(image, mx, my), self._seen[idx] & _inside(image.shape, mx, my))
+
+
+def patch_ncc(reference, image, ref_points, points, size=15):
+    """Normalised cross-correlation of patches after an affine alignment (one pair of frames).
+
+    Parameters
+    ----------
+    reference, image : ndarray of shape (H, W) or (H, W, 3)
+        Frame where the points were detected and a later frame (grey or RGB, uint8 or float).
+    ref_points, points : ndarray of shape (N, 2)
+        The points' positions (x, y) in each.
+    size : int, default 15
+        Patch side (pixels), the tracker's ``win_size``.
+
+    Returns
+    -------
+    ncc : ndarray of shape (N,)
+        In [-1, 1]: 1 where the patch of ``image`` at ``points`` is an affine warp of that of
+        ``reference`` at ``ref_points`` up to gain and bias (:class:`PatchTemplates`).
+
+    Raises
+    ------
+    ValueError
+        ``ref_points`` and ``points`` of different shapes, or ``size`` < 3.
+    """
+    ref_points = np.asarray(ref_points, np.float64)
+    points = np.asarray(points, np.float64)
+    if ref_points.shape != points.shape or ref_points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError(f"ref_points and points must both be of shape (N, 2); got "
+                         f"{ref_points.shape} and {points.shape}")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 3:
+        raise ValueError(f"size must be an int >= 3; got {size!r}")
+    t = PatchTemplates(_gray(reference), ref_points, size)
+    return t.align(_gray(image), points)
 
 
 def _rest(taken, it):
@@ -246,14 +485,14 @@ def track_points(frames, settings=None, **kwargs):
     **kwargs
         Fields of :class:`TrackerSettings` overriding ``settings`` (``cell``, ``per_cell``,
         ``quality``, ``min_distance``, ``max_points``, ``win_size``, ``levels``,
-        ``fb_threshold``, ``partial``, ``min_frames``).
+        ``fb_threshold``, ``min_ncc``, ``partial``, ``min_frames``, ``moving_density``).
 
     Returns
     -------
     points : ndarray of shape (P, F, 2)
         Pixel coordinates (x = column, y = row), float64: the trajectories that survive every
-        frame, or (``partial``) every track observed in ``min_frames`` frames or more, NaN where
-        not observed.
+        frame (lost by no check), or (``partial``) every track observed in ``min_frames``
+        frames or more, NaN where not observed.
     visible : ndarray of shape (P, F), bool
         Only with ``partial``: True where the track is observed.
 
@@ -297,6 +536,9 @@ def track_points(frames, settings=None, **kwargs):
                          fine.min_distance)
         p0 = np.vstack([p0, more])
         extra = np.concatenate([extra, np.ones(len(more), dtype=bool)])
+    # appearance check: each track's patch where it was detected, aligned to every frame
+    check = s.min_ncc > -1
+    templates = PatchTemplates(prev_gray, p0, s.win_size) if check else None
     lk = dict(winSize=(s.win_size, s.win_size), maxLevel=s.levels,
               criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
     cols = [p0]  # positions per frame, NaN once lost
@@ -317,6 +559,9 @@ def track_points(frames, settings=None, **kwargs):
             q = nxt.reshape(-1, 2)
             ok = ((st.ravel() == 1) & (st_b.ravel() == 1) & (fb <= s.fb_threshold)
                   & (q[:, 0] >= 0) & (q[:, 0] <= w - 1) & (q[:, 1] >= 0) & (q[:, 1] <= h - 1))
+            if check and ok.any():
+                at = np.flatnonzero(ok)
+                ok[at] = templates.align(gray, q[at], idx[at]) >= s.min_ncc
             col[idx] = q
             alive[idx[~ok]] = False
             if s.partial:
@@ -332,6 +577,8 @@ def track_points(frames, settings=None, **kwargs):
                 col = np.vstack([col, new])
                 alive = np.concatenate([alive, np.ones(len(new), dtype=bool)])
                 extra = np.concatenate([extra, np.zeros(len(new), dtype=bool)])
+                if check:
+                    templates.extend(gray, new)
         cols.append(col)
         prev_gray = gray
     points = np.stack(cols, axis=1)
