@@ -891,12 +891,11 @@ class DaskLayout:
         self.iteration_traffic = np.concatenate([self.iteration_traffic,
                                                  np.array(row, np.int64)])
 
-    def gradient(self, loss, bins, state, track):
+    def gradient(self, loss, model, track):
         """One map-reduce pass over the chunks: (mean loss, g, d loss / d intercept, H v,
         columns read)."""
         N = self.shape[0]
-        cols, fp, beta, v, intercept = (state.cols, state.fp, state.beta, state.v,
-                                        state.intercept)
+        cols, fp, bins, beta, v, intercept = model
         is_rank = loss.pairwise
         width = cols.size if self._mode == "disk" else self.width  # spill files: kept columns
         args = (cols, fp, bins, beta, v, float(intercept), loss, track)

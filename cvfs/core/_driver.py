@@ -19,8 +19,9 @@ A Python layout provides:
   (resumed after every drop), as the in-memory layout does; False to keep it running;
 - ``begin(state, e)``: before iteration e; returns the state (the layout may renumber
   ``state.cols``); ``end(e)``: after it (bookkeeping);
-- ``gradient(loss, bins, state, track)``: one pass, (mean loss, gradient (m, G), d loss /
-  d intercept, H v (m, G), columns read);
+- ``gradient(loss, model, track)``: one pass at ``model`` = (cols, fp, bins, beta, v,
+  intercept) of the state, as the kernels take it; returns (mean loss, gradient (m, G),
+  d loss / d intercept, H v (m, G), columns read);
 - ``dropped(state, e)``: after a drop at iteration e to the kept ``state`` (the layout may
   compact the kept columns); returns the state, ``state.cols`` renumbered if so;
 - ``load(state, bins)``: the kept columns in memory, (Xw, transposed) as :class:`InMemory`
@@ -88,8 +89,8 @@ def layout_end(layout, e):
     layout.end(e)
 
 
-def layout_gradient(layout, loss, bins, state, track):
-    return layout.gradient(loss, bins, state, track)
+def layout_gradient(layout, loss, model, track):
+    return layout.gradient(loss, model, track)
 
 
 def layout_dropped(layout, state, keep, final, loss, bins, e):
@@ -131,8 +132,10 @@ def _end_impl(layout, e):
         return lambda layout, e: None
 
 
-@overload(layout_gradient)
-def _gradient_impl(layout, loss, bins, state, track):
+# inlined into the driver's loop: a call passing the layout's arrays costs ~1 us per iteration,
+# which small in-memory fits (N = M = 1000, k = 10) feel
+@overload(layout_gradient, inline="always")
+def _gradient_impl(layout, loss, model, track):
     if _is_in_memory(layout):
         return _memory_gradient
 
@@ -151,12 +154,11 @@ def _width(layout):
     return layout.Xw.shape[0] if layout.transposed else layout.Xw.shape[1]
 
 
-def _memory_gradient(layout, loss, bins, state, track):
+def _memory_gradient(layout, loss, model, track):
     """One pass of the in-memory layout: (mean loss, g, d loss / d intercept, H v, columns
     read: the working matrix's width for the row-major passes of linear responses, whose
     dropped columns are read with zero weight until the next compaction; the kept count
     otherwise)."""
-    model = (state.cols, state.fp, bins, state.beta, state.v, state.intercept)
     if layout.owned:
         value, g, gi, h = K.compute_gradient(layout.Xw, layout.y, layout.pairs, loss, model,
                                              track, layout.transposed)
@@ -164,9 +166,9 @@ def _memory_gradient(layout, loss, bins, state, track):
         value, g, gi, h = K.compute_gradient(layout.X, layout.y, layout.pairs, loss, model,
                                              track, False)
     width = _width(layout)
-    m = state.cols.size
+    m = model[0].size
     layout.waste[0] += width - m
-    return value, g, gi, h, (width if bins == 0 and not layout.transposed else m)
+    return value, g, gi, h, (width if model[2] == 0 and not layout.transposed else m)
 
 
 def _memory_dropped(layout, state, keep, final, loss, bins, e):
@@ -229,7 +231,8 @@ def _iterations(layout, loss, prior, steps, state, start, record, span, track):
             value, gi = first
             width = 0
         else:
-            value, g, gi, h, width = layout_gradient(layout, loss, steps.bins, state, track)
+            model = (state.cols, state.fp, steps.bins, state.beta, state.v, state.intercept)
+            value, g, gi, h, width = layout_gradient(layout, loss, model, track)
         b = steps.boost if steps.lr_fixed <= 0.0 and m > schedule[-1] else 1.0
         keep, lam, lr, pval = K.update(state.beta, g, h, state.v, state.lam,
                                        lam0 if e == 0 else 0.0, track and width > 0, prior,

@@ -673,11 +673,10 @@ class RowBlocks:
     def dropped(self, state, e):
         return state  # every pass reads the rows of X; nothing to compact
 
-    def gradient(self, loss, bins, state, track):
+    def gradient(self, loss, model, track):
         """One pass over the row blocks: (mean loss, g, d loss / d intercept, H v, M)."""
         N, M = self.X.shape
-        cols, fp, beta, v, intercept = (state.cols, state.fp, state.beta, state.v,
-                                        state.intercept)
+        cols, fp, bins, beta, v, intercept = model
         g = np.zeros(beta.shape)
         h = np.zeros(beta.shape)
         if loss.pairwise:
@@ -701,8 +700,7 @@ class RowBlocks:
         y = self.y
         lsum = dsum = tsum = 0.0
         for r0, r1 in self.blocks:
-            a, b, c = K.row_pass(self._read(r0, r1), y[r0:r1], loss,
-                                 (cols, fp, bins, beta, v, intercept), (g, h), track)
+            a, b, c = K.row_pass(self._read(r0, r1), y[r0:r1], loss, model, (g, h), track)
             lsum += a
             dsum += b
             tsum += c

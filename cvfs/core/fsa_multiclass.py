@@ -440,22 +440,22 @@ class ScoreColumns:
     def end(self, e):
         pass
 
-    def gradient(self, loss, bins, state, track):
+    def gradient(self, loss, model, track):
         """(mean loss, g (m, S), d loss / d intercept (S,), H v (m, 1), columns read): the
         scores and the power-iteration column in one product, then the gradient sums."""
-        cols, fp, B = state.cols, state.fp, state.beta
+        cols, fp, _, B, v, intercept = model
         S = B.shape[1]
         scale, mscale = np.ascontiguousarray(fp[:, 1]), np.ascontiguousarray(fp[:, 2])
         W = self.W
         W[:] = 0.0
         W[cols, :S] = scale[:, None] * B
-        W[cols, S] = scale * state.v[:, 0] if track else 0.0
+        W[cols, S] = scale * v[:, 0] if track else 0.0
         A = (self.Xw @ W).astype(np.float64, copy=False)
-        Z = A[:, :S] - mscale @ B + state.intercept
+        Z = A[:, :S] - mscale @ B + intercept
         value, R = self.mloss.value_gradient(Z, self.codes, self.w)
         Rfull = np.empty((self.X.shape[0], S + 1), dtype=self.Xw.dtype)
         Rfull[:, :S] = R
-        Rfull[:, S] = self.w * (A[:, S] - mscale @ state.v[:, 0]) if track else 0.0
+        Rfull[:, S] = self.w * (A[:, S] - mscale @ v[:, 0]) if track else 0.0
         raw = (self.Xw.T @ Rfull).astype(np.float64, copy=False)[cols]
         tot = Rfull.sum(axis=0, dtype=np.float64)
         G = scale[:, None] * raw - mscale[:, None] * tot

@@ -396,10 +396,10 @@ class SparseColumns:
     def dropped(self, state, e):
         return state  # the passes read only the kept columns' entries
 
-    def gradient(self, loss, bins, state, track):
-        value, g, gi, h = _sparse_pass(self.p, self.csc, state.cols, state.fp, state.beta,
-                                       state.v, state.intercept, track)
-        return value, g, gi, h, state.cols.size
+    def gradient(self, loss, model, track):
+        cols, fp, _, beta, v, intercept = model
+        value, g, gi, h = _sparse_pass(self.p, self.csc, cols, fp, beta, v, intercept, track)
+        return value, g, gi, h, cols.size
 
     def load(self, state, bins):
         """The kept columns made dense (piecewise linear: the feature-major bin coordinates of
