@@ -6,15 +6,7 @@ import numpy as np
 import pytest
 
 from cvfs.motion.tracking import PatchTemplates, TrackerSettings, patch_ncc, track_points
-
-
-def _blobs(rng, h, w, base, spread, n):
-    img = np.full((h, w), base, np.uint8)
-    for _ in range(n):
-        c = int(np.clip(base + rng.integers(-spread, spread + 1), 0, 255))
-        x, y, r = int(rng.integers(0, w)), int(rng.integers(0, h)), int(rng.integers(2, 5))
-        cv2.rectangle(img, (x - r, y - r), (x + r, y + r), c, -1)
-    return img
+from tests.test_motion_tracking import _blobs
 
 
 def _occluder_scene(n_frames=12, pan=(0.0, 0.0), occluder=True, seed=0, speed=3.0):
