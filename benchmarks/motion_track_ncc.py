@@ -40,19 +40,17 @@ from cvfs.datasets.hopkins155_videos import (  # noqa: E402
     match_truth,
 )
 from cvfs.io.video import read_frames  # noqa: E402
-from cvfs.motion.tracking import PatchTemplates, TrackerSettings, track_points  # noqa: E402
+from cvfs.motion.tracking import (  # noqa: E402
+    PatchTemplates,
+    TrackerSettings,
+    _ncc,
+    track_points,
+)
 
 
 def _patches(grey, points, size):
     return np.stack([cv2.getRectSubPix(grey, (size, size), (float(x), float(y))).ravel()
                      for x, y in points])
-
-
-def _ncc(a, b):
-    a = a - a.mean(axis=1, keepdims=True)
-    b = b - b.mean(axis=1, keepdims=True)
-    den = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
-    return np.where(den > 0, (a * b).sum(axis=1) / np.where(den > 0, den, 1.0), 1.0)
 
 
 def lowest_ncc(frames, points, size, warp=True):

@@ -237,6 +237,8 @@ class PatchTemplates:
         self.size = int(size)
         self._u, self._v = u.reshape(1, -1), v.reshape(1, -1)
         self._T = np.zeros((0, u.size), np.float32)
+        self._mu = np.zeros((0, 1), np.float32)  # each template's mean and standard deviation
+        self._sig = np.zeros((0, 1), np.float32)
         self._seen = np.zeros((0, u.size), bool)
         self._J = np.zeros((0, u.size, 6), np.float32)
         self._A = np.zeros((0, 2, 2))
@@ -269,6 +271,8 @@ class PatchTemplates:
         # a Gauss-Newton step is dp = err @ J, J = sd H^-1 (H symmetric)
         J = np.matmul(sd.astype(np.float64), np.linalg.inv(H))
         self._T = np.concatenate([self._T, T])
+        self._mu = np.concatenate([self._mu, T.mean(axis=1, keepdims=True)])
+        self._sig = np.concatenate([self._sig, T.std(axis=1, keepdims=True)])
         self._seen = np.concatenate([self._seen, seen])
         self._J = np.concatenate([self._J, J.astype(np.float32)])
         self._A = np.concatenate([self._A, eye])
@@ -294,8 +298,7 @@ class PatchTemplates:
         c = np.asarray(points, np.float64).reshape(-1, 2)
         idx = np.arange(len(self)) if index is None else np.asarray(index, np.int64)
         A, d = self._A[idx].copy(), self._d[idx].copy()
-        T = self._T[idx]
-        mu, sig = T.mean(axis=1, keepdims=True), T.std(axis=1, keepdims=True)
+        T, mu, sig = self._T[idx], self._mu[idx], self._sig[idx]
         act = np.arange(len(idx))
         for _ in range(_ALIGN_ITERS):
             if act.size == 0:
