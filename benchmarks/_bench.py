@@ -42,10 +42,16 @@ def limit_threads():
     threadpool_limits(limits=1)
     try:
         import numba
-
-        numba.set_num_threads(1)
-    except (ImportError, ValueError):  # pragma: no cover - numba always present in cvfs
-        pass
+        from numba.core import config
+    except ImportError:  # pragma: no cover - numba always present in cvfs
+        return
+    # numba reads NUMBA_NUM_THREADS again before every compilation and refuses a value other
+    # than the one its thread pool was launched with: make the two agree.
+    try:
+        config.reload_config()
+    except RuntimeError:  # the pool is already running: keep its size in the environment
+        os.environ["NUMBA_NUM_THREADS"] = str(numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(1)
 
 
 def machine_info():
