@@ -327,3 +327,122 @@ def ipush_wstep(P, N, b, w, rho, lam, groups, n_iter):
         y = w_new + (t - 1.0) / t_next * (w_new - w_old)
         w_old, t = w_new, t_next
     return w_old
+
+
+# ---- appearance check of the point tracker (cvfs.motion._patch_align) ----
+
+
+def patch_residuals(cur, mx, my, T, mu, sig, seen, shape):
+    """Twin of ``_patch_align.residuals`` (templates already gathered to the rows of ``cur``)."""
+    from cvfs.motion.tracking import _inside
+
+    m, s = cur.mean(axis=1, keepdims=True), cur.std(axis=1, keepdims=True)
+    err = (cur - m) * (sig / np.maximum(s, 1e-6)) + (mu - T)
+    err[~(seen & _inside(shape, mx, my))] = 0.0
+    return err
+
+
+def patch_step_matrices(dp, A, d, lin, shift, tol):
+    """Twin of ``_patch_align.step_matrices`` (``A``, ``d`` already the active rows): the
+    clipped step, the step's and the current warp as 3x3 matrices, and which steps reach
+    ``tol``."""
+    dp = dp.copy()
+    dp[:, :4] = np.clip(dp[:, :4], -lin, lin)
+    dp[:, 4:] = np.clip(dp[:, 4:], -shift, shift)
+    Wd = np.zeros((len(dp), 3, 3))
+    Wd[:, :2, :2] = np.eye(2) + dp[:, :4].reshape(-1, 2, 2)
+    Wd[:, :2, 2] = dp[:, 4:]
+    Wd[:, 2, 2] = 1.0
+    W = np.zeros_like(Wd)
+    W[:, :2, :2], W[:, :2, 2], W[:, 2, 2] = A, d, 1.0
+    return dp, Wd, W, np.abs(dp).max(axis=1) >= tol
+
+
+class PatchTemplatesNumPy:
+    """Twin of ``cvfs.motion.tracking.PatchTemplates`` in NumPy only: the templates in arrays
+    concatenated on every ``extend``, the alignment in array expressions."""
+
+    def __init__(self, image, points, size):
+        o = np.arange(size, dtype=np.float32) - (size - 1) / 2
+        u, v = np.meshgrid(o, o)
+        self.size = int(size)
+        self._u, self._v = u.reshape(1, -1), v.reshape(1, -1)
+        self._T = np.zeros((0, u.size), np.float32)
+        self._mu = np.zeros((0, 1), np.float32)
+        self._sig = np.zeros((0, 1), np.float32)
+        self._seen = np.zeros((0, u.size), bool)
+        self._J = np.zeros((0, u.size, 6), np.float32)
+        self._A = np.zeros((0, 2, 2))
+        self._d = np.zeros((0, 2))
+        self.extend(image, points)
+
+    def __len__(self):
+        return len(self._T)
+
+    def extend(self, image, points):
+        from cvfs.motion.tracking import _ALIGN_DAMPING, _inside, _sample, _warp_maps
+
+        image = np.asarray(image, np.float32)
+        points = np.asarray(points, np.float64).reshape(-1, 2)
+        n, k = len(points), self.size + 2
+        o = np.arange(k, dtype=np.float32) - (k - 1) / 2
+        bu, bv = (a.reshape(1, -1) for a in np.meshgrid(o, o))
+        eye = np.broadcast_to(np.eye(2), (n, 2, 2))
+        big = _sample(image, *_warp_maps(points, eye, np.zeros((n, 2)), bu, bv)).reshape(n, k, k)
+        seen = _inside(image.shape, *_warp_maps(points, eye, np.zeros((n, 2)), self._u, self._v))
+        T = big[:, 1:-1, 1:-1].reshape(n, -1)
+        gx = (0.5 * (big[:, 1:-1, 2:] - big[:, 1:-1, :-2])).reshape(n, -1)
+        gy = (0.5 * (big[:, 2:, 1:-1] - big[:, :-2, 1:-1])).reshape(n, -1)
+        u, v = self._u, self._v
+        sd = np.stack([gx * u, gx * v, gy * u, gy * v, gx, gy], axis=2)
+        H = np.einsum("nmi,nmj->nij", sd, sd, dtype=np.float64)
+        H += _ALIGN_DAMPING * np.einsum("nii->ni", H)[:, :, None] * np.eye(6) + 1e-6 * np.eye(6)
+        J = np.matmul(sd.astype(np.float64), np.linalg.inv(H))
+        self._T = np.concatenate([self._T, T])
+        self._mu = np.concatenate([self._mu, T.mean(axis=1, keepdims=True)])
+        self._sig = np.concatenate([self._sig, T.std(axis=1, keepdims=True)])
+        self._seen = np.concatenate([self._seen, seen])
+        self._J = np.concatenate([self._J, J.astype(np.float32)])
+        self._A = np.concatenate([self._A, eye])
+        self._d = np.concatenate([self._d, np.zeros((n, 2))])
+
+    def align(self, image, points, index=None):
+        from cvfs.motion.tracking import (
+            _ALIGN_ITERS,
+            _ALIGN_MAX_SHIFT,
+            _ALIGN_SCALES,
+            _ALIGN_STEP,
+            _ALIGN_TOL,
+            _inside,
+            _ncc,
+            _sample,
+            _warp_maps,
+        )
+
+        image = np.asarray(image, np.float32)
+        c = np.asarray(points, np.float64).reshape(-1, 2)
+        idx = np.arange(len(self)) if index is None else np.asarray(index, np.int64)
+        A, d = self._A[idx].copy(), self._d[idx].copy()
+        T, mu, sig = self._T[idx], self._mu[idx], self._sig[idx]
+        act = np.arange(len(idx))
+        for _ in range(_ALIGN_ITERS):
+            if act.size == 0:
+                break
+            ids = idx[act]
+            mx, my = _warp_maps(c[act], A[act], d[act], self._u, self._v)
+            err = patch_residuals(_sample(image, mx, my), mx, my, T[act], mu[act], sig[act],
+                                  self._seen[ids], image.shape)
+            dp = np.matmul(err[:, None, :], self._J[ids])[:, 0].astype(np.float64)
+            dp, Wd, W, more = patch_step_matrices(dp, A[act], d[act], *_ALIGN_STEP, _ALIGN_TOL)
+            W = W @ np.linalg.inv(Wd)
+            A[act], d[act] = W[:, :2, :2], W[:, :2, 2]
+            act = act[more]
+        bad = ~(np.isfinite(A).all(axis=(1, 2)) & np.isfinite(d).all(axis=1))
+        A[bad], d[bad] = np.eye(2), 0.0
+        U, sv, Vt = np.linalg.svd(A)
+        A = U * np.clip(sv, *_ALIGN_SCALES)[:, None, :] @ Vt
+        shift = np.linalg.norm(d, axis=1, keepdims=True)
+        d = d * np.minimum(1.0, _ALIGN_MAX_SHIFT / np.maximum(shift, 1e-12))
+        self._A[idx], self._d[idx] = A, d
+        mx, my = _warp_maps(c, A, d, self._u, self._v)
+        return _ncc(T, _sample(image, mx, my), self._seen[idx] & _inside(image.shape, mx, my))

@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, replace
 import cv2
 import numpy as np
 
+from cvfs.motion import _patch_align as _pa
+
 __all__ = ["MOVING_REL", "MOVING_TOL", "PatchTemplates", "TrackerSettings", "off_dominant_motion",
            "patch_ncc", "track_points"]
 
@@ -236,6 +238,9 @@ class PatchTemplates:
         u, v = np.meshgrid(o, o)
         self.size = int(size)
         self._u, self._v = u.reshape(1, -1), v.reshape(1, -1)
+        # rows [0, len(self)) of these arrays hold the templates; their capacity doubles as
+        # tracks are added
+        self._n = 0
         self._T = np.zeros((0, u.size), np.float32)
         self._mu = np.zeros((0, 1), np.float32)  # each template's mean and standard deviation
         self._sig = np.zeros((0, 1), np.float32)
@@ -246,7 +251,19 @@ class PatchTemplates:
         self.extend(image, points)
 
     def __len__(self):
-        return len(self._T)
+        return self._n
+
+    def _reserve(self, n):
+        """Room for ``n`` more templates (the capacity at least doubles when it grows)."""
+        need = self._n + n
+        if need <= len(self._T):
+            return
+        cap = max(need, 2 * len(self._T))
+        for name in ("_T", "_mu", "_sig", "_seen", "_J", "_A", "_d"):
+            old = getattr(self, name)
+            new = np.zeros((cap,) + old.shape[1:], old.dtype)
+            new[: self._n] = old[: self._n]
+            setattr(self, name, new)
 
     def extend(self, image, points):
         """Add the templates of new tracks at ``points`` (N, 2) of ``image``; their index
@@ -270,13 +287,16 @@ class PatchTemplates:
         H += _ALIGN_DAMPING * np.einsum("nii->ni", H)[:, :, None] * np.eye(6) + 1e-6 * np.eye(6)
         # a Gauss-Newton step is dp = err @ J, J = sd H^-1 (H symmetric)
         J = np.matmul(sd.astype(np.float64), np.linalg.inv(H))
-        self._T = np.concatenate([self._T, T])
-        self._mu = np.concatenate([self._mu, T.mean(axis=1, keepdims=True)])
-        self._sig = np.concatenate([self._sig, T.std(axis=1, keepdims=True)])
-        self._seen = np.concatenate([self._seen, seen])
-        self._J = np.concatenate([self._J, J.astype(np.float32)])
-        self._A = np.concatenate([self._A, eye])
-        self._d = np.concatenate([self._d, np.zeros((n, 2))])
+        self._reserve(n)
+        new = slice(self._n, self._n + n)
+        self._T[new] = T
+        self._mu[new] = T.mean(axis=1, keepdims=True)
+        self._sig[new] = T.std(axis=1, keepdims=True)
+        self._seen[new] = seen
+        self._J[new] = J
+        self._A[new] = eye
+        self._d[new] = 0.0
+        self._n += n
 
     def align(self, image, points, index=None):
         """Align the templates ``index`` to ``image`` around ``points`` and correlate them.
@@ -295,34 +315,36 @@ class PatchTemplates:
             Normalised cross-correlation of each template with its warped patch, in [-1, 1].
         """
         image = np.asarray(image, np.float32)
+        h, w = image.shape
         c = np.asarray(points, np.float64).reshape(-1, 2)
         idx = np.arange(len(self)) if index is None else np.asarray(index, np.int64)
-        A, d = self._A[idx].copy(), self._d[idx].copy()
-        T, mu, sig = self._T[idx], self._mu[idx], self._sig[idx]
+        A, d = self._A[idx], self._d[idx]
+        u, v = self._u[0], self._v[0]
+        # the elementwise work and row sums are numba kernels (_patch_align); the products
+        # and inverses of matrices are NumPy's
         act = np.arange(len(idx))
+        J = self._J[idx]  # the active tracks' rows (gathered again when some stop)
         for _ in range(_ALIGN_ITERS):
             if act.size == 0:
                 break
             ids = idx[act]
-            mx, my = _warp_maps(c[act], A[act], d[act], self._u, self._v)
+            mx, my = np.empty((2, act.size, u.size), np.float32)
+            _pa.warp_maps(c, A, d, act, u, v, mx, my)
             cur = _sample(image, mx, my)
-            m, s = cur.mean(axis=1, keepdims=True), cur.std(axis=1, keepdims=True)
-            err = (cur - m) * (sig[act] / np.maximum(s, 1e-6)) + (mu[act] - T[act])
-            # pixels outside either frame (the replicated border) do not pull the warp
-            err[~(self._seen[ids] & _inside(image.shape, mx, my))] = 0.0
-            dp = np.matmul(err[:, None, :], self._J[ids])[:, 0].astype(np.float64)
-            dp[:, :4] = np.clip(dp[:, :4], -_ALIGN_STEP[0], _ALIGN_STEP[0])
-            dp[:, 4:] = np.clip(dp[:, 4:], -_ALIGN_STEP[1], _ALIGN_STEP[1])
-            # compose the warp with the inverse of the step: W <- W o W(dp)^-1
-            Wd = np.zeros((act.size, 3, 3))
-            Wd[:, :2, :2] = np.eye(2) + dp[:, :4].reshape(-1, 2, 2)
-            Wd[:, :2, 2] = dp[:, 4:]
-            Wd[:, 2, 2] = 1.0
-            W = np.zeros_like(Wd)
-            W[:, :2, :2], W[:, :2, 2], W[:, 2, 2] = A[act], d[act], 1.0
+            # gain and bias normalised residual; pixels outside either frame (the replicated
+            # border) do not pull the warp
+            err = np.empty(cur.shape, np.float32)
+            _pa.residuals(cur, mx, my, ids, self._T, self._mu, self._sig, self._seen, h, w, err)
+            dp = np.matmul(err[:, None, :], J)[:, 0].astype(np.float64)
+            # compose the warp with the inverse of the (clipped) step: W <- W o W(dp)^-1
+            Wd, W = np.zeros((2, act.size, 3, 3))
+            keep = np.empty(act.size, bool)
+            _pa.step_matrices(dp, A, d, act, _ALIGN_STEP[0], _ALIGN_STEP[1], _ALIGN_TOL, Wd, W,
+                              keep)
             W = W @ np.linalg.inv(Wd)
             A[act], d[act] = W[:, :2, :2], W[:, :2, 2]
-            act = act[np.abs(dp).max(axis=1) >= _ALIGN_TOL]
+            if not keep.all():
+                act, J = act[keep], J[keep]
         # the warp is kept within the bounds (directions the patch does not constrain, such as
         # the scale of a corner of straight edges, wander there harmlessly)
         bad = ~(np.isfinite(A).all(axis=(1, 2)) & np.isfinite(d).all(axis=1))
@@ -333,8 +355,11 @@ class PatchTemplates:
         d = d * np.minimum(1.0, _ALIGN_MAX_SHIFT / np.maximum(shift, 1e-12))
         self._A[idx], self._d[idx] = A, d
         # over the pixels inside both frames (the replicated border is no part of the scene)
-        mx, my = _warp_maps(c, A, d, self._u, self._v)
-        return _ncc(T, _sample(image, mx, my), self._seen[idx] & _inside(image.shape, mx, my))
+        mx, my = np.empty((2, len(idx), u.size), np.float32)
+        _pa.warp_maps(c, A, d, np.arange(len(idx)), u, v, mx, my)
+        ncc = np.empty(len(idx))
+        _pa.ncc_rows(self._T, _sample(image, mx, my), idx, self._seen, mx, my, h, w, ncc)
+        return ncc
 
 
 def patch_ncc(reference, image, ref_points, points, size=15):
@@ -544,15 +569,17 @@ def track_points(frames, settings=None, **kwargs):
     templates = PatchTemplates(prev_gray, p0, s.win_size) if check else None
     lk = dict(winSize=(s.win_size, s.win_size), maxLevel=s.levels,
               criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
-    cols = [p0]  # positions per frame, NaN once lost
-    alive = np.ones(cols[0].shape[0], dtype=bool)
+    # positions per frame, NaN once lost; a frame's column holds the tracks that exist by then
+    # (the later ones are NaN there when the columns are stacked at the end)
+    cols = [p0]
+    alive = np.ones(len(p0), dtype=bool)
     h, w = shape
     for frame in it:
         gray = _gray(frame)
         if gray.shape != shape:
             raise ValueError(f"frames must all have the same size; frame {len(cols)} is "
                              f"{gray.shape}, the first {shape}")
-        col = np.full_like(cols[0], np.nan)
+        col = np.full((len(alive), 2), np.nan)
         idx = np.flatnonzero(alive)
         if idx.size:
             prev = cols[-1][idx].astype(np.float32).reshape(-1, 1, 2)
@@ -576,7 +603,6 @@ def track_points(frames, settings=None, **kwargs):
             new = _far_from(_corners(gray, s, s.max_points), col[base], s.min_distance)
             new = new[: s.max_points - int(base.sum())]
             if len(new):
-                cols = [np.vstack([c, np.full((len(new), 2), np.nan)]) for c in cols]
                 col = np.vstack([col, new])
                 alive = np.concatenate([alive, np.ones(len(new), dtype=bool)])
                 extra = np.concatenate([extra, np.zeros(len(new), dtype=bool)])
@@ -584,7 +610,9 @@ def track_points(frames, settings=None, **kwargs):
                     templates.extend(gray, new)
         cols.append(col)
         prev_gray = gray
-    points = np.stack(cols, axis=1)
+    points = np.full((len(alive), len(cols), 2), np.nan)
+    for f, col in enumerate(cols):
+        points[: len(col), f] = col
     if not s.partial:
         points, extra = points[alive], extra[alive]
         visible = np.ones(points.shape[:2], dtype=bool)
