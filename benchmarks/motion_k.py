@@ -436,10 +436,13 @@ def cv_forms(forms, idx, folds, valid, y):
     return pred
 
 
-def hopkins_cv(seqs, stats, fold_seed=0):
+def hopkins_cv(seqs, stats, fold_seed=0, inner_repeats=1):
     """Plain 10-fold CV by video of every rule, and the nested CV: in each outer fold the rule
-    (form) is picked by a 9-fold CV on the training folds, then fitted on them."""
-    folds = video_folds([s.video for s in seqs], [s.raw_footage for s in seqs], 10, fold_seed)
+    (form) is picked by a 9-fold CV on the training folds, then fitted on them. With
+    ``inner_repeats`` > 1 the inner accuracy is the mean over that many 9-fold splits of the
+    training sequences by video (the first: the outer folds themselves)."""
+    videos, raw = [s.video for s in seqs], [s.raw_footage for s in seqs]
+    folds = video_folds(videos, raw, 10, fold_seed)
     y = np.array([s.n_motions for s in seqs])
     T = form_tables(stats)
     forms = k_forms(T)
@@ -450,8 +453,14 @@ def hopkins_cv(seqs, stats, fold_seed=0):
     picked = []
     for f in tqdm(range(10), desc="nested CV"):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
-        inner = cv_forms(forms, tr, folds[tr], valid, y)
-        acc = {name: float(np.mean(p == y[tr])) for name, p in inner.items()}
+        splits = [folds[tr]] + [
+            video_folds([videos[i] for i in tr], [raw[i] for i in tr], 9,
+                        np.random.default_rng([fold_seed, f, r]))
+            for r in range(1, inner_repeats)]
+        acc = {name: 0.0 for name in forms}
+        for split in splits:
+            for name, p in cv_forms(forms, tr, split, valid, y).items():
+                acc[name] += float(np.mean(p == y[tr])) / len(splits)
         best = max(forms, key=lambda n: acc[n])  # first in the listed order on ties
         fitted = fit_form(forms[best], tr, valid, y)
         nested[te] = predict_form(forms[best], fitted, te, valid)
@@ -550,6 +559,9 @@ def main(argv=None):
                     help="also the default rule over the labellings whose smallest cluster holds "
                          "at least phi P trajectories, phi in PHI_GRID fitted in the training "
                          "folds (in the nested CV's choice too)")
+    ap.add_argument("--inner-repeats", type=int, default=1,
+                    help="9-fold splits of the training sequences averaged in the nested CV's "
+                         "choice of the rule (1: the outer training folds only)")
     ap.add_argument("--extra-forms", action="store_true",
                     help="also the epipolar-residual, capped-fraction and robust-cost logit rules "
                          "(in the nested CV's choice too)")
@@ -562,7 +574,7 @@ def main(argv=None):
     cached = hopkins_cache(seqs, Path(args.cache))
     stats = [k_statistics(s.points, c, extra=args.extra_forms, min_fraction=args.min_fraction)
              for s, c in zip(tqdm(seqs, desc="K statistics"), cached, strict=True)]
-    cv_rows, cv_info = hopkins_cv(seqs, stats, args.fold_seeds[0])
+    cv_rows, cv_info = hopkins_cv(seqs, stats, args.fold_seeds[0], args.inner_repeats)
 
     def seed_row(rows):
         acc = {r[0]: r[-1] for r in rows}
@@ -572,7 +584,7 @@ def main(argv=None):
 
     by_seed = {args.fold_seeds[0]: seed_row(cv_rows)}
     for seed in args.fold_seeds[1:]:
-        by_seed[seed] = seed_row(hopkins_cv(seqs, stats, seed)[0])
+        by_seed[seed] = seed_row(hopkins_cv(seqs, stats, seed, args.inner_repeats)[0])
     cv_info["by_fold_seed"] = by_seed
     print("Hopkins155: K chosen correctly %, 10-fold CV by video (each rule's parameters fitted "
           "on the training folds); last row: nested CV (the rule also picked on the training "
