@@ -380,24 +380,11 @@ class PatchTemplatesNumPy:
         return len(self._T)
 
     def extend(self, image, points):
-        from cvfs.motion.tracking import _ALIGN_DAMPING, _inside, _sample, _warp_maps
+        from cvfs.motion.tracking import _templates
 
-        image = np.asarray(image, np.float32)
-        points = np.asarray(points, np.float64).reshape(-1, 2)
-        n, k = len(points), self.size + 2
-        o = np.arange(k, dtype=np.float32) - (k - 1) / 2
-        bu, bv = (a.reshape(1, -1) for a in np.meshgrid(o, o))
+        T, seen, J = _templates(image, points, self.size)
+        n = len(T)
         eye = np.broadcast_to(np.eye(2), (n, 2, 2))
-        big = _sample(image, *_warp_maps(points, eye, np.zeros((n, 2)), bu, bv)).reshape(n, k, k)
-        seen = _inside(image.shape, *_warp_maps(points, eye, np.zeros((n, 2)), self._u, self._v))
-        T = big[:, 1:-1, 1:-1].reshape(n, -1)
-        gx = (0.5 * (big[:, 1:-1, 2:] - big[:, 1:-1, :-2])).reshape(n, -1)
-        gy = (0.5 * (big[:, 2:, 1:-1] - big[:, :-2, 1:-1])).reshape(n, -1)
-        u, v = self._u, self._v
-        sd = np.stack([gx * u, gx * v, gy * u, gy * v, gx, gy], axis=2)
-        H = np.einsum("nmi,nmj->nij", sd, sd, dtype=np.float64)
-        H += _ALIGN_DAMPING * np.einsum("nii->ni", H)[:, :, None] * np.eye(6) + 1e-6 * np.eye(6)
-        J = np.matmul(sd.astype(np.float64), np.linalg.inv(H))
         self._T = np.concatenate([self._T, T])
         self._mu = np.concatenate([self._mu, T.mean(axis=1, keepdims=True)])
         self._sig = np.concatenate([self._sig, T.std(axis=1, keepdims=True)])

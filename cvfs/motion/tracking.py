@@ -206,6 +206,32 @@ def _ncc(a, b, weight=None):
     return np.where(den > 0, (a * b).sum(axis=1) / np.where(den > 0, den, 1.0), 1.0)
 
 
+def _templates(image, points, size):
+    """The ``size`` x ``size`` patches at ``points`` (N, 2) of ``image`` (N, size^2, float32),
+    which of their pixels lie inside the image (N, size^2, bool), and their Gauss-Newton step
+    matrices J = sd H^-1 (N, size^2, 6, float64) for :class:`PatchTemplates`."""
+    image = np.asarray(image, np.float32)
+    points = np.asarray(points, np.float64).reshape(-1, 2)
+    n, k = len(points), size + 2
+    o = np.arange(size, dtype=np.float32) - (size - 1) / 2
+    u, v = (a.reshape(1, -1) for a in np.meshgrid(o, o))
+    # the patch with a one-pixel border, for central-difference gradients
+    ob = np.arange(k, dtype=np.float32) - (k - 1) / 2
+    bu, bv = (a.reshape(1, -1) for a in np.meshgrid(ob, ob))
+    eye = np.broadcast_to(np.eye(2), (n, 2, 2))
+    big = _sample(image, *_warp_maps(points, eye, np.zeros((n, 2)), bu, bv)).reshape(n, k, k)
+    seen = _inside(image.shape, *_warp_maps(points, eye, np.zeros((n, 2)), u, v))
+    T = big[:, 1:-1, 1:-1].reshape(n, -1)
+    gx = (0.5 * (big[:, 1:-1, 2:] - big[:, 1:-1, :-2])).reshape(n, -1)
+    gy = (0.5 * (big[:, 2:, 1:-1] - big[:, :-2, 1:-1])).reshape(n, -1)
+    # steepest-descent images of the warp parameters (a11-1, a12, a21, a22-1, dx, dy)
+    sd = np.stack([gx * u, gx * v, gy * u, gy * v, gx, gy], axis=2)
+    H = np.einsum("nmi,nmj->nij", sd, sd, dtype=np.float64)
+    H += _ALIGN_DAMPING * np.einsum("nii->ni", H)[:, :, None] * np.eye(6) + 1e-6 * np.eye(6)
+    # a Gauss-Newton step is dp = err @ J, J = sd H^-1 (H symmetric)
+    return T, seen, np.matmul(sd.astype(np.float64), np.linalg.inv(H))
+
+
 class PatchTemplates:
     """Reference patches of tracks, aligned to later frames by an affine warp.
 
@@ -268,25 +294,8 @@ class PatchTemplates:
     def extend(self, image, points):
         """Add the templates of new tracks at ``points`` (N, 2) of ``image``; their index
         continues the existing ones."""
-        image = np.asarray(image, np.float32)
-        points = np.asarray(points, np.float64).reshape(-1, 2)
-        n, k = len(points), self.size + 2
-        # the patch with a one-pixel border, for central-difference gradients
-        o = np.arange(k, dtype=np.float32) - (k - 1) / 2
-        bu, bv = (a.reshape(1, -1) for a in np.meshgrid(o, o))
-        eye = np.broadcast_to(np.eye(2), (n, 2, 2))
-        big = _sample(image, *_warp_maps(points, eye, np.zeros((n, 2)), bu, bv)).reshape(n, k, k)
-        seen = _inside(image.shape, *_warp_maps(points, eye, np.zeros((n, 2)), self._u, self._v))
-        T = big[:, 1:-1, 1:-1].reshape(n, -1)
-        gx = (0.5 * (big[:, 1:-1, 2:] - big[:, 1:-1, :-2])).reshape(n, -1)
-        gy = (0.5 * (big[:, 2:, 1:-1] - big[:, :-2, 1:-1])).reshape(n, -1)
-        u, v = self._u, self._v
-        # steepest-descent images of the warp parameters (a11-1, a12, a21, a22-1, dx, dy)
-        sd = np.stack([gx * u, gx * v, gy * u, gy * v, gx, gy], axis=2)
-        H = np.einsum("nmi,nmj->nij", sd, sd, dtype=np.float64)
-        H += _ALIGN_DAMPING * np.einsum("nii->ni", H)[:, :, None] * np.eye(6) + 1e-6 * np.eye(6)
-        # a Gauss-Newton step is dp = err @ J, J = sd H^-1 (H symmetric)
-        J = np.matmul(sd.astype(np.float64), np.linalg.inv(H))
+        T, seen, J = _templates(image, points, self.size)
+        n = len(T)
         self._reserve(n)
         new = slice(self._n, self._n + n)
         self._T[new] = T
@@ -294,7 +303,7 @@ class PatchTemplates:
         self._sig[new] = T.std(axis=1, keepdims=True)
         self._seen[new] = seen
         self._J[new] = J
-        self._A[new] = eye
+        self._A[new] = np.eye(2)
         self._d[new] = 0.0
         self._n += n
 
