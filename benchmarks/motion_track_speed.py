@@ -43,11 +43,12 @@ def load_baseline(rev):
     """``cvfs/motion/tracking.py`` at git revision ``rev``, imported as its own module."""
     src = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:cvfs/motion/tracking.py"],
                          check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp(prefix="cvfs_tracking_")) / "tracking_baseline.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("cvfs_tracking_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory(prefix="cvfs_tracking_") as tmp:
+        path = Path(tmp) / "tracking_baseline.py"
+        path.write_text(src)
+        spec = importlib.util.spec_from_file_location("cvfs_tracking_baseline", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     return module
 
 
