@@ -5,6 +5,7 @@ from scipy.special import expit
 
 from cvfs.core.losses import get_loss
 from cvfs.core.responses import get_response
+from cvfs.motion.tracking import PatchTemplates
 
 # ---- losses (cvfs.core.losses) ----
 
@@ -358,23 +359,9 @@ def patch_step_matrices(dp, A, d, lin, shift, tol):
     return dp, Wd, W, np.abs(dp).max(axis=1) >= tol
 
 
-class PatchTemplatesNumPy:
+class PatchTemplatesNumPy(PatchTemplates):
     """Twin of ``cvfs.motion.tracking.PatchTemplates`` in NumPy only: the templates in arrays
     concatenated on every ``extend``, the alignment in array expressions."""
-
-    def __init__(self, image, points, size):
-        o = np.arange(size, dtype=np.float32) - (size - 1) / 2
-        u, v = np.meshgrid(o, o)
-        self.size = int(size)
-        self._u, self._v = u.reshape(1, -1), v.reshape(1, -1)
-        self._T = np.zeros((0, u.size), np.float32)
-        self._mu = np.zeros((0, 1), np.float32)
-        self._sig = np.zeros((0, 1), np.float32)
-        self._seen = np.zeros((0, u.size), bool)
-        self._J = np.zeros((0, u.size, 6), np.float32)
-        self._A = np.zeros((0, 2, 2))
-        self._d = np.zeros((0, 2))
-        self.extend(image, points)
 
     def __len__(self):
         return len(self._T)

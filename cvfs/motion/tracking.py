@@ -197,7 +197,9 @@ def _inside(shape, mx, my):
 
 def _ncc(a, b, weight=None):
     """Row-wise normalised cross-correlation of two (N, m) arrays, over the entries where
-    ``weight`` (N, m, bool; default all) is True (1 where a row is flat)."""
+    ``weight`` (N, m, bool; default all) is True (1 where a row is flat). The NumPy form of
+    :func:`cvfs.motion._patch_align.ncc_rows`, for unaligned patches
+    (``benchmarks/motion_track_ncc.py --no-warp``) and as the kernel's reference in the tests."""
     w = np.ones(a.shape, bool) if weight is None else weight
     n = np.maximum(w.sum(axis=1, keepdims=True), 1)
     a = np.where(w, a - (a * w).sum(axis=1, keepdims=True) / n, 0.0)
