@@ -383,10 +383,9 @@ class PatchTemplatesNumPy(PatchTemplates):
     def align(self, image, points, index=None):
         from cvfs.motion.tracking import (
             _ALIGN_ITERS,
-            _ALIGN_MAX_SHIFT,
-            _ALIGN_SCALES,
             _ALIGN_STEP,
             _ALIGN_TOL,
+            _bound_warps,
             _inside,
             _ncc,
             _sample,
@@ -411,12 +410,7 @@ class PatchTemplatesNumPy(PatchTemplates):
             W = W @ np.linalg.inv(Wd)
             A[act], d[act] = W[:, :2, :2], W[:, :2, 2]
             act = act[more]
-        bad = ~(np.isfinite(A).all(axis=(1, 2)) & np.isfinite(d).all(axis=1))
-        A[bad], d[bad] = np.eye(2), 0.0
-        U, sv, Vt = np.linalg.svd(A)
-        A = U * np.clip(sv, *_ALIGN_SCALES)[:, None, :] @ Vt
-        shift = np.linalg.norm(d, axis=1, keepdims=True)
-        d = d * np.minimum(1.0, _ALIGN_MAX_SHIFT / np.maximum(shift, 1e-12))
+        A, d = _bound_warps(A, d)
         self._A[idx], self._d[idx] = A, d
         mx, my = _warp_maps(c, A, d, self._u, self._v)
         return _ncc(T, _sample(image, mx, my), self._seen[idx] & _inside(image.shape, mx, my))

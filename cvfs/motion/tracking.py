@@ -234,6 +234,19 @@ def _templates(image, points, size):
     return T, seen, np.matmul(sd.astype(np.float64), np.linalg.inv(H))
 
 
+def _bound_warps(A, d):
+    """The warps (A (N, 2, 2), d (N, 2)) moved to the nearest within the bounds: singular
+    values of A in ``_ALIGN_SCALES``, shifts up to ``_ALIGN_MAX_SHIFT``, non-finite ones reset
+    (directions a patch does not constrain, such as the scale of a corner of straight edges,
+    wander there harmlessly). ``A`` and ``d`` are changed in place where not finite."""
+    bad = ~(np.isfinite(A).all(axis=(1, 2)) & np.isfinite(d).all(axis=1))
+    A[bad], d[bad] = np.eye(2), 0.0
+    U, sv, Vt = np.linalg.svd(A)
+    A = U * np.clip(sv, *_ALIGN_SCALES)[:, None, :] @ Vt
+    shift = np.linalg.norm(d, axis=1, keepdims=True)
+    return A, d * np.minimum(1.0, _ALIGN_MAX_SHIFT / np.maximum(shift, 1e-12))
+
+
 class PatchTemplates:
     """Reference patches of tracks, aligned to later frames by an affine warp.
 
@@ -356,14 +369,7 @@ class PatchTemplates:
             A[act], d[act] = W[:, :2, :2], W[:, :2, 2]
             if not keep.all():
                 act, J = act[keep], J[keep]
-        # the warp is kept within the bounds (directions the patch does not constrain, such as
-        # the scale of a corner of straight edges, wander there harmlessly)
-        bad = ~(np.isfinite(A).all(axis=(1, 2)) & np.isfinite(d).all(axis=1))
-        A[bad], d[bad] = np.eye(2), 0.0
-        U, sv, Vt = np.linalg.svd(A)
-        A = U * np.clip(sv, *_ALIGN_SCALES)[:, None, :] @ Vt
-        shift = np.linalg.norm(d, axis=1, keepdims=True)
-        d = d * np.minimum(1.0, _ALIGN_MAX_SHIFT / np.maximum(shift, 1e-12))
+        A, d = _bound_warps(A, d)
         self._A[idx], self._d[idx] = A, d
         # over the pixels inside both frames (the replicated border is no part of the scene)
         mx, my = np.empty((2, len(idx), u.size), np.float32)
