@@ -58,6 +58,30 @@ def test_segment_tracks_with_missing_entries_and_k_given():
     np.testing.assert_array_equal(labels, segment(holed, 2, visible=vis))
 
 
+def test_k_is_chosen_on_the_complete_tracks_when_there_are_enough(monkeypatch):
+    import cvfs.motion as motion
+
+    pts, truth = make_rigid_motions(2, 120, 12, noise=0.002, random_state=5)
+    holed, vis = _hide(pts, 0.15, seed=3)
+    vis[:50] = True  # 50 complete trajectories, the others partial
+    holed[:50] = pts[:50]
+    whole = vis.all(axis=1)
+    assert whole.sum() >= motion.MIN_COMPLETE_FOR_K
+    seen = []
+    real = motion._choose_k
+    monkeypatch.setattr(motion, "_choose_k", lambda p, *a: seen.append(np.array(p)) or real(p, *a))
+    labels, k = segment_tracks(holed, None, visible=vis)
+    assert k == 2 and misclassification(labels, truth) < 0.05
+    np.testing.assert_array_equal(seen[0], pts[whole])  # only the complete ones
+    # the same partial tracks with too few complete ones: K chosen on all, completed
+    few = vis.copy()
+    few[::2, 4] = False  # every other trajectory loses frame 4: 25 complete ones left
+    assert few.all(axis=1).sum() < motion.MIN_COMPLETE_FOR_K
+    labels, k = segment_tracks(np.where(few[..., None], pts, np.nan), None, visible=few)
+    assert seen[1].shape == pts.shape and not np.isnan(seen[1]).any()
+    assert k == 2 and misclassification(labels, truth) < 0.05
+
+
 def test_bad_visible_and_tracks():
     pts, _ = make_rigid_motions(2, 40, 8, random_state=0)
     vis = np.ones(pts.shape[:2], dtype=bool)

@@ -37,6 +37,8 @@ from cvfs.motion.kselect import (
 
 # the numbers of motions of the ranker's training sequences (Hopkins155: 2 and 3)
 RANKED_K = (2, 3)
+# complete trajectories needed to choose K on them alone (the smallest Hopkins155 sequence: 39)
+MIN_COMPLETE_FOR_K = 40
 
 __all__ = ["explained_by_one_motion", "load_default_ranker", "normalise_points",
            "one_motion_residuals", "rank_candidates", "segment", "segment_tracks"]
@@ -301,8 +303,11 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
         level, each cluster 2-, 3- or 4-D) over the labellings of K, ``q_K`` the planar
         residual of the lowest-residual labelling (:func:`cvfs.motion.kselect.k_residuals`).
     visible : array_like of shape (P, F), bool, optional
-        As :func:`segment`; with K chosen, the trajectories are completed once at rank 12
-        (three motions) before K is chosen.
+        As :func:`segment`. With K chosen, K is chosen on the trajectories observed in every
+        frame when there are at least ``MIN_COMPLETE_FOR_K`` of them (the rule is calibrated on
+        complete trajectories; its penalty does not hold back a split background at thousands
+        of completed partial tracks), otherwise on all of them completed at rank 12; then
+        every trajectory is completed at rank 4K and segmented as with K given.
     model : None, str, Path or fitted ranker
     candidates_k : sequence of int, default 2..8
     tau : float, optional
@@ -331,13 +336,27 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
         from cvfs.motion.missing import check_visible
 
         check_visible(points, visible, n_motions)
-        points = _complete(points, visible, 3 if n_motions is None else n_motions)
     ranker = _resolve(model)
-    if n_motions is not None:
-        labels, scores = rank_candidates(points, n_motions, model=ranker)
-        i = int(np.argmax(scores))
-        out = (np.asarray(labels[i], dtype=np.int64), int(n_motions))
-        return out + ({int(n_motions): float(scores[i])},) if return_scores else out
+    tried = {}
+    if n_motions is None:
+        basis = points
+        if visible is not None:
+            whole = np.asarray(visible, dtype=bool).all(axis=1)
+            basis = (np.asarray(points, dtype=np.float64)[whole]
+                     if whole.sum() >= MIN_COMPLETE_FOR_K else _complete(points, visible, 3))
+        n_motions, tried = _choose_k(basis, candidates_k, tau)
+    points = _complete(points, visible, n_motions)
+    labels, scores = rank_candidates(points, n_motions, model=ranker)
+    i = int(np.argmax(scores))
+    out = (np.asarray(labels[i], dtype=np.int64), int(n_motions))
+    if not return_scores:
+        return out
+    return out + (tried or {int(n_motions): float(scores[i])},)
+
+
+def _choose_k(points, candidates_k, tau):
+    """(K, {K: best subspace residual r_K}) of :func:`segment_tracks`' rule on complete
+    trajectories."""
     arr = check_visible_tracks(points)
     n_pts = arr.shape[0]
     ks = sorted(int(k) for k in candidates_k if int(k) >= 2 and 4 * int(k) <= n_pts)
@@ -347,14 +366,12 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
     pts = normalise_points(arr)
     labellings = k_labellings(pts, ks)
     residuals, planar = k_residuals(pts, ks, return_planar=True, labellings=labellings)
-    tried = {kk: residuals[kk] for kk in ks}
+    tried = {kk: float(residuals[kk]) for kk in ks}
     if tau is None:
         costs = k_capped_costs(pts, ks, labellings=labellings, cap=CAPPED_CAP,
                                dim_cost=CAPPED_DIM_COST)
         k = choose_k_capped(costs, planar, n_pts)
     else:
         k = choose_k(tried, tau)
-    log.info("K residuals %s: K=%d", residuals, k)
-    labels, scores = rank_candidates(arr, k, model=ranker)
-    out = (labels[int(np.argmax(scores))].astype(np.int64), k)
-    return out + ({kk: residuals[kk] for kk in ks},) if return_scores else out
+    log.info("K residuals %s: K=%d", tried, k)
+    return int(k), tried

@@ -95,17 +95,19 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
 
     tracker = TrackerSettings() if tracker is None else tracker
     t1 = time.perf_counter()
+    partial = not visible.all()
     complete = points
-    if not visible.all():
+    if partial:
         from cvfs.motion.missing import complete_trajectories
 
-        # one completion (rank 4K, or 12 when K is chosen) for the check and the segmentation
+        # the one-motion check on the tracks completed at rank 4K (12 when K is chosen)
         complete = complete_trajectories(points, visible,
                                          n_motions=3 if n_motions is None else n_motions)
     moving = not explained_by_one_motion(complete, tol=tol)
     scores = {}
     if moving:
-        labels, k, scores = segment_tracks(complete, n_motions, model=model, return_scores=True)
+        labels, k, scores = segment_tracks(points, n_motions, visible=visible if partial else None,
+                                           model=model, return_scores=True)
     else:
         labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
     t2 = time.perf_counter()
