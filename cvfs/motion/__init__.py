@@ -337,15 +337,20 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
 
         check_visible(points, visible, n_motions)
     ranker = _resolve(model)
-    tried = {}
+    tried, completed = {}, {}  # completed: rank-12 completion (K = 3) when K needed it
     if n_motions is None:
         basis = points
         if visible is not None:
             whole = np.asarray(visible, dtype=bool).all(axis=1)
-            basis = (np.asarray(points, dtype=np.float64)[whole]
-                     if whole.sum() >= MIN_COMPLETE_FOR_K else _complete(points, visible, 3))
+            if whole.sum() >= MIN_COMPLETE_FOR_K:
+                basis = np.asarray(points, dtype=np.float64)[whole]
+            else:
+                basis = completed[3] = _complete(points, visible, 3)
         n_motions, tried = _choose_k(basis, candidates_k, tau)
-    points = _complete(points, visible, n_motions)
+    if n_motions in completed:
+        points = completed[n_motions]
+    else:
+        points = _complete(points, visible, n_motions)
     labels, scores = rank_candidates(points, n_motions, model=ranker)
     i = int(np.argmax(scores))
     out = (np.asarray(labels[i], dtype=np.int64), int(n_motions))

@@ -100,14 +100,17 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
     if partial:
         from cvfs.motion.missing import complete_trajectories
 
-        # the one-motion check on the tracks completed at rank 4K (12 when K is chosen)
+        # completed at rank 4K (12 when K is chosen) for the one-motion check
         complete = complete_trajectories(points, visible,
                                          n_motions=3 if n_motions is None else n_motions)
     moving = not explained_by_one_motion(complete, tol=tol)
     scores = {}
     if moving:
-        labels, k, scores = segment_tracks(points, n_motions, visible=visible if partial else None,
-                                           model=model, return_scores=True)
+        # K given: the tracks completed above are those segment_tracks would complete
+        given = n_motions is not None
+        labels, k, scores = segment_tracks(
+            complete if given else points, n_motions,
+            visible=visible if partial and not given else None, model=model, return_scores=True)
     else:
         labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
     t2 = time.perf_counter()
