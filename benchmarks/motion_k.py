@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/motion_k.py [--data DIR] [--cache DIR] [--skip-pool] [--seeds 3]
-        [--fold-seeds 0 1 2 3 4] [--extra-forms] [--min-fraction]
+        [--fold-seeds 0 1 2 3 4] [--inner-repeats 5] [--extra-forms] [--min-fraction]
+        [--smooth W]
 
 ``--seeds 0`` skips the synthetic scenes. ``--extra-forms`` adds four rules to the plain and the
 nested CV (writing ``benchmarks/results/motion_k_extra.json``): ``log g_K + mu log q_K + nu log
@@ -28,7 +29,8 @@ cluster that the robust cost takes for a motion.
    GRIC-form cost ``g_K`` of :func:`cvfs.motion.kselect.capped_cost` with the noise level of
    :func:`~cvfs.motion.kselect.noise_variance`) are scored by
    10-fold cross-validation by video (the folds of Table VII, fold seed 0; each rule's
-   parameters fitted on the nine training folds), and by a nested cross-validation: in each
+   parameters fitted on the nine training folds at the centre of the best ``--smooth``-wide
+   neighbourhood of training accuracy on their grid), and by a nested cross-validation: in each
    outer fold the rule is picked by a 9-fold CV on the training folds, refitted on them and
    scored on the held-out fold.
 2. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
@@ -74,6 +76,8 @@ from cvfs.motion.kselect import (  # noqa: E402
     CAPPED_MU,
     DEFAULT_LAMBDA,
     DEFAULT_MU,
+    FIT_SMOOTH,
+    _neighbourhood_mean,
     choose_k_capped,
     choose_k_penalised,
     cluster_capped_cost,
@@ -314,6 +318,9 @@ LAM_GRID = np.geomspace(1.0, 1000.0, 120)
 MU_GRID = np.concatenate([-np.geomspace(0.01, 10.0, 30)[::-1], [0.0],
                           np.geomspace(0.01, 10.0, 30)])
 NU_GRID = np.concatenate([[0.0], np.geomspace(0.01, 10.0, 20)])
+# width of the neighbourhood over which _fit_variant averages the training accuracy, as
+# kselect.fit_penalty does (--smooth; 1: the single best grid point)
+SMOOTH = FIT_SMOOTH
 # the three-parameter forms of --extra-forms
 LAM_GRID3 = np.geomspace(1.0, 1000.0, 24)
 MU_GRID3 = np.concatenate([-np.geomspace(0.01, 10.0, 5)[::-1], [0.0],
@@ -387,7 +394,9 @@ def _choose(base, terms, theta, valid, ks=K_RANGE):
 
 
 def _fit_variant(base, terms, grids, valid, y, ks=K_RANGE):
-    """Grid point with the most sequences given their true K (middle of the ties)."""
+    """Grid point at the centre of the best ``SMOOTH``-wide neighbourhood: the training accuracy
+    (share of sequences given their true K) averaged over each point's neighbours along every
+    parameter's grid (edges repeated), the best average returned (middle of the ties)."""
     g = len(grids)
     s = np.where(valid, base, np.inf)[(None,) * g]
     for a, (t, grid) in enumerate(zip(terms, grids, strict=True)):
@@ -395,6 +404,7 @@ def _fit_variant(base, terms, grids, valid, y, ks=K_RANGE):
         shape[a] = len(grid)
         s = s + np.asarray(grid).reshape(shape) * np.where(valid, t, 0.0)[(None,) * g]
     acc = np.mean(np.asarray(ks)[np.argmin(s, axis=-1)] == y, axis=-1)
+    acc = _neighbourhood_mean(acc, SMOOTH)
     top = np.argwhere(acc == acc.max())
     m = top[len(top) // 2]
     return tuple(float(grid[i]) for grid, i in zip(grids, m, strict=True)), float(acc.max())
@@ -547,6 +557,7 @@ def hopkins_pool_rows(seqs):
 
 
 def main(argv=None):
+    global SMOOTH
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
     ap.add_argument("--cache", default=str(REPO / "out" / "motion_k_labellings"))
@@ -562,10 +573,16 @@ def main(argv=None):
     ap.add_argument("--inner-repeats", type=int, default=1,
                     help="9-fold splits of the training sequences averaged in the nested CV's "
                          "choice of the rule (1: the outer training folds only)")
+    ap.add_argument("--smooth", type=int, default=SMOOTH,
+                    help="each rule's parameters at the centre of the best neighbourhood of this "
+                         "width on its grid (1: the single best grid point)")
     ap.add_argument("--extra-forms", action="store_true",
                     help="also the epipolar-residual, capped-fraction and robust-cost logit rules "
                          "(in the nested CV's choice too)")
     args = ap.parse_args(argv)
+    if args.smooth < 1:
+        ap.error(f"--smooth must be >= 1; got {args.smooth}")
+    SMOOTH = args.smooth
     limit_threads()
     from cvfs.datasets._home import data_home
 

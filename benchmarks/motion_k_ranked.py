@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/motion_k_ranked.py [--data DIR] [--labellings DIR] [--pools DIR]
-        [--fold-seeds 0 1 2 3 4] [--oracle] [--union [--union-k 2 3] [--no-nested]]
+        [--fold-seeds 0 1 2 3 4] [--oracle] [--union [--union-k 2 3] [--no-nested]] [--smooth W]
 
 For every sequence the candidate pool of :func:`cvfs.motion.candidates.generate_candidates`
 (the Table VII pool) and its features are built for K = 2 and K = 3 (cached per sequence in
@@ -390,7 +390,13 @@ def main(argv=None):
     ap.add_argument("--no-nested", action="store_true", help="--union: plain CV only")
     ap.add_argument("--oracle", action="store_true",
                     help="the ranked rules with a perfect ranker (lowest-error candidate per K)")
+    ap.add_argument("--smooth", type=int, default=mk.SMOOTH,
+                    help="as motion_k.py: the rules' parameters at the centre of the best "
+                         "neighbourhood of this width on their grids (1: the best grid point)")
     args = ap.parse_args(argv)
+    if args.smooth < 1:
+        ap.error(f"--smooth must be >= 1; got {args.smooth}")
+    mk.SMOOTH = args.smooth
     limit_threads()
     from cvfs.datasets._home import data_home
 

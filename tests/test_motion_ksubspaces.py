@@ -118,6 +118,24 @@ def test_fit_penalty_separates_training_sequences():
     assert choose_k_penalised(res[0], 200, lam) == 2 and choose_k_penalised(res[1], 200, lam) == 3
 
 
+def test_fit_penalty_takes_the_centre_of_a_plateau_over_an_isolated_peak():
+    # K = 3 is chosen below lam = t for residuals r_2 = 1, r_3 = exp(-t log(P) / P)
+    P = 100
+
+    def seq(t):
+        return {2: 1.0, 3: float(np.exp(-t * np.log(P) / P))}
+
+    # sequences given their true K on lam = 1..9 (of 5): 2, 4, 2, 2, 2, 3, 3, 3, 3
+    res = [seq(1.5), seq(1.5), seq(2.5), seq(2.5), seq(5.5)]
+    true_k = [2, 2, 3, 3, 2]
+    grid = np.arange(1.0, 10.0)
+    assert fit_penalty(res, [P] * 5, true_k, grid=grid, smooth=1) == (2.0, 4 / 5)
+    # averaged over three neighbours the plateau wins: the middle of 7-9
+    assert fit_penalty(res, [P] * 5, true_k, grid=grid) == (8.0, 3 / 5)
+    with pytest.raises(ValueError, match="smooth must be >= 1"):
+        fit_penalty(res, [P] * 5, true_k, grid=grid, smooth=0)
+
+
 def test_planar_term_of_the_penalised_rule():
     r = {1: 1.0, 2: 0.3, 3: 0.2, 4: 0.19}
     q = {1: 2.0, 2: 1.0, 3: 0.2, 4: 0.19}
