@@ -337,7 +337,7 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
 
         check_visible(points, visible, n_motions)
     ranker = _resolve(model)
-    tried, completed = {}, {}  # completed: rank-12 completion (K = 3) when K needed it
+    tried, rank12 = {}, None  # rank12: the rank-12 (K = 3) completion K was chosen on
     if n_motions is None:
         basis = points
         if visible is not None:
@@ -345,10 +345,10 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
             if whole.sum() >= MIN_COMPLETE_FOR_K:
                 basis = np.asarray(points, dtype=np.float64)[whole]
             else:
-                basis = completed[3] = _complete(points, visible, 3)
+                basis = rank12 = _complete(points, visible, 3)
         n_motions, tried = _choose_k(basis, candidates_k, tau)
-    if n_motions in completed:
-        points = completed[n_motions]
+    if rank12 is not None and n_motions == 3:
+        points = rank12
     else:
         points = _complete(points, visible, n_motions)
     labels, scores = rank_candidates(points, n_motions, model=ranker)
