@@ -28,7 +28,7 @@ by the face score, or by the face score times the keypoint's calibrated probabil
 their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`, the default of
 ``detect_faces``; face score times keypoint probability), the face-level
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
-``benchmarks/results/keypoints_faces_pr_<dataset>.png``, and the number of faces at the default
+``<json stem>_pr_<dataset>.png`` beside the JSON, and the number of faces at the default
 threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
 the full scan (every keypoint everywhere: the detections of ``detect()``, columns ``full``) and
 from ``detect_faces``' default top-down scan (the keypoints other than the eyes only around eye
@@ -296,6 +296,19 @@ def _faces_main(args):
                 f"{c[k].average_precision:6.3f} ({_max_recall(c[k]):.3f})"
                 for c in (base_curves, face_curves, prod_curves,
                           *(r["curves"] for r in scans.values()))))
+        base_eye = evaluate_merged([np.concatenate([d[k] for k in EYES]) for d in dets],
+                                   images, EYES)
+        res["eyes_detect_one_class"] = base_eye.as_dict()
+        eye_curves = {"detect()": base_eye, "detect_faces": scans["top-down, refined"]["eyes"],
+                      "detect_faces(top_down=False)": scans["full, refined"]["eyes"]}
+        res["eye_recall_at_quoted_precision"] = {
+            b: {"precision": p, "quoted_recall": r,
+                "our_recall": {m: recall_at_precision(c, p) for m, c in eye_curves.items()}}
+            for b, (p, r) in QUOTED.get(ds, {}).items()}
+        for b, v in res["eye_recall_at_quoted_precision"].items():
+            print(f"eyes as one class at {b}'s precision {v['precision']:.2f}: its recall "
+                  f"{v['quoted_recall']:.2f}; ours " + ", ".join(
+                      f"{m} {r:.2f}" for m, r in v["our_recall"].items()))
         for scan, r in scans.items():
             a = r["at_default_threshold"]
             print(f"{scan:>18s}: eyes from faces as one class AP "
@@ -304,11 +317,16 @@ def _faces_main(args):
                   f"{fm.threshold:g}: {a['faces']} faces, precision {a['precision'] or 0:.3f}, "
                   f"recall {a['recall'] or 0:.3f}")
         curves = {"detect()": dict(base_curves),
-                  "detect_faces": dict(scans["top-down, refined"]["curves"])}
-        fig = plot_pr_curves(curves)[0].figure
-        fig.suptitle(f"{ds}: detect() and detect_faces (face score x keypoint probability)")
+                  "detect_faces": dict(scans["top-down, refined"]["curves"]),
+                  "detect_faces(top_down=False)": dict(scans["full, refined"]["curves"])}
+        for m, c in eye_curves.items():
+            curves[m]["eyes (one class)"] = c
+        fig = plot_pr_curves(curves, baselines={
+            b: {"eyes (one class)": (p, r)} for b, (p, r) in QUOTED.get(ds, {}).items()})[0].figure
+        fig.suptitle(f"{ds}, pyramid up to scale {max_scale:g}: detect() and detect_faces "
+                     "(face score x keypoint probability)")
         fig.tight_layout()
-        save_figure(fig, out.with_name(f"keypoints_faces_pr_{ds}.png"))
+        save_figure(fig, out.with_name(f"{out.stem}_pr_{ds}.png"))
     from skimage import data
     from skimage.util import img_as_ubyte
 

@@ -14,9 +14,9 @@ Usage (the shipped file, see ``cvfs/models/README.md``)::
    annotated keypoint, and the ``IED x pyramid scale`` range of each face's best-scoring such
    detection (the one the assembly uses; weaker ones on far levels would widen the range and
    with it the regions of the top-down scan) is recorded.
-3. On the second half, faces are assembled with every threshold, and a second isotonic
-   regression maps their consensus score to the probability that both eyes lie within 10% IED
-   of the annotated face.
+3. On the second half, faces are assembled with every threshold, and a logistic regression
+   maps their consensus score to the probability that both eyes lie within 10% IED of the
+   annotated face (strictly increasing, so faces keep the order of their scores).
 """
 
 import argparse
@@ -33,6 +33,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from sklearn.isotonic import IsotonicRegression  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 from cvfs.datasets.faces import keypoint_index, load_mtfl  # noqa: E402
@@ -126,8 +127,7 @@ def main(argv=None):
                  int(y.sum()), *scale_range[k])
 
     # face calibration on the second half
-    model = FaceModel(shape, cal, (np.array([0.0, 1.0]), np.array([0.0, 1.0])), scale_range,
-                      threshold=0.0)
+    model = FaceModel(shape, cal, (1.0, 0.0), scale_range, threshold=0.0)
     ev, lab = [], []
     le, re = keypoint_index("left_eye_center"), keypoint_index("right_eye_center")
     for im, (found, scale) in zip(held[half:], runs[half:], strict=True):
@@ -139,9 +139,11 @@ def main(argv=None):
             ev.append(f.evidence)
             lab.append(float(ok))
     ev, lab = np.array(ev), np.array(lab)
-    face_cal = _isotonic(ev, lab)
-    log.info("face calibration: %d faces, %d right; %d of %d images found", len(ev),
-             int(lab.sum()), int(lab.sum()), half)
+    lr = LogisticRegression(C=1e4).fit(ev[:, None], lab)  # C: practically unpenalised
+    face_cal = (float(lr.coef_[0, 0]), float(lr.intercept_[0]))
+    log.info("face calibration: %d faces, %d right; %d of %d images found; p = 1 / (1 + "
+             "exp(-(%.4f x score %+.4f)))", len(ev), int(lab.sum()), int(lab.sum()), half,
+             *face_cal)
     model = FaceModel(shape, cal, face_cal, scale_range, threshold=args.threshold, info={
         "params": {"n_modes": args.n_modes, "max_scale": args.max_scale,
                    "threshold": args.threshold, "start": args.start, "n_images": args.n_images},
@@ -151,6 +153,7 @@ def main(argv=None):
             "keypoint_calibration_images": [lo, lo + half],
             "face_calibration_images": [lo + half, hi],
             "keypoints": kp_stats, "n_faces": int(len(ev)), "n_right_faces": int(lab.sum()),
+            "face_calibration": "logistic regression (scikit-learn, C=1e4)",
             "seconds": time.perf_counter() - t0}})
     path = model.save(args.out)
     print(f"written {path} ({time.perf_counter() - t0:.0f} s)")

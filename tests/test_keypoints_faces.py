@@ -45,7 +45,7 @@ def face_model():
     shape = fit_shape_model(_shapes(), FACE_KEYPOINTS, n_modes=2)
     ident = (np.array([0.0, 1.0]), np.array([0.0, 1.0]))
     return FaceModel(shape, dict.fromkeys(FACE_KEYPOINTS, ident),
-                     (np.array([0.0, 8.0, 14.0]), np.array([0.0, 0.5, 1.0])),
+                     (0.5, -4.0),
                      dict.fromkeys(FACE_KEYPOINTS, (0.0, 1e9)), threshold=0.5, p_min=0.05)
 
 
@@ -123,7 +123,10 @@ def test_assembly_clutter_and_threshold(face_model):
     assert assemble_faces({}, face_model) == []
     assert assemble_faces({k: np.zeros((0, 3)) for k in FACE_KEYPOINTS}, face_model) == []
     det, _, _ = _scene()
-    assert all(f.score == 1.0 for f in assemble_faces(det, face_model, threshold=1.0))
+    scores = [f.score for f in assemble_faces(det, face_model, threshold=0.0)]
+    mid = 0.5 * (scores[0] + scores[1])
+    assert [f.score for f in assemble_faces(det, face_model, threshold=mid)] == scores[:1]
+    assert assemble_faces(det, face_model, threshold=1.0) == []
     assert len(assemble_faces(det, face_model, max_faces=1)) == 1
     # the scale rule: detections found at a pyramid scale that does not fit the face are ignored
     scales = {k: np.full(len(v), 100.0) for k, v in det.items()}
@@ -143,6 +146,15 @@ def test_face_model_file(face_model, tmp_path):
     assert [f.as_dict() for f in assemble_faces(det, back)] == [
         f.as_dict() for f in assemble_faces(det, face_model)]
     np.testing.assert_array_equal(back.shape.modes, face_model.shape.modes)
+    # the face probability is strictly increasing in the consensus score; face_evidence inverts it
+    raw = np.array([-5.0, 0.0, 4.0, 8.0, 8.001, 30.0])
+    p = back.face_probability(raw)
+    assert np.all(np.diff(p) > 0) and p[3] == pytest.approx(0.5)
+    np.testing.assert_allclose(back.face_evidence(p[:-1]), raw[:-1], atol=1e-9)
+    assert back.face_evidence(0.0) == -np.inf and back.face_evidence(1.0) == np.inf
+    with pytest.raises(ValueError, match="face_calibration must be a finite slope > 0"):
+        FaceModel(face_model.shape, face_model.calibration, (-0.5, 1.0),
+                  face_model.scale_range)
     data = bytearray(path.read_bytes())
     data[-100] ^= 0xFF
     (tmp_path / "bad.h5").write_bytes(bytes(data))

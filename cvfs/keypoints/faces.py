@@ -15,8 +15,10 @@ groups them into faces:
 4. the best hypotheses in turn are refitted (similarity plus the principal shape modes, by
    weighted least squares on their inliers), rescored, and kept unless a kept face overlaps them
    or already uses one of their detections (non-maximum suppression between faces);
-5. the face score is the refitted consensus score mapped to a probability by a second isotonic
-   calibration (a face is right when both eyes lie within 10% IED of an annotated face).
+5. the face score is the refitted consensus score mapped to a probability by a logistic
+   calibration (a face is right when both eyes lie within 10% IED of an annotated face): the
+   score is a sum of log-odds margins, and a strictly increasing map keeps the order of faces
+   that a step function would tie.
 
 The shape model, calibrations and default threshold are learned by ``data_prep/train_faces.py``
 and shipped in ``cvfs/models/faces.h5`` (kind ``"face-model"``, :func:`load_face_model`).
@@ -217,8 +219,9 @@ class FaceModel:
     calibration : dict of str -> (ndarray, ndarray)
         Per keypoint the isotonic map from detector score to probability: increasing scores
         and the probabilities at them (linear in between, constant outside).
-    face_calibration : (ndarray, ndarray)
-        The same map from consensus score to face probability.
+    face_calibration : (float, float)
+        Slope (> 0) and intercept of the logistic map from consensus score to face
+        probability, ``1 / (1 + exp(-(slope * score + intercept)))``.
     scale_range : dict of str -> (float, float)
         Per keypoint, the range of ``IED x pyramid scale`` of its true detections in training
         (the pyramid level a keypoint is found at fixes the face's size).
@@ -252,6 +255,11 @@ class FaceModel:
             self.radius = np.clip(3.0 * self.loc_sigma, 0.1, 0.5)
         self.radius = np.asarray(self.radius, np.float64).reshape(n)
         self.loc_sigma = np.asarray(self.loc_sigma, np.float64).reshape(n)
+        fc = np.asarray(self.face_calibration, np.float64)
+        if fc.shape != (2,) or not np.isfinite(fc).all() or fc[0] <= 0:
+            raise ValueError("face_calibration must be a finite slope > 0 and an intercept; "
+                             f"got {fc.tolist()}")
+        self.face_calibration = (float(fc[0]), float(fc[1]))
 
     def probability(self, name, scores):
         """Calibrated probability of detections of keypoint ``name`` with these ``scores``."""
@@ -260,8 +268,14 @@ class FaceModel:
 
     def face_probability(self, raw):
         """Face probability of consensus scores ``raw``."""
-        x, y = self.face_calibration
-        return np.interp(np.asarray(raw, np.float64), x, y)
+        a, b = self.face_calibration
+        return 1.0 / (1.0 + np.exp(-(a * np.asarray(raw, np.float64) + b)))
+
+    def face_evidence(self, p):
+        """Consensus score whose face probability is ``p`` (-inf at 0, inf at 1)."""
+        a, b = self.face_calibration
+        with np.errstate(divide="ignore"):
+            return (np.log(p) - np.log1p(-p) - b) / a
 
     def save(self, path):
         """Write the model to an HDF5 file (kind ``"face-model"``, :func:`cvfs.io.save_model`).
@@ -274,8 +288,7 @@ class FaceModel:
         arrays = {"shape/mean": s.mean, "shape/modes": s.modes, "shape/variances": s.variances,
                   "shape/sigma": s.sigma, "shape/roll_range": s.roll_range,
                   "radius": self.radius, "loc_sigma": self.loc_sigma,
-                  "face_calibration/x": self.face_calibration[0],
-                  "face_calibration/y": self.face_calibration[1]}
+                  "face_calibration": np.asarray(self.face_calibration, np.float64)}
         for i, k in enumerate(s.names):
             arrays[f"calibration/{i}/x"], arrays[f"calibration/{i}/y"] = self.calibration[k]
         settings = {"keypoints": list(s.names), "threshold": float(self.threshold),
@@ -331,7 +344,7 @@ class FaceModel:
             if not (0 <= thr <= 1 and 0 < pmin < 1):
                 raise ValueError(f"threshold must be in [0, 1] and p_min in (0, 1); got {thr}, "
                                  f"{pmin}")
-            return cls(shape, cal, curve("face_calibration"), sr, threshold=thr, p_min=pmin,
+            return cls(shape, cal, a["face_calibration"], sr, threshold=thr, p_min=pmin,
                        radius=a["radius"], loc_sigma=a["loc_sigma"], info=info)
         except KeyError as exc:
             raise ValueError(f"{where}: the face model lacks {exc}") from None
@@ -508,9 +521,7 @@ def assemble_faces(detections, model, *, scales=None, threshold=None, max_faces=
     order = np.argsort(-raw, kind="stable")
     # hypotheses are refitted best first; the refit can raise a score (a better transform
     # finds more inliers), so only those below half the score the threshold needs are skipped
-    x_cal, y_cal = model.face_calibration
-    reach = np.flatnonzero(y_cal >= thr)
-    raw_min = x_cal[reach[0]] if len(reach) else np.inf
+    raw_min = model.face_evidence(thr)
     kept, used, boxes = [], [set() for _ in names], []
     for h in order[:2000]:
         if raw[h] < 0.5 * raw_min or len(kept) >= max_faces:

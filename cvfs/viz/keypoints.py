@@ -62,15 +62,17 @@ def plot_pr_curves(curves, axes=None, *, baselines=None):
     axes = list(axes)
     markers = "os^Dv"
     for ax, name in zip(axes, names, strict=False):
-        for label, per_kp in curves.items():
+        for j, (label, per_kp) in enumerate(curves.items()):  # one colour per method
             c = per_kp.get(name)
             if c is None or c.recall.size == 0:
                 continue
-            ax.plot(c.recall, c.precision, label=f"{label} (AP {c.average_precision:.2f})")
+            ax.plot(c.recall, c.precision, color=f"C{j}",
+                    label=f"{label} (AP {c.average_precision:.2f})")
         for i, (label, pts) in enumerate((baselines or {}).items()):
             if name in pts:
                 p, r = pts[name]
-                ax.plot([r], [p], markers[i % len(markers)], label=f"{label}")
+                ax.plot([r], [p], markers[i % len(markers)], color=f"C{len(curves) + i}",
+                        label=f"{label}")
         ax.set_title(name.replace("_", " "))
         ax.set_xlabel("recall")
         ax.set_ylabel("precision")
