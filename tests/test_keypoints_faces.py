@@ -219,7 +219,10 @@ def _fixed_faces(monkeypatch):
     faces = [Face(0.9, (2.0, 3.0, 30.0, 40.0), {k: (10.0 + i, 12.0, 0.8) for i, k in
                                                 enumerate(FACE_KEYPOINTS)}, 12.0, 1.0, 9.0)]
     faces[0].keypoints["nose_center"] = (math.nan,) * 3
-    monkeypatch.setattr(KeypointDetector, "detect_faces", lambda self, im, **kw: list(faces))
+    calls = []  # the keyword arguments of every call
+    monkeypatch.setattr(KeypointDetector, "detect_faces",
+                        lambda self, im, **kw: calls.append(kw) or list(faces))
+    return calls
 
 
 def test_cli_json_csv(tmp_path, toy_faces, monkeypatch, capsys):
@@ -231,7 +234,12 @@ def test_cli_json_csv(tmp_path, toy_faces, monkeypatch, capsys):
     assert set(rec) == {"frame", "index", "height", "width", "faces", "source"}
     assert (rec["height"], rec["width"]) == (48, 64)
     assert cv2.imread(str(tmp_path / "o" / "im_faces.png")).shape == (480, 640, 3)
-    _fixed_faces(monkeypatch)
+    calls = _fixed_faces(monkeypatch)
+    capsys.readouterr()
+    assert main(["keypoints", "detect", str(img), "--out", str(tmp_path / "o")]) == 0
+    assert calls[-1]["top_down"] is True
+    assert main(["keypoints", "detect", str(img), "--full-scan"]) == 0
+    assert calls[-1]["top_down"] is False
     capsys.readouterr()
     assert main(["keypoints", "detect", str(img), "--out", str(tmp_path / "o")]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

@@ -250,7 +250,8 @@ def _cmd_keypoints_detect(args):
     keypoints_detect(args.sources, model=args.model, out=args.out, threshold=args.threshold,
                      max_scale=args.max_scale, top=args.top, n_jobs=args.jobs,
                      max_frames=args.max_frames, strict=args.strict, what=args.what,
-                     face_model=args.face_model, fmt=args.format)
+                     face_model=args.face_model, fmt=args.format,
+                     top_down=not args.full_scan)
     return 0
 
 
@@ -427,6 +428,9 @@ def _add_keypoints_parser(sub):
                    f"{VIDEO_MAX_SCALE:g} for video frames)")
     p.add_argument("--top", type=int, default=1,
                    help="keypoints: detections per keypoint printed and drawn (best first)")
+    p.add_argument("--full-scan", action="store_true",
+                   help="faces: scan every keypoint everywhere instead of around eye pairs "
+                   "(more small faces in photos, about twice the time)")
     p.add_argument("--jobs", type=int, default=-1,
                    help="threads scanning the pyramid levels of a frame (-1: every core)")
     p.add_argument("--max-frames", type=_positive_int, default=None,
