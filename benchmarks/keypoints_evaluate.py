@@ -30,11 +30,11 @@ their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`, the d
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
 ``<json stem>_pr_<dataset>.png`` beside the JSON, and the number of faces at the default
 threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
-the full scan (every keypoint everywhere: the detections of ``detect()``, columns ``full``) and
-from ``detect_faces``' default top-down scan (the keypoints other than the eyes only around eye
-pairs and unpaired probable eyes, or everywhere when no eye candidate places a face, columns
-``top-down``), with the CPU seconds per image of each. Results go to
-``benchmarks/results/keypoints_faces.json``::
+the full scan (every keypoint everywhere: the detections of ``detect()``; refined, this is
+``detect_faces()``) and from the top-down scan of ``detect_faces(top_down=True)`` (the keypoints
+other than the eyes only around eye pairs and unpaired probable eyes, or everywhere when no eye
+candidate places a face; keys ``*_top_down``), with the CPU seconds per image of each. Results
+go to ``benchmarks/results/keypoints_faces.json``::
 
     python benchmarks/keypoints_evaluate.py --faces --every 10 1 --datasets mtfl-test caltech
 
@@ -251,7 +251,8 @@ def _faces_main(args):
                                        n_jobs=1, merge_radius=None, pairs=None, max_memory=None)
             faces.append(assemble_faces(found, fm, scales=scale, threshold=0.0))
             t1 = time.process_time()
-            faces_td.append(det.detect_faces(img, max_scale=max_scale, threshold=0.0))
+            faces_td.append(det.detect_faces(img, max_scale=max_scale, threshold=0.0,
+                                             top_down=True))
             cpu += (t1 - t0, time.process_time() - t1)
             dets.append(found)
         spi, spi_td = cpu / len(images)
@@ -265,18 +266,18 @@ def _faces_main(args):
         base_curves = evaluate_detections(dets, images, kps)
         face_curves = evaluate_detections(_face_keypoints(faces, kps, False), images, kps)
         prod_curves = evaluate_detections(_face_keypoints(faces, kps), images, kps)
-        scans = {"full, refined": _face_scores(refined, images, kps, fm),
-                 "top-down, refined": _face_scores(faces_td, images, kps, fm)}
+        scans = {"detect_faces()": _face_scores(refined, images, kps, fm),
+                 "detect_faces(top_down=True)": _face_scores(faces_td, images, kps, fm)}
         res = {"max_scale": max_scale, "n_images": len(images), "of": len(all_images),
                "every": every[ds], "n_faces": int(sum(im.n_faces for im in images)),
                "cpu_seconds_per_image": {"full scan + faces": spi, "refine": spi_refine,
-                                         "detect_faces (top-down, refined)": spi_td},
+                                         "detect_faces(top_down=True)": spi_td},
                "load_average": os.getloadavg()[0],
                "detect": {k: c.as_dict() for k, c in base_curves.items()},
                "faces_face_score": {k: c.as_dict() for k, c in face_curves.items()},
                "faces_face_x_keypoint": {k: c.as_dict() for k, c in prod_curves.items()}}
         for scan, r in scans.items():
-            key = "" if scan == "top-down, refined" else "_full_scan"
+            key = "" if scan == "detect_faces()" else "_top_down"
             res["faces" + key] = {k: c.as_dict() for k, c in r["curves"].items() if k != "face"}
             res["eyes_from_faces_one_class" + key] = r["eyes"].as_dict()
             res["face" + key] = r["curves"]["face"].as_dict()
@@ -284,13 +285,13 @@ def _faces_main(args):
         results["datasets"][ds] = res
         print(f"\n== {ds}: {len(images)} of {len(all_images)} images (every {every[ds]}), "
               f"{res['n_faces']} faces, pyramid up to scale {max_scale}; CPU s/image: full scan "
-              f"and faces {spi:.2f} + refine {spi_refine:.2f}; detect_faces (top-down, refined) "
-              f"{spi_td:.2f} (load {res['load_average']:.1f}) ==")
+              f"and faces {spi:.2f} + refine {spi_refine:.2f} (= detect_faces()); "
+              f"detect_faces(top_down=True) {spi_td:.2f} (load {res['load_average']:.1f}) ==")
         print("AP (highest recall at 5% IED): detect(); full-scan faces scored by the face score; "
-              "by face score x keypoint probability; full scan refined; detect_faces (top-down, "
-              "refined)")
+              "by face score x keypoint probability; refined (= detect_faces()); "
+              "detect_faces(top_down=True)")
         print(f"{'keypoint':20s} {'detect()':>13s} {'faces':>13s} {'face x kp':>13s} "
-              f"{'full, refined':>13s} {'detect_faces':>13s}")
+              f"{'detect_faces()':>14s} {'top_down=True':>13s}")
         for k in kps:
             print(f"{k:20s} " + " ".join(
                 f"{c[k].average_precision:6.3f} ({_max_recall(c[k]):.3f})"
@@ -299,8 +300,8 @@ def _faces_main(args):
         base_eye = evaluate_merged([np.concatenate([d[k] for k in EYES]) for d in dets],
                                    images, EYES)
         res["eyes_detect_one_class"] = base_eye.as_dict()
-        eye_curves = {"detect()": base_eye, "detect_faces": scans["top-down, refined"]["eyes"],
-                      "detect_faces(top_down=False)": scans["full, refined"]["eyes"]}
+        eye_curves = {"detect()": base_eye, "detect_faces()": scans["detect_faces()"]["eyes"],
+                      "detect_faces(top_down=True)": scans["detect_faces(top_down=True)"]["eyes"]}
         res["eye_recall_at_quoted_precision"] = {
             b: {"precision": p, "quoted_recall": r,
                 "our_recall": {m: recall_at_precision(c, p) for m, c in eye_curves.items()}}
@@ -311,14 +312,13 @@ def _faces_main(args):
                       f"{m} {r:.2f}" for m, r in v["our_recall"].items()))
         for scan, r in scans.items():
             a = r["at_default_threshold"]
-            print(f"{scan:>18s}: eyes from faces as one class AP "
+            print(f"{scan:>27s}: eyes from faces as one class AP "
                   f"{r['eyes'].average_precision:.3f}; face AP (both eyes within 10% IED) "
                   f"{r['curves']['face'].average_precision:.3f}; at the default threshold "
                   f"{fm.threshold:g}: {a['faces']} faces, precision {a['precision'] or 0:.3f}, "
                   f"recall {a['recall'] or 0:.3f}")
-        curves = {"detect()": dict(base_curves),
-                  "detect_faces": dict(scans["top-down, refined"]["curves"]),
-                  "detect_faces(top_down=False)": dict(scans["full, refined"]["curves"])}
+        curves = {"detect()": dict(base_curves)}
+        curves.update({scan: dict(r["curves"]) for scan, r in scans.items()})
         for m, c in eye_curves.items():
             curves[m]["eyes (one class)"] = c
         fig = plot_pr_curves(curves, baselines={
@@ -338,19 +338,19 @@ def _faces_main(args):
             img = np.repeat(img[..., None], 3, axis=2)
         img = img[..., :3]
         fl = det.detect_faces(img, max_scale=args.no_face_max_scale)
-        full = det.detect_faces(img, max_scale=args.no_face_max_scale, top_down=False)
+        td = det.detect_faces(img, max_scale=args.no_face_max_scale, top_down=True)
         counts[name] = {"shape": list(img.shape), "faces": len(fl),
-                        "scores": [round(f.score, 3) for f in fl], "faces_full_scan": len(full)}
+                        "scores": [round(f.score, 3) for f in fl], "faces_top_down": len(td)}
     results["no_face"] = {"max_scale": args.no_face_max_scale or det.max_scale,
                           "seconds": time.perf_counter() - t0, "images": counts,
                           "total": int(sum(c["faces"] for c in counts.values())),
-                          "total_full_scan": int(sum(c["faces_full_scan"]
-                                                     for c in counts.values()))}
+                          "total_top_down": int(sum(c["faces_top_down"]
+                                                    for c in counts.values()))}
     print(f"\nno-face pictures (scikit-image), default threshold {fm.threshold:g}, pyramid up "
           f"to scale {results['no_face']['max_scale']:g}: "
           + ", ".join(f"{k} {v['faces']}" for k, v in counts.items())
-          + f"; total {results['no_face']['total']} (full scan: "
-          f"{results['no_face']['total_full_scan']})")
+          + f"; total {results['no_face']['total']} (top_down=True: "
+          f"{results['no_face']['total_top_down']})")
     atomic_write_text(out, json.dumps(results, indent=1))
     print(f"\nwritten {out}")
     return 0

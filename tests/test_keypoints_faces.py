@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from cvfs.cli import main
+from cvfs.cli.commands import VIDEO_MAX_SCALE
 from cvfs.keypoints import KeypointDetector
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.faces import (
@@ -236,10 +237,11 @@ def test_cli_json_csv(tmp_path, toy_faces, monkeypatch, capsys):
     assert cv2.imread(str(tmp_path / "o" / "im_faces.png")).shape == (480, 640, 3)
     calls = _fixed_faces(monkeypatch)
     capsys.readouterr()
+    # images: every keypoint everywhere unless --scan top-down; video frames: top-down
     assert main(["keypoints", "detect", str(img), "--out", str(tmp_path / "o")]) == 0
-    assert calls[-1]["top_down"] is True
-    assert main(["keypoints", "detect", str(img), "--full-scan"]) == 0
     assert calls[-1]["top_down"] is False
+    assert main(["keypoints", "detect", str(img), "--scan", "top-down"]) == 0
+    assert calls[-1]["top_down"] is True
     capsys.readouterr()
     assert main(["keypoints", "detect", str(img), "--out", str(tmp_path / "o")]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
@@ -264,6 +266,9 @@ def test_cli_json_csv(tmp_path, toy_faces, monkeypatch, capsys):
     clip = json.loads((tmp_path / "v" / "synthetic_faces.json").read_text())
     assert [fr["faces"][0]["id"] for fr in clip["frames"]] == [1, 1]
     assert (tmp_path / "v" / "synthetic_faces.avi").is_file()
+    assert calls[-1]["top_down"] is True and calls[-1]["max_scale"] == VIDEO_MAX_SCALE
+    assert main(["keypoints", "detect", "synthetic", "--max-frames", "1", "--scan", "full"]) == 0
+    assert calls[-1]["top_down"] is False
 
 
 def test_bad_input(tmp_path, toy_faces, face_model, capsys):

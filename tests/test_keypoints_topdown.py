@@ -85,8 +85,8 @@ def test_bands_equal_cached_levels(setup):
 def test_top_down_faces_match_full_scan(setup):
     """The astronaut's face: the same keypoints and score from both scans."""
     det, _, img = setup
-    td = det.detect_faces(img, max_scale=1.0)
-    full = det.detect_faces(img, max_scale=1.0, top_down=False)
+    td = det.detect_faces(img, max_scale=1.0, top_down=True)
+    full = det.detect_faces(img, max_scale=1.0)
     assert len(td) == len(full) == 1
     assert td[0].score == pytest.approx(full[0].score, abs=1e-12)
     for k, v in full[0].keypoints.items():
@@ -113,7 +113,7 @@ def test_no_eye_candidate_scans_the_others_everywhere(setup):
     image gives no face."""
     det, fm, img = setup
     flat = np.full((120, 160, 3), 128, dtype=np.uint8)
-    assert det.detect_faces(flat, max_scale=1.0) == []
+    assert det.detect_faces(flat, max_scale=1.0, top_down=True) == []
     mouth = np.ascontiguousarray(img[110:200, 90:230])  # below the astronaut's eyes
     kw = dict(max_scale=1.0, n_jobs=1, max_memory=None)
     found, scale = det._face_detections(mouth, fm, top_down=True, **kw)

@@ -49,7 +49,7 @@ def _report_written(out):
 
 def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale=None, top=1,
                      n_jobs=-1, max_frames=None, strict=False, what="auto", face_model=None,
-                     fmt="json", top_down=True, command="cvfs keypoints detect"):
+                     fmt="json", top_down=None, command="cvfs keypoints detect"):
     """Detect faces (or keypoints) on every frame of the sources; print them; write them to ``out``.
 
     Parameters
@@ -88,9 +88,9 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
         Face model file (default: the shipped ``faces.h5``).
     fmt : {"json", "csv"}
         Faces only: the table format written to ``out``.
-    top_down : bool, default True
-        Faces only: as :meth:`KeypointDetector.detect_faces`; False scans every keypoint
-        everywhere (finds more small faces in photos, about twice the time).
+    top_down : bool, optional
+        Faces only: as :meth:`KeypointDetector.detect_faces`; default False for images (every
+        keypoint everywhere) and True for video frames (about twice as fast).
     command : str
         Recorded in the output set's marker file.
 
@@ -121,14 +121,14 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
     opened = [open_source(s, max_frames, strict=strict) for s in sources]  # fail before work
     if out is not None:
         check_output_dir(out)
-    run = functools.partial(_faces_run, top_down=top_down) if fm is not None else _keypoints_run
     times = []
     with _output_set(out, command) as tmp:
         rows = []
         for src in opened:
-            scale = max_scale
-            if scale is None and src.kind == "video":
-                scale = VIDEO_MAX_SCALE
+            video = src.kind == "video"  # video frames: a smaller pyramid, the top-down scan
+            scale = VIDEO_MAX_SCALE if max_scale is None and video else max_scale
+            run = _keypoints_run if fm is None else functools.partial(
+                _faces_run, top_down=video if top_down is None else top_down)
             run(det, fm, src, tmp, times, rows, threshold=threshold, max_scale=scale,
                 n_jobs=n_jobs, top=top, fmt=fmt)
         if tmp is not None and fm is not None and fmt == "csv":

@@ -619,18 +619,20 @@ class KeypointDetector:
                             pairs=pairs, max_memory=max_memory)[0]
 
     def detect_faces(self, image, *, threshold=None, max_scale=None, face_model=None,
-                     n_jobs=1, max_memory=None, max_faces=50, top_down=True,
+                     n_jobs=1, max_memory=None, max_faces=50, top_down=False,
                      refine=True):
         """Detect faces: the face model fitted to the keypoint detections, best first.
 
         The keypoints are detected (:meth:`detect` with ``threshold=-inf``: every window the
         soft cascades keep), their scores become calibrated probabilities and the face shape
-        model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. With
-        ``top_down`` (the default) the eyes are detected over the whole pyramid and the other
-        keypoints only where a pair of eye candidates, or a probable eye without a partner,
-        places them (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate
-        places a face: about twice as fast on a 640x480 frame with a face as scanning every
-        keypoint everywhere (``top_down=False``), with the same peaks inside those regions.
+        model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. By default
+        every keypoint is scanned everywhere. With ``top_down`` (for video frames) the eyes
+        are detected over the whole pyramid and the other keypoints only where a pair of eye
+        candidates, or a probable eye without a partner, places them
+        (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate places a face:
+        about twice as fast on a 640x480 frame with a face, with the same peaks inside those
+        regions, but it misses faces whose eyes are weak (on Caltech WebFaces, whose faces are
+        small, it finds about a tenth fewer).
         With ``refine``, each keypoint of a face is then rescanned at the face's own scale
         (:func:`cvfs.keypoints.refine.refine_face_keypoints`; the keypoints of a face share
         one small level per rescan scale).
@@ -649,7 +651,7 @@ class KeypointDetector:
         n_jobs, max_memory :
             As :meth:`detect`.
         max_faces : int, default=50
-        top_down : bool, default=True
+        top_down : bool, default=False
             Scan the keypoints other than the eyes only around eye pairs and unpaired probable
             eyes, or everywhere when there is none (else always everywhere).
         refine : bool, default=True
