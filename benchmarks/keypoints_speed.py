@@ -14,11 +14,12 @@ n_jobs=...)`` with each number of threads scanning pyramid levels (the detection
 Keep numba and BLAS single-threaded (``NUMBA_NUM_THREADS=1`` etc.; the threads are ours) and quote
 the load: the machine is shared. ``--full-repeats 0`` skips the (slow) full scan. ``--faces`` adds a
 ``detect_faces`` row per max_scale (the scan, then the face model fitted to its detections) and the
-CPU time of the face assembly alone: ``faces`` is the default top-down scan (the eyes everywhere,
-nose and mouth only around eye pairs and unpaired probable eyes, :mod:`cvfs.keypoints._topdown`)
-with the keypoint refinement, ``faces-nr`` the same without refinement (``refine=False``) and
-``faces-f`` the full scan (``top_down=False``), alternating in each repeat; ``--memory
-2400x1000`` runs ``detect_faces`` on the astronaut resized to that size in a child process at the
+CPU time of the face assembly alone: ``faces`` is the top-down scan of video frames
+(``top_down=True``: the eyes everywhere, nose and mouth only around eye pairs and unpaired
+probable eyes, :mod:`cvfs.keypoints._topdown`) with the keypoint refinement, ``faces-nr`` the same
+without refinement (``refine=False``) and ``faces-f`` the full scan (the default for photos),
+alternating in each repeat; ``--memory 2400x1000`` runs ``detect_faces`` (its default full scan)
+on the astronaut resized to that size in a child process at the
 largest max_scale and reports its peak resident set size (``getrusage(RUSAGE_CHILDREN)``, as
 ``/usr/bin/time -v``). ``--profile`` adds, per max_scale, the CPU time of each stage summed over
 the levels (pyramid, integral images, HOG cell maps, the scan kernel, peaks), of the steps of the
@@ -175,7 +176,7 @@ def _peak_rss(size, max_scale):
 
 
 def _faces_timed(det, frame, max_scale, repeats):
-    """``(scan, wall, cpu, faces)`` of ``detect_faces`` with its top-down scan (``"faces"``),
+    """``(scan, wall, cpu, faces)`` of ``detect_faces`` with the top-down scan (``"faces"``),
     the same without the keypoint refinement (``"faces-nr"``, ``refine=False``) and with the
     full scan (``"faces-f"``, ``top_down=False``), the three alternating in each repeat; the
     repeat of median CPU time (the statistic least disturbed by other processes on a shared
