@@ -60,7 +60,6 @@ from cvfs.keypoints import load_detector
 from cvfs.keypoints.evaluate import (
     evaluate_detections,
     evaluate_faces,
-    evaluate_keypoint,
     evaluate_merged,
     recall_at_precision,
 )
@@ -300,8 +299,7 @@ def _faces_main(args):
         base_eye = evaluate_merged([np.concatenate([d[k] for k in EYES]) for d in dets],
                                    images, EYES)
         res["eyes_detect_one_class"] = base_eye.as_dict()
-        eye_curves = {"detect()": base_eye, "detect_faces()": scans["detect_faces()"]["eyes"],
-                      "detect_faces(top_down=True)": scans["detect_faces(top_down=True)"]["eyes"]}
+        eye_curves = {"detect()": base_eye, **{scan: r["eyes"] for scan, r in scans.items()}}
         res["eye_recall_at_quoted_precision"] = {
             b: {"precision": p, "quoted_recall": r,
                 "our_recall": {m: recall_at_precision(c, p) for m, c in eye_curves.items()}}
@@ -362,10 +360,7 @@ def _face_scores(faces, images, kps, fm):
     face_kp = _face_keypoints(faces, kps)
     curves = evaluate_detections(face_kp, images, kps)
     curves["face"] = evaluate_faces(faces, images)
-    eyes = evaluate_keypoint(
-        [np.concatenate([d[k] for k in EYES]) for d in face_kp],
-        [im.points[:, [_kidx(k) for k in EYES]].reshape(-1, 2) for im in images],
-        [np.repeat(im.ied(), len(EYES)) for im in images])
+    eyes = evaluate_merged([np.concatenate([d[k] for k in EYES]) for d in face_kp], images, EYES)
     at_thr = [[f for f in fl if f.score >= fm.threshold] for fl in faces]
     thr_curve = evaluate_faces(at_thr, images)
     return {"curves": curves, "eyes": eyes, "at_default_threshold": {
