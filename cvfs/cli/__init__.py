@@ -1,4 +1,4 @@
-"""The ``cvfs`` console script: ``demo | motion | keypoints | astro`` subcommands.
+"""The ``cvfs`` console script: ``demo | data | warmup | motion | keypoints | astro`` subcommands.
 
 The CLI only parses arguments and calls the library or :mod:`cvfs.cli.commands` (the
 subcommands that open sources and write output sets; the scripts in ``apps/`` call :func:`main`
@@ -28,6 +28,7 @@ Start with `cvfs demo` (every application on bundled data, figures in ./cvfs-out
 _EPILOG = """\
 examples:
   cvfs demo
+  cvfs data
   cvfs keypoints detect photo.jpg --out faces-out
   cvfs keypoints detect synth:scene=face --max-frames 5 --out faces-out
   cvfs motion segment video.avi --motions auto --out motion-out
@@ -93,6 +94,14 @@ def _cmd_demo(args):
     summary = demo.run(out, parts=args.parts, verbose=not args.quiet)
     print(summary)
     print(f"\ncvfs demo: figures and summary written to {out.resolve()}")
+    return 0
+
+
+def _cmd_data(args):
+    from cvfs.datasets import data_home
+    from cvfs.datasets.registry import report
+
+    print(report(data_home(create=True)), end="")
     return 0
 
 
@@ -505,6 +514,12 @@ def _build_parser():
                    help="which parts to run")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_demo)
+
+    p = _parser(sub, "data", "the data home and the datasets found there",
+                description="Print the data home ($CVFS_DATA, else ~/cvfs_data; created if "
+                "missing), the datasets found there\nwith their counts, and where to get each "
+                "missing one with the folder layout its loader expects.")
+    p.set_defaults(func=_cmd_data)
 
     p = _parser(sub, "motion", "motion segmentation by learned ranking (FSA-Rank): evaluate | "
                 "segment")
