@@ -37,10 +37,10 @@ examples:
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Descriptions as written; every option's help ends with its default.
+    """Descriptions as written; an option's help ends with its default where it has one.
 
     The default is appended unless the help text already states one (e.g. "default: the shipped
-    model" where the value is None).
+    model" where the value is None), the option is a flag, or the default is None.
     """
 
     def _default(self, action):
@@ -50,24 +50,33 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
         text = action.help or ""
         if "default" in text.lower() or action.default is argparse.SUPPRESS or action.required:
             return text
-        if not action.option_strings and action.nargs not in (argparse.OPTIONAL,
-                                                               argparse.ZERO_OR_MORE):
+        flag = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
+        if flag or (not action.option_strings and action.nargs not in (
+                argparse.OPTIONAL, argparse.ZERO_OR_MORE)):
             return text
         value = self._default(action)
+        if value is None or value == []:
+            return text
+        if flag is False and action.nargs == 0:  # --x / --no-x: name the one in effect
+            value = action.option_strings[0 if value else 1]
         if isinstance(value, (list, tuple)):
             value = " ".join(str(v) for v in value)
         return f"{text} (default: {str(value).replace('%', '%%')})"
 
 
-def _train_defaults():
-    """Defaults of ``train_detector``'s keyword arguments, read from its source (no import: the
-    trainer's imports compile numba kernels, too slow for ``--help``)."""
-    path = Path(__file__).resolve().parents[1] / "keypoints" / "train.py"
+def _source_defaults(module, name):
+    """Defaults of function ``name``'s keyword-only arguments, or of dataclass ``name``'s fields,
+    read from the source of ``cvfs/<module>`` (no import: the modules import numba and their
+    kernels, too slow for ``--help``)."""
+    path = Path(__file__).resolve().parents[1] / module
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.FunctionDef) and node.name == "train_detector":
+        if isinstance(node, ast.FunctionDef) and node.name == name:
             a = node.args
             return {arg.arg: ast.literal_eval(d) for arg, d in zip(a.kwonlyargs, a.kw_defaults,
                                                                   strict=True) if d is not None}
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return {f.target.id: ast.literal_eval(f.value) for f in node.body
+                    if isinstance(f, ast.AnnAssign) and isinstance(f.value, ast.Constant)}
     return {}
 
 
@@ -76,8 +85,17 @@ class _TrainHelpFormatter(_HelpFormatter):
 
     def _default(self, action):
         if action.default is None and action.dest in _TRAIN_OPTIONS:
-            value = _train_defaults().get(action.dest)
-            return "None" if value is None else value
+            return _source_defaults("keypoints/train.py", "train_detector").get(action.dest)
+        return action.default
+
+
+class _TrackerHelpFormatter(_HelpFormatter):
+    """Shows ``TrackerSettings``' default for the tracker options (CLI default None)."""
+
+    def _default(self, action):
+        if action.default is None and action.dest in _TRACKER_OPTIONS:
+            fields = _source_defaults("motion/tracking.py", "TrackerSettings")
+            return fields.get(_TRACKER_OPTIONS[action.dest])
         return action.default
 
 
@@ -132,15 +150,18 @@ def _cmd_motion_segment(args):
     from cvfs.cli.commands import motion_segment
     from cvfs.motion.tracking import TrackerSettings
 
-    given = {"cell": args.cell, "per_cell": args.per_cell, "quality": args.min_quality,
-             "min_distance": args.min_distance, "max_points": args.max_points,
-             "fb_threshold": args.fb_threshold, "min_ncc": args.min_ncc,
-             "partial": args.partial,
-             "min_frames": args.min_frames, "moving_density": args.moving_density}
+    given = {field: getattr(args, dest) for dest, field in _TRACKER_OPTIONS.items()}
     tracker = TrackerSettings(**{k: v for k, v in given.items() if v is not None})
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
                    tracker=tracker, model=args.model, strict=args.strict)
     return 0
+
+
+# `cvfs motion segment` tracker options (dest -> TrackerSettings field), passed when given
+_TRACKER_OPTIONS = {"cell": "cell", "per_cell": "per_cell", "min_quality": "quality",
+                    "min_distance": "min_distance", "max_points": "max_points",
+                    "fb_threshold": "fb_threshold", "min_ncc": "min_ncc", "partial": "partial",
+                    "min_frames": "min_frames", "moving_density": "moving_density"}
 
 
 def _astro_options(args):
@@ -322,7 +343,8 @@ def _add_keypoints_parser(sub):
                 "(the shipped models' recipe), shown below.", formatter=_TrainHelpFormatter)
     p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-train",
                    help="annotated face images to train on")
-    p.add_argument("--data", default=None, help="dataset folder (default: in $CVFS_DATA)")
+    p.add_argument("--data", default=None, help="dataset folder (default: in the data home, "
+                   "see cvfs data)")
     p.add_argument("--aflw-sqlite", default=None,
                    help="train on AFLW single-face images from this aflw.sqlite (default: use "
                    "--dataset)")
@@ -343,11 +365,11 @@ def _add_keypoints_parser(sub):
     p.add_argument("--n-iter", type=int, help="FSA iterations")
     p.add_argument("--mu", type=float, help="FSA annealing rate mu (paper eq. 3)")
     p.add_argument("--annealing-boost", type=float,
-                   help="FSA step factor while features are removed (None: the loss's own, "
-                   "Lorenz 10; 1: the plain 1/L step)")
+                   help="FSA step factor while features are removed (1: the plain 1/L step; "
+                   "default: the loss's own, Lorenz 10)")
     p.add_argument("--clip-quantile", type=float,
-                   help="clip each feature to its [q, 1-q] quantiles before fitting (None: no "
-                   "clipping)")
+                   help="clip each feature to its [q, 1-q] quantiles before fitting (default: "
+                   "no clipping)")
     p.add_argument("--haar-per-channel", type=int,
                    help="Haar features per RGB channel in the feature pool")
     p.add_argument("--hog-border", choices=["image", "window"],
@@ -358,7 +380,7 @@ def _add_keypoints_parser(sub):
     p.add_argument("--neg-per-image", type=int,
                    help="random negatives per image in the first round")
     p.add_argument("--max-positives", type=int,
-                   help="subsample the positives to at most this many (None: all)")
+                   help="subsample the positives to at most this many (default: all)")
     p.add_argument("--ied-range", type=float, nargs=2, metavar=("MIN", "MAX"),
                    help="IED range (px) of the pyramid levels positives come from")
     p.add_argument("--pos-radius", type=float,
@@ -391,7 +413,8 @@ def _add_keypoints_parser(sub):
     p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
     p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-test",
                    help="annotated face images to evaluate on")
-    p.add_argument("--data", default=None, help="dataset folder (default: in $CVFS_DATA)")
+    p.add_argument("--data", default=None, help="dataset folder (default: in the data home, "
+                   "see cvfs data)")
     p.add_argument("--n-images", type=int, default=None,
                    help="use the first N images (default: all)")
     p.add_argument("--keypoints", nargs="+", default=None,
@@ -525,7 +548,8 @@ def _build_parser():
                 "segment")
     msub = p.add_subparsers(dest="motion_command", required=True, metavar="COMMAND")
     q = _parser(msub, "evaluate", "Table VII: 10-fold cross-validation on Hopkins155")
-    q.add_argument("--data", default=None, help="Hopkins155 folder (default: in $CVFS_DATA)")
+    q.add_argument("--data", default=None, help="Hopkins155 folder (default: in the data "
+                   "home, see cvfs data)")
     q.add_argument("--json", default=None, help="write the results here (JSON; default: print "
                    "only)")
     q.add_argument("--figures", default=None, help="folder for motion_cdf.png "
@@ -538,6 +562,7 @@ def _build_parser():
     q.add_argument("--quiet", action="store_true", help="no progress bars")
     q.set_defaults(func=_cmd_motion_evaluate)
     q = _parser(msub, "segment", "track a video and segment its trajectories by motion",
+                formatter=_TrackerHelpFormatter,
                 description="Track points through a video (pyramidal Lucas-Kanade; full "
                 "trajectories, or with --partial\nlost tracks kept and new ones detected) and "
                 "segment them by motion with the shipped ranker.\nWith --out, writes "
@@ -558,10 +583,8 @@ def _build_parser():
     q.add_argument("--max-frames", type=_positive_int, default=None,
                    help="at most this many frames (default: all)")
     # defaults (None) are TrackerSettings' own, filled in when the command runs
-    t = q.add_argument_group("tracker", "corner detection and Lucas-Kanade tracking; defaults: "
-                             "cvfs.motion.tracking.TrackerSettings (cell 40, per-cell 8, "
-                             "min-quality 0.01,\nmin-distance 6, max-points 2000, fb-threshold 1, "
-                             "min-ncc 0.5, min-frames 0.5, moving-density 3)")
+    t = q.add_argument_group("tracker", "corner detection and Lucas-Kanade tracking (defaults: "
+                             "cvfs.motion.tracking.TrackerSettings)")
     t.add_argument("--cell", type=int, default=None,
                    help="corners are detected in square cells of CELL pixels, up to PER_CELL "
                    "each (0: the strongest corners of the whole frame)")
