@@ -29,6 +29,7 @@ _EPILOG = """\
 examples:
   cvfs demo
   cvfs data
+  cvfs warmup
   cvfs keypoints detect photo.jpg --out faces-out
   cvfs keypoints detect synth:scene=face --max-frames 5 --out faces-out
   cvfs motion segment video.avi --motions auto --out motion-out
@@ -121,6 +122,57 @@ def _cmd_data(args):
 
     print(report(data_home(create=True)), end="")
     return 0
+
+
+def _cmd_warmup(args):
+    import time
+
+    from tqdm.auto import tqdm
+
+    from cvfs.warmup import GROUPS, cold_groups, compile_group
+
+    names = args.groups or list(GROUPS)
+    cold = set(cold_groups(names))
+    rows = []
+    bar = tqdm(names, desc="kernel groups", unit="group", disable=args.quiet)
+    for name in bar:
+        bar.set_postfix_str(name)
+        t0, c0 = time.perf_counter(), time.process_time()
+        compile_group(name)
+        rows.append((name, "compiled" if name in cold else "cached",
+                     time.perf_counter() - t0, time.process_time() - c0))
+    print("group      state      wall s   CPU s  kernels")
+    for name, state, wall, cpu in rows:
+        print(f"{name:10s} {state:8s} {wall:8.1f} {cpu:7.1f}  {GROUPS[name].what}")
+    return 0
+
+
+def _compile_notice(args):
+    """One line on stderr when the command's kernels are not in numba's cache yet (first run
+    after installing or upgrading cvfs): what compiles and about how long it takes."""
+    from cvfs.warmup import COMMAND_GROUPS, GROUPS
+
+    if args.command == "demo":
+        keys = [f"demo {part}" for part in args.parts]
+    else:
+        keys = [f"{args.command} {getattr(args, f'{args.command}_command', '')}"]
+    groups = [g for k in keys for g in COMMAND_GROUPS.get(k, ())]
+    if args.command == "warmup":
+        groups = args.groups or list(GROUPS)
+    if not groups:
+        return
+    try:
+        from cvfs.warmup import cold_groups, expected_seconds
+
+        cold = cold_groups(groups)
+    except Exception as exc:  # the notice must never stop a command
+        log.debug("kernel cache check failed: %s", exc)
+        return
+    if cold:
+        minutes = max(1, round(expected_seconds(cold) / 60))
+        print(f"cvfs: compiling numba kernels ({', '.join(cold)}) on this first run after "
+              f"installing or upgrading cvfs: about {minutes} min on 2 cores, once; "
+              "`cvfs warmup` compiles them all ahead", file=sys.stderr, flush=True)
 
 
 def _cmd_motion_evaluate(args):
@@ -544,6 +596,18 @@ def _build_parser():
                 "missing one with the folder layout its loader expects.")
     p.set_defaults(func=_cmd_data)
 
+    from cvfs.warmup import GROUPS
+
+    p = _parser(sub, "warmup", "compile every numba kernel once (minutes; then cached)",
+                description="Compile the numba kernels of every command into numba's cache "
+                "(cvfs/__pycache__, or $NUMBA_CACHE_DIR),\nso that no later command waits for "
+                "them. Needed once after installing or upgrading cvfs; prints\nthe seconds each "
+                "kernel group took.")
+    p.add_argument("--groups", nargs="+", choices=list(GROUPS), default=None,
+                   help="kernel groups to compile (default: all)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_warmup)
+
     p = _parser(sub, "motion", "motion segmentation by learned ranking (FSA-Rank): evaluate | "
                 "segment")
     msub = p.add_subparsers(dest="motion_command", required=True, metavar="COMMAND")
@@ -672,6 +736,7 @@ def main(argv=None):
         format="%(levelname)s %(name)s: %(message)s",
     )
     name = _command_name(args)
+    _compile_notice(args)
     try:
         with signals_raise():
             return args.func(args)
