@@ -212,5 +212,5 @@ def compile_group(name):
     """
     if name not in GROUPS:
         raise ValueError(f"unknown kernel group {name!r}; known: {sorted(GROUPS)}")
-    log.info("compiling the %s kernels", name)
+    log.debug("compiling the %s kernels", name)
     _WARM[name]()

@@ -170,9 +170,10 @@ def _compile_notice(args):
         return
     if cold:
         minutes = max(1, round(expected_seconds(cold) / 60))
-        print(f"cvfs: compiling numba kernels ({', '.join(cold)}) on this first run after "
-              f"installing or upgrading cvfs: about {minutes} min on 2 cores, once; "
-              "`cvfs warmup` compiles them all ahead", file=sys.stderr, flush=True)
+        hint = "" if args.command == "warmup" else "; `cvfs warmup` compiles them all ahead"
+        print(f"cvfs: compiling numba kernels ({', '.join(cold)}), needed once after installing "
+              f"or upgrading cvfs: about {minutes} min on an idle 2-core machine{hint}",
+              file=sys.stderr, flush=True)
 
 
 def _cmd_motion_evaluate(args):
