@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 
 __all__ = ["COMMAND_GROUPS", "GROUPS", "KernelGroup", "cold_groups", "compile_group",
-           "expected_seconds"]
+           "expected_seconds", "wait_text"]
 
 log = logging.getLogger(__name__)
 
@@ -33,34 +33,43 @@ class KernelGroup:
         ``"module:function[text]"`` asks for a compiled signature whose text holds ``text``
         (e.g. the FSA driver compiled for one loss).
     seconds : int
-        Compile time from a cold cache, as ``cvfs warmup`` measures it on a 2-core machine.
+        CPU seconds to compile the group alone from a cold cache (:func:`expected_seconds`).
+    shares : str, optional
+        Groups with the same ``shares`` compile kernels in common (the FSA driver and passes):
+        after the first of them, the others take only ``extra`` seconds.
+    extra : int
+        CPU seconds of the group once the kernels it shares are compiled.
     """
 
     name: str
     what: str
     probes: tuple
     seconds: int
+    shares: str = ""
+    extra: int = 0
 
 
 _DRIVER = "cvfs.core._driver:_compiled_iterations"
 
-#: Groups by name. ``seconds`` as printed by ``cvfs warmup`` with an empty ``NUMBA_CACHE_DIR``
-#: (2-core AMD EPYC, one numba thread).
+#: Groups by name. CPU seconds measured with ``cvfs warmup`` (``extra``: its order) and each
+#: group alone (``seconds``), with an empty ``NUMBA_CACHE_DIR``, on a 2-core AMD EPYC VM.
 GROUPS = {g.name: g for g in (
     KernelGroup("fsa", "FSA with the logistic loss", (
-        f"{_DRIVER}[Loss(cvfs.core.losses.Logistic)]", "cvfs.core._kernels:grad_pass"), 260),
+        f"{_DRIVER}[Loss(cvfs.core.losses.Logistic)]", "cvfs.core._kernels:grad_pass"), 63,
+        "fsa", 25),
     KernelGroup("fsa-pl", "FSA with the piecewise-linear Lorenz loss", (
-        f"{_DRIVER}[Loss(cvfs.core.losses.Lorenz)]", "cvfs.core._pl_kernels:pl_grad_pass"), 260),
+        f"{_DRIVER}[Loss(cvfs.core.losses.Lorenz)]", "cvfs.core._pl_kernels:pl_grad_pass"),
+        90, "fsa", 30),
     KernelGroup("fsa-rank", "FSA-Rank (pairwise ranking loss)", (
-        f"{_DRIVER}[Loss(cvfs.core.losses.PairwiseRank)]",), 260),
+        f"{_DRIVER}[Loss(cvfs.core.losses.PairwiseRank)]",), 80, "fsa", 20),
     KernelGroup("astro", "screened SBL and PSF fits", (
-        "cvfs.astro._lm:lm_fit", "cvfs.core._lasso_kernels:gram_cd_solve"), 62),
+        "cvfs.astro._lm:lm_fit", "cvfs.core._lasso_kernels:gram_cd_solve"), 20),
     KernelGroup("motion", "tracking checks and motion features", (
         "cvfs.motion._patch_align:residuals", "cvfs.motion._patch_align:ncc_rows",
-        "cvfs.motion.features:cut_fractions", "cvfs.core._pl_kernels:pl_decision"), 82),
+        "cvfs.motion.features:cut_fractions", "cvfs.core._pl_kernels:pl_decision"), 25),
     KernelGroup("keypoints", "HOG, Haar and soft-cascade scans", (
         "cvfs.vision.hog:_level_kernel", "cvfs.vision.haar:_haar_kernel",
-        "cvfs.keypoints._scan:_scan_kernel"), 84),
+        "cvfs.keypoints._scan:_scan_kernel"), 25),
 )}
 
 #: Groups each command needs (``"demo <part>"`` for the demo's parts).
@@ -131,8 +140,20 @@ def cold_groups(names):
 
 
 def expected_seconds(names):
-    """Total cold compile time of the groups ``names`` (:attr:`KernelGroup.seconds`)."""
-    return sum(GROUPS[n].seconds for n in dict.fromkeys(names))
+    """CPU seconds to compile the groups ``names`` from a cold cache, kernels they share
+    counted once (:attr:`KernelGroup.shares`)."""
+    total, shared = 0, set()
+    for g in (GROUPS[n] for n in dict.fromkeys(names)):
+        total += g.extra if g.shares and g.shares in shared else g.seconds
+        shared.add(g.shares)
+    return total
+
+
+def wait_text(seconds):
+    """``"about 30 s"`` below a minute and a half, else ``"about 4 min"``."""
+    if seconds < 90:
+        return f"about {max(10, round(seconds, -1)):.0f} s"
+    return f"about {round(seconds / 60)} min"
 
 
 def _ar1(n, m, k):

@@ -31,6 +31,17 @@ def test_groups_name_cached_kernels_and_commands_name_groups():
     assert set(warmup._WARM) == set(warmup.GROUPS)
 
 
+def test_expected_wait_counts_shared_kernels_once():
+    g = warmup.GROUPS
+    assert warmup.expected_seconds(["keypoints"]) == g["keypoints"].seconds
+    assert warmup.expected_seconds(["fsa-pl", "keypoints", "fsa-pl"]) == \
+        g["fsa-pl"].seconds + g["keypoints"].seconds
+    assert warmup.expected_seconds(["fsa", "fsa-pl", "fsa-rank"]) == \
+        g["fsa"].seconds + g["fsa-pl"].extra + g["fsa-rank"].extra
+    assert [warmup.wait_text(s) for s in (3, 44, 89, 90, 250)] == \
+        ["about 10 s", "about 40 s", "about 90 s", "about 2 min", "about 4 min"]
+
+
 def test_unknown_group_is_an_error():
     with pytest.raises(ValueError, match="unknown kernel group 'gpu'; known: "):
         warmup.cold_groups(["gpu"])
@@ -92,10 +103,10 @@ def test_compile_notice_names_the_cold_groups_and_the_wait(argv, groups, monkeyp
     _compile_notice(_build_parser().parse_args(argv))
     err = capsys.readouterr().err
     assert asked == [groups]
-    minutes = max(1, round(warmup.expected_seconds(groups) / 60))
+    wait = warmup.wait_text(warmup.expected_seconds(groups))
     assert err.count("\n") == 1 and err.startswith(f"cvfs: compiling numba kernels "
                                                    f"({', '.join(groups)})")
-    assert f"about {minutes} min on an idle 2-core machine" in err
+    assert f"{wait} on an idle 2-core machine" in err
     assert ("cvfs warmup" in err) == (argv[0] != "warmup")
 
 

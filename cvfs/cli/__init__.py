@@ -162,17 +162,17 @@ def _compile_notice(args):
     if not groups:
         return
     try:
-        from cvfs.warmup import cold_groups, expected_seconds
+        from cvfs.warmup import cold_groups, expected_seconds, wait_text
 
         cold = cold_groups(groups)
     except Exception as exc:  # the notice must never stop a command
         log.debug("kernel cache check failed: %s", exc)
         return
     if cold:
-        minutes = max(1, round(expected_seconds(cold) / 60))
+        wait = wait_text(expected_seconds(cold))
         hint = "" if args.command == "warmup" else "; `cvfs warmup` compiles them all ahead"
         print(f"cvfs: compiling numba kernels ({', '.join(cold)}), needed once after installing "
-              f"or upgrading cvfs: about {minutes} min on an idle 2-core machine{hint}",
+              f"or upgrading cvfs: {wait} on an idle 2-core machine{hint}",
               file=sys.stderr, flush=True)
 
 
