@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import pytest
+from numba.core import event
 
 from cvfs import warmup
 from cvfs.cli import _build_parser, _compile_notice, main
@@ -100,9 +101,17 @@ def test_compile_notice_names_the_cold_groups_and_the_wait(argv, groups, monkeyp
         return list(names)
 
     monkeypatch.setattr(warmup, "cold_groups", cold)
-    _compile_notice(_build_parser().parse_args(argv))
+    stop = _compile_notice(_build_parser().parse_args(argv))
+    try:
+        assert asked == [groups] and capsys.readouterr().err == ""  # nothing compiled yet
+        for _ in range(2):  # printed once, as numba starts compiling
+            with event.trigger_event("numba:compile", data={}):
+                pass
+    finally:
+        stop()
+    with event.trigger_event("numba:compile", data={}):
+        pass
     err = capsys.readouterr().err
-    assert asked == [groups]
     wait = warmup.wait_text(warmup.expected_seconds(groups))
     assert err.count("\n") == 1 and err.startswith(f"cvfs: compiling numba kernels "
                                                    f"({', '.join(groups)})")
@@ -112,14 +121,14 @@ def test_compile_notice_names_the_cold_groups_and_the_wait(argv, groups, monkeyp
 
 def test_no_notice_when_warm_or_without_kernels(monkeypatch, capsys):
     monkeypatch.setattr(warmup, "cold_groups", lambda names: [])
-    _compile_notice(_build_parser().parse_args(["demo"]))
+    assert _compile_notice(_build_parser().parse_args(["demo"])) is None
     assert capsys.readouterr().err == ""
 
     def fail(names):
         raise AssertionError("cvfs data compiles nothing")
 
     monkeypatch.setattr(warmup, "cold_groups", fail)
-    _compile_notice(_build_parser().parse_args(["data"]))
+    assert _compile_notice(_build_parser().parse_args(["data"])) is None
     assert capsys.readouterr().err == ""
 
 
@@ -128,8 +137,39 @@ def test_cache_check_failure_never_stops_a_command(monkeypatch, capsys):
         raise OSError("unreadable cache")
 
     monkeypatch.setattr(warmup, "cold_groups", broken)
-    _compile_notice(_build_parser().parse_args(["astro", "denoise", "f.fits"]))
+    assert _compile_notice(_build_parser().parse_args(["astro", "denoise", "f.fits"])) is None
     assert capsys.readouterr().err == ""
+
+
+def test_notice_comes_with_the_first_real_compile(tmp_path):
+    """In a fresh cache the notice is printed once numba compiles; a command that fails on its
+    input before compiling prints only its error."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    (tmp_path / "kmod2.py").write_text("from numba import njit\n\n@njit(cache=True)\n"
+                                       "def f(x):\n    return x + 1\n\n@njit\n"
+                                       "def g(x):\n    return x * 2\n")
+    code = textwrap.dedent("""
+        import sys; sys.path.insert(0, sys.argv[1])
+        import kmod2
+        from cvfs.warmup import on_first_compile
+        stop = on_first_compile(lambda: print("notice", file=sys.stderr))
+        kmod2.f(1.0)
+        if sys.argv[2] == "both":
+            kmod2.g(1.0)
+        stop()
+    """)
+
+    def run(which):
+        return subprocess.run([sys.executable, "-c", code, str(tmp_path), which], env=env,
+                              capture_output=True, text=True, check=True).stderr.splitlines()
+
+    assert run("both") == ["notice"]  # two compiles, one notice
+    assert run("f") == []  # f loaded from the cache: nothing compiles
+    assert run("both") == ["notice"]  # g is not cached: it compiles again
+    out = subprocess.run([sys.executable, "-m", "cvfs", "motion", "segment",
+                          str(tmp_path / "none.avi")], env=env, capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.startswith("cvfs motion segment: error: source not found"), out.stderr
 
 
 def test_warmup_command_runs_the_groups(monkeypatch, capsys):

@@ -58,7 +58,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
         value = self._default(action)
         if value is None or value == []:
             return text
-        if flag is False and action.nargs == 0:  # --x / --no-x: name the one in effect
+        if isinstance(action, argparse.BooleanOptionalAction):  # name the one in effect
             value = action.option_strings[0 if value else 1]
         if isinstance(value, (list, tuple)):
             value = " ".join(str(v) for v in value)
@@ -148,8 +148,9 @@ def _cmd_warmup(args):
 
 
 def _compile_notice(args):
-    """One line on stderr when the command's kernels are not in numba's cache yet (first run
-    after installing or upgrading cvfs): what compiles and about how long it takes."""
+    """When the command's kernels are not in numba's cache yet (first run after installing or
+    upgrading cvfs), print one line on stderr as numba starts compiling them: what compiles and
+    about how long it takes. Returns a function that stops listening (None if nothing to say)."""
     from cvfs.warmup import COMMAND_GROUPS, GROUPS
 
     if args.command == "demo":
@@ -160,20 +161,21 @@ def _compile_notice(args):
     if args.command == "warmup":
         groups = args.groups or list(GROUPS)
     if not groups:
-        return
+        return None
     try:
-        from cvfs.warmup import cold_groups, expected_seconds, wait_text
+        from cvfs.warmup import cold_groups, expected_seconds, on_first_compile, wait_text
 
         cold = cold_groups(groups)
     except Exception as exc:  # the notice must never stop a command
         log.debug("kernel cache check failed: %s", exc)
-        return
-    if cold:
-        wait = wait_text(expected_seconds(cold))
-        hint = "" if args.command == "warmup" else "; `cvfs warmup` compiles them all ahead"
-        print(f"cvfs: compiling numba kernels ({', '.join(cold)}), needed once after installing "
-              f"or upgrading cvfs: {wait} on an idle 2-core machine{hint}",
-              file=sys.stderr, flush=True)
+        return None
+    if not cold:
+        return None
+    wait = wait_text(expected_seconds(cold))
+    hint = "" if args.command == "warmup" else "; `cvfs warmup` compiles them all ahead"
+    text = (f"cvfs: compiling numba kernels ({', '.join(cold)}), needed once after installing "
+            f"or upgrading cvfs: {wait} on an idle 2-core machine{hint}")
+    return on_first_compile(lambda: print(text, file=sys.stderr, flush=True))
 
 
 def _cmd_motion_evaluate(args):
@@ -737,7 +739,7 @@ def main(argv=None):
         format="%(levelname)s %(name)s: %(message)s",
     )
     name = _command_name(args)
-    _compile_notice(args)
+    stop_notice = _compile_notice(args)
     try:
         with signals_raise():
             return args.func(args)
@@ -755,6 +757,9 @@ def main(argv=None):
     except _errors() as exc:
         print(f"{name}: error: {_message(exc, args)}", file=sys.stderr)
         return 2
+    finally:
+        if stop_notice is not None:
+            stop_notice()
 
 
 if __name__ == "__main__":
