@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets._home import require_path
+from cvfs.datasets.registry import DATASETS, require_path
 
 __all__ = [
     "ANNOTATED",
@@ -98,12 +98,10 @@ ANNOTATED = {
 #: (``benchmarks/keypoints_localisation.py --sections mirror``), as 1-based counting puts them.
 FIRST_PIXEL = {"aflw": 0.0, "aflw2000": 0.0, "mtfl": 1.0, "caltech_webfaces": 1.0}
 
-_HOW_MTFL = ("Download MTFL v1.0 (mmlab.ie.cuhk.edu.hk/projects/TCDCN.html) and put it in "
-             "$CVFS_DATA/faces/mtfl.")
-_HOW_CALTECH = ("Download Caltech 10,000 Web Faces (data.caltech.edu) into "
-                "$CVFS_DATA/faces/caltech_webfaces_dev (images/ + WebFaces_GroundThruth.txt).")
-_HOW_AFLW2000 = ("Download AFLW2000-3D (www.cbsr.ia.ac.cn/users/xiangyuzhu) and put the "
-                 ".jpg/.mat pairs in $CVFS_DATA/faces/aflw2000_sample.")
+
+
+def _how(name):
+    return DATASETS[name].how_to_get()
 
 
 def keypoint_index(name):
@@ -225,7 +223,7 @@ def load_mtfl(split="train", root=None):
     split : {"train", "test"}
     root : str or Path, optional
         The MTFL folder (holding ``training.txt``, ``testing.txt``, ``lfw_5590/``, ``AFLW/``);
-        default ``$CVFS_DATA/faces/mtfl``.
+        default ``faces/mtfl`` in the data home.
 
     Returns
     -------
@@ -250,10 +248,10 @@ def load_mtfl(split="train", root=None):
     files = {"train": "training.txt", "test": "testing.txt"}
     if split not in files:
         raise ValueError(f"split must be 'train' or 'test'; got {split!r}")
-    root = Path(root) if root is not None else require_path("faces/mtfl", "MTFL", _HOW_MTFL)
+    root = Path(root) if root is not None else require_path("faces/mtfl")
     ann = root / files[split]
     if not ann.is_file():
-        raise FileNotFoundError(f"MTFL: {ann} does not exist. {_HOW_MTFL}")
+        raise FileNotFoundError(f"MTFL: {ann} does not exist. {_how('faces/mtfl')}")
     cols = [KEYPOINTS.index(n) for n in _MTFL]
     images, missing = [], 0
     with open(ann, encoding="utf-8") as fh:
@@ -283,7 +281,7 @@ def load_caltech_webfaces(root=None):
     ----------
     root : str or Path, optional
         Folder holding ``WebFaces_GroundThruth.txt`` and ``images/`` (or the images directly);
-        default ``$CVFS_DATA/faces/caltech_webfaces_dev``.
+        default ``faces/caltech_webfaces_dev`` in the data home.
 
     Returns
     -------
@@ -303,10 +301,11 @@ def load_caltech_webfaces(root=None):
     Profile and very small faces are not annotated, so some true faces have no labels.
     """
     root = (Path(root) if root is not None
-            else require_path("faces/caltech_webfaces_dev", "Caltech WebFaces", _HOW_CALTECH))
+            else require_path("faces/caltech_webfaces_dev"))
     ann = root / "WebFaces_GroundThruth.txt"
     if not ann.is_file():
-        raise FileNotFoundError(f"Caltech WebFaces: {ann} does not exist. {_HOW_CALTECH}")
+        raise FileNotFoundError(f"Caltech WebFaces: {ann} does not exist. "
+                                f"{_how('faces/caltech_webfaces_dev')}")
     img_dir = root / "images" if (root / "images").is_dir() else root
     cols = [KEYPOINTS.index(n) for n in _CALTECH]
     faces = {}
@@ -337,7 +336,7 @@ def load_aflw2000(root=None):
     ----------
     root : str or Path, optional
         Folder of ``imageNNNNN.jpg`` + ``imageNNNNN.mat`` pairs; default
-        ``$CVFS_DATA/faces/aflw2000_sample``.
+        ``faces/aflw2000_sample`` in the data home.
 
     Returns
     -------
@@ -355,10 +354,11 @@ def load_aflw2000(root=None):
     from scipy.io import loadmat
 
     root = (Path(root) if root is not None
-            else require_path("faces/aflw2000_sample", "AFLW2000", _HOW_AFLW2000))
+            else require_path("faces/aflw2000_sample"))
     mats = sorted(root.glob("*.mat"))
     if not mats:
-        raise FileNotFoundError(f"AFLW2000: no .mat files in {root}. {_HOW_AFLW2000}")
+        raise FileNotFoundError(f"AFLW2000: no .mat files in {root}. "
+                                f"{_how('faces/aflw2000_sample')}")
     images = []
     for mat in mats:
         pt = loadmat(mat).get("pt2d")

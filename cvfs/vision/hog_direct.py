@@ -110,8 +110,9 @@ def _normalize(cell_buf, out32):
     l2hys(out32, _sum_squares(out32))
 
 
-_B_ROW0 = _orient_bin(1.0, 0.0, _COS, _SIN)  # bin of a pixel whose row gradient is zeroed (0)
-_B_COL0 = _orient_bin(0.0, 1.0, _COS, _SIN)  # ... whose column gradient is zeroed (4)
+# the kernel's Python source (py_func): importing compiles nothing
+_B_ROW0 = int(_orient_bin.py_func(1.0, 0.0, _COS, _SIN))  # bin where the row gradient is 0
+_B_COL0 = int(_orient_bin.py_func(0.0, 1.0, _COS, _SIN))  # ... the column gradient is 0
 
 
 @njit(cache=True)
