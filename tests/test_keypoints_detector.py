@@ -10,9 +10,9 @@ from cvfs.datasets.faces import load_mtfl
 from cvfs.io.images import read_image
 from cvfs.keypoints import KeypointDetector, load_detector
 from cvfs.keypoints._additive import AdditiveModel
-from cvfs.keypoints.detector import _parabolic_offsets, nms
 from cvfs.keypoints.evaluate import evaluate_detections
 from cvfs.keypoints.mining import load_checkpoint, save_checkpoint
+from cvfs.keypoints.peaks import nms, parabolic_offsets
 from cvfs.keypoints.train import (
     _NOT_IN_CHECKPOINT,
     ExampleFeatures,
@@ -53,9 +53,9 @@ def test_nms():
 def test_parabolic_offsets():
     yy, xx = np.mgrid[0:7, 0:7]
     smap = -((xx - 3.3) ** 2) - 2 * (yy - 2.8) ** 2
-    off = _parabolic_offsets(smap, np.array([3]), np.array([3]))
+    off = parabolic_offsets(smap, np.array([3]), np.array([3]))
     np.testing.assert_allclose(off, [[0.3, -0.2]], atol=1e-12)
-    edge = _parabolic_offsets(smap, np.array([0]), np.array([3]))
+    edge = parabolic_offsets(smap, np.array([0]), np.array([3]))
     assert edge[0, 1] == 0.0
 
 
@@ -118,7 +118,7 @@ def test_cascade_scores_match_full(real_data):
             np.testing.assert_array_equal(s[alive], f[alive])
             # mining's ranking: features reached (the first failed stage end, else all k),
             # then the partial score there, from the naive partial sums
-            from cvfs.keypoints.detector import cascade_hardness
+            from cvfs.keypoints.level_scan import cascade_hardness
 
             h = cascade_hardness(det_c.pool, cache, centres, casc)
             fail = z < casc.cascade_thresholds

@@ -42,7 +42,7 @@ from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints.boosting import LogitBoostClassifier
 from cvfs.keypoints.degrade import degrade_pixels, with_degraded
-from cvfs.keypoints.detector import KeypointDetector, cascade_hardness
+from cvfs.keypoints.detector import KeypointDetector
 from cvfs.keypoints.examples import (
     EXAMPLE_DTYPE,
     face_levels,
@@ -50,6 +50,7 @@ from cvfs.keypoints.examples import (
     positive_examples,
     random_negatives,
 )
+from cvfs.keypoints.level_scan import cascade_hardness
 from cvfs.keypoints.mining import run_mining
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level, pyramid_scales
 
@@ -266,7 +267,7 @@ def with_cascade(model, X, y, is_hog, miss_rate, *, front_load=10.0, hog_cost=8.
     feature while negatives are alive.
 
     Mining ranks windows by how far they get through this cascade, then by score
-    (:func:`cvfs.keypoints.detector.cascade_hardness`), so it takes the windows that pass, by
+    (:func:`cvfs.keypoints.level_scan.cascade_hardness`), so it takes the windows that pass, by
     score, and fills up with those rejected last. A cascade of only a few stages (e.g. after
     10/30/100 features) lets most windows of a training image reach all 1,500 features, which
     makes the mining scans about 20x slower."""
@@ -428,7 +429,7 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         fraction of the training positives the whole cascade may reject, and the exponent of
         its rejection distribution. ``cascade_miss_rate=None``: no cascade. Mining ranks the
         windows by how far they get through it, then by score
-        (:func:`cvfs.keypoints.detector.cascade_hardness`): taking only the windows that
+        (:func:`cvfs.keypoints.level_scan.cascade_hardness`): taking only the windows that
         pass starved the mining (300 faces, second round: 122-145 of the 3,000 negatives
         asked for LogitBoost's mouth corners, 933-3,000 for FSA's).
     checkpoint_dir : str or Path, optional
