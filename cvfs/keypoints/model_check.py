@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from cvfs.datasets.faces import KEYPOINTS
+from cvfs.datasets.landmarks import KEYPOINTS
 from cvfs.vision import FeaturePool
 
 __all__ = ["check_saved"]

@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from cvfs.base import check_random_state, seed_from
-from cvfs.datasets.faces import keypoint_index, mirrored
+from cvfs.datasets.faces import mirrored
+from cvfs.datasets.landmarks import keypoint_index
 from cvfs.io.images import read_image
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
