@@ -178,9 +178,10 @@ def _orient_bin(g_col, g_row, cs, sn):
 
 
 #: Orientation bins of a pixel on a window's border whose gradient across the border is zeroed:
-#: row gradient zeroed (bin 0), column gradient zeroed (bin 4).
-_B_ROW0 = _orient_bin(1.0, 0.0, _COS, _SIN)
-_B_COL0 = _orient_bin(0.0, 1.0, _COS, _SIN)
+#: row gradient zeroed (bin 0), column gradient zeroed (bin 4). From the kernel's Python source
+#: (``py_func``), so importing compiles nothing.
+_B_ROW0 = int(_orient_bin.py_func(1.0, 0.0, _COS, _SIN))
+_B_COL0 = int(_orient_bin.py_func(0.0, 1.0, _COS, _SIN))
 
 
 @njit(cache=True, nogil=True)
