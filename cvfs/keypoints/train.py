@@ -145,8 +145,8 @@ def with_mirrored(images):
 
 def additive_from_fsa(est):
     """A fitted piecewise-linear :class:`cvfs.FSAClassifier` as an :class:`AdditiveModel` on
-    its selected columns (``support_`` order; ``response_table_`` rows hold each selected
-    feature's bin origin and bins per unit).
+    its selected columns (``get_support(indices=True)`` order; ``response_table_`` rows hold
+    each selected feature's bin origin and bins per unit).
 
     Raises
     ------
@@ -156,8 +156,9 @@ def additive_from_fsa(est):
     if not est.bins:
         raise ValueError("FSAClassifier must be fitted with piecewise-linear learners "
                          f"(bins >= 1); got bins={est.bins!r}")
-    coef = np.asarray(est.coef_).reshape(est.support_.size, -1)
-    return AdditiveModel(est.support_, est.response_table_[:, 0], est.response_table_[:, 1],
+    support = est.get_support(indices=True)
+    coef = np.asarray(est.coef_).reshape(support.size, -1)
+    return AdditiveModel(support, est.response_table_[:, 0], est.response_table_[:, 1],
                          coef, est.intercept_, "linear")
 
 
