@@ -7,7 +7,6 @@ too). Every subcommand is a ``_cmd_*`` function taking the parsed arguments.
 """
 
 import argparse
-import ast
 import faulthandler
 import logging
 import sys
@@ -58,24 +57,15 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
         return f"{text} (default: {str(value).replace('%', '%%')})"
 
 
-def _train_defaults():
-    """Defaults of ``train_detector``'s keyword arguments, read from its source (no import: the
-    trainer's imports compile numba kernels, too slow for ``--help``)."""
-    path = Path(__file__).resolve().parents[1] / "keypoints" / "train.py"
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.FunctionDef) and node.name == "train_detector":
-            a = node.args
-            return {arg.arg: ast.literal_eval(d) for arg, d in zip(a.kwonlyargs, a.kw_defaults,
-                                                                  strict=True) if d is not None}
-    return {}
-
-
 class _TrainHelpFormatter(_HelpFormatter):
-    """Shows ``train_detector``'s default for the training settings whose CLI default is None."""
+    """Shows the :class:`TrainingRecipe` default of the training settings (their CLI default is
+    None: only the options given change the recipe)."""
 
     def _default(self, action):
         if action.default is None and action.dest in _TRAIN_OPTIONS:
-            value = _train_defaults().get(action.dest)
+            from cvfs.keypoints.recipe import TrainingRecipe
+
+            value = {**TrainingRecipe.defaults(), "max_scale": 2.0}[action.dest]
             return "None" if value is None else value
         return action.default
 
@@ -180,7 +170,7 @@ def _cmd_keypoints_train(args):
     import shlex
     import time
 
-    from cvfs.keypoints.train import train_detector
+    from cvfs.keypoints.train import TrainingRecipe, train_detector
 
     if args.aflw_sqlite:
         from cvfs.datasets.aflw import load_aflw
@@ -193,11 +183,11 @@ def _cmd_keypoints_train(args):
         source = args.dataset
     t0 = time.perf_counter()
     given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
-    if "ied_range" in given:
-        given["ied_range"] = tuple(given["ied_range"])
-    det = train_detector(images, args.keypoints, method=args.method,
+    max_scale = given.pop("max_scale", 2.0)
+    recipe = TrainingRecipe(method=args.method, **given)
+    det = train_detector(images, args.keypoints, recipe, max_scale=max_scale,
                          checkpoint_dir=args.checkpoint_dir, random_state=args.seed,
-                         verbose=not args.quiet, **given)
+                         verbose=not args.quiet)
     names = "\n".join(str(im.path.name) for im in images).encode()
     det.info["training"].update({
         "data": source, "n_images": len(images), "seconds": time.perf_counter() - t0,
@@ -255,7 +245,8 @@ def _cmd_keypoints_detect(args):
     return 0
 
 
-# `cvfs keypoints train` options passed to train_detector when given (its defaults otherwise)
+# `cvfs keypoints train` options set in the TrainingRecipe when given (its defaults otherwise),
+# and the detector's max_scale
 _TRAIN_OPTIONS = ("k", "bins", "n_iter", "mu", "annealing_boost", "clip_quantile",
                   "haar_per_channel", "hog_border", "n_rounds", "n_hard", "neg_per_image",
                   "max_positives", "ied_range", "pos_radius", "neg_radius", "negative_levels",
@@ -309,7 +300,7 @@ def _add_keypoints_parser(sub):
 
     p = _parser(ksub, "train", "train detectors with hard-negative mining",
                 description="Train keypoint detectors with hard-negative mining. Training "
-                "settings not given take the defaults of\ncvfs.keypoints.train.train_detector "
+                "settings not given take the defaults of\ncvfs.keypoints.TrainingRecipe "
                 "(the shipped models' recipe), shown below.", formatter=_TrainHelpFormatter)
     p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-train",
                    help="annotated face images to train on")
@@ -326,9 +317,8 @@ def _add_keypoints_parser(sub):
     p.add_argument("--method", default="fsa-lorenz",
                    choices=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"],
                    help="learner of each detector")
-    # training settings default to None: train_detector's signature holds the defaults (the
-    # shipped models' recipe; _TrainHelpFormatter shows them), and only the options given are
-    # passed on
+    # training settings default to None: TrainingRecipe holds the defaults (the shipped models'
+    # recipe; _TrainHelpFormatter shows them), and only the options given change it
     p.add_argument("--k", type=int, help="selected features (paper: 1500)")
     p.add_argument("--bins", type=int, help="bins of each piecewise-linear response")
     p.add_argument("--n-iter", type=int, help="FSA iterations")
