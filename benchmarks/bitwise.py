@@ -164,7 +164,8 @@ def app_cases():
     img = skimage.transform.rescale(skimage.data.astronaut(), 0.5, channel_axis=2)
     det = load_detector()
     found = det.detect(img, max_scale=1)
-    yield "apps/keypoints/detect", {name: np.asarray(v, dtype=np.float64) for name, v in found.items()}
+    yield "apps/keypoints/detect", {name: np.asarray(v, dtype=np.float64)
+                                    for name, v in found.items()}
     faces = det.detect_faces(img, max_scale=1)
     yield "apps/keypoints/faces", {"faces": np.asarray(
         [[f.score, *f.box, *np.ravel([f.keypoints[k] for k in sorted(f.keypoints)])]

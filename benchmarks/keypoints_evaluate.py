@@ -383,7 +383,7 @@ def _max_recall(curve):
 
 
 def _kidx(name):
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     return keypoint_index(name)
 

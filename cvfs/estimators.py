@@ -217,18 +217,22 @@ class _FSABase(SelectorMixin, BaseEstimator):
             worker_memory=self.worker_memory, random_state=self.random_state,
             verbose=self.verbose,
         )
-        self.support_ = res.support
+        self._set_support(res.support)
         self.coef_ = res.coef[:, 0] if res.bins == 0 else res.coef
         self.intercept_ = res.intercept
         self.response_table_ = res.table
         self.history_ = res.history
+        self.n_iter_ = len(res.history["loss"])
         return self
+
+    def _set_support(self, indices):
+        """``support_``: the boolean mask of the sorted selected ``indices``."""
+        self.support_ = np.zeros(self.n_features_in_, dtype=bool)
+        self.support_[indices] = True
 
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.support_] = True
-        return mask
+        return self.support_
 
     def _decision(self, X):
         """Scores f(x) = intercept_ + sum over selected features of their responses.
@@ -242,21 +246,21 @@ class _FSABase(SelectorMixin, BaseEstimator):
         -------
         scores : ndarray of shape (n_samples,)
         """
-        check_is_fitted(self, "support_")
-        coef = self.coef_.reshape(self.support_.size, -1)
+        support = self.get_support(indices=True)
+        coef = self.coef_.reshape(support.size, -1)
         bins = 0 if self.bins is None else self.bins
         if is_dask_array(X):  # per row chunk, reading only the selected columns
             if X.ndim != 2 or X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has shape {X.shape}, but {type(self).__name__} is "
                                  f"expecting {self.n_features_in_} features as input")
-            cols = np.arange(self.support_.size)
-            Xs = X[:, self.support_].rechunk({1: -1})
+            cols = np.arange(support.size)
+            Xs = X[:, support].rechunk({1: -1})
             scores = Xs.map_blocks(decision_function, cols, self.response_table_, bins, coef,
                                    self.intercept_, drop_axis=1, dtype=np.float64)
             return scores.compute()
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
                           accept_sparse=("csr", "csc"))
-        return decision_function(X, self.support_, self.response_table_, bins, coef,
+        return decision_function(X, support, self.response_table_, bins, coef,
                                  self.intercept_)
 
     def __sklearn_tags__(self):
@@ -305,8 +309,9 @@ _DOC_PARAMS = """
 _DOC_ATTRS = """
     Attributes
     ----------
-    support_ : ndarray of shape (k,)
-        Sorted indices of the selected columns of X.
+    support_ : ndarray of bool of shape (n_features_in_,)
+        Mask of the selected columns of X, as scikit-learn's selectors
+        (``get_support(indices=True)``: their sorted indices, the order of ``coef_``'s rows).
     coef_ : ndarray of shape (k,) or (k, bins + 1)
         Coefficients on the raw feature values (linear) or the response at the B + 1 knots.
     intercept_ : float
@@ -314,6 +319,8 @@ _DOC_ATTRS = """
         Bin offset and scale of each selected feature (piecewise linear).
     history_ : dict
         Per-iteration ``loss``, ``n_kept``, ``lr``, ``width`` and ``data_passes``, ``time``.
+    n_iter_ : int
+        Iterations run.
     n_features_in_ : int
 """
 
@@ -445,11 +452,12 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
             learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
             sample_weight=weight, random_state=self.random_state, verbose=self.verbose)
         self.classes_ = classes
-        self.support_ = res.support
+        self._set_support(res.support)
         self.coef_ = np.ascontiguousarray(res.coef.T)
         self.intercept_ = res.intercept
         self.response_table_ = None
         self.history_ = res.history
+        self.n_iter_ = len(res.history["loss"])
         return self
 
     def _multiclass(self):
@@ -468,7 +476,7 @@ class FSAClassifier(_BinaryScores, ClassifierMixin, _FSABase):
         else:
             X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
                               accept_sparse=("csr", "csc"))
-        Xs = X[:, self.support_]  # only the selected columns are read or made dense
+        Xs = X[:, self.get_support(indices=True)]  # only the selected columns are read
         Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)
         return Xs.astype(np.float64, copy=False) @ self.coef_.T + self.intercept_
 
@@ -1078,8 +1086,9 @@ class InfinitePushRanker(SelectorMixin, BaseEstimator):
     ----------
     coef_ : ndarray of shape (n_features,)
         Weights of the scoring function ``X @ coef_`` (zero outside the support).
-    support_ : ndarray of shape (n_selected,)
-        Sorted indices of the features with a non-zero weight.
+    support_ : ndarray of bool of shape (n_features,)
+        Mask of the features with a non-zero weight (``get_support(indices=True)``: their
+        indices).
     objective_ : ndarray of shape (n_iter_,)
         Objective after every ADMM iteration.
     n_iter_ : int
@@ -1089,7 +1098,7 @@ class InfinitePushRanker(SelectorMixin, BaseEstimator):
     -----
     Unlike :class:`FSARanker`, whose ``coef_`` holds only the selected features, ``coef_`` here
     has one entry per feature, as in scikit-learn's linear models; ``support_`` is the same in
-    both (sorted selected column indices).
+    both (the boolean mask of the selected columns).
 
     References
     ----------
@@ -1154,14 +1163,14 @@ class InfinitePushRanker(SelectorMixin, BaseEstimator):
         res = infinite_push_admm(X[pos], X[~pos], float(self.lam), groups=groups,
                                  rho=float(self.rho), max_iter=self.max_iter, tol=float(self.tol))
         self.coef_ = res.coef
-        self.support_ = np.flatnonzero(res.coef)
+        self.support_ = res.coef != 0
         self.objective_ = np.asarray(res.objective)
         self.n_iter_ = res.n_iter
         return self
 
     def _get_support_mask(self):
-        check_is_fitted(self, "coef_")
-        return self.coef_ != 0
+        check_is_fitted(self, "support_")
+        return self.support_
 
     def decision_function(self, X):
         """Scores ``X @ coef_`` (higher = nearer the top), ndarray of shape (n_samples,)."""

@@ -7,7 +7,6 @@ too). Every subcommand is a ``_cmd_*`` function taking the parsed arguments.
 """
 
 import argparse
-import ast
 import faulthandler
 import logging
 import sys
@@ -65,28 +64,15 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
         return f"{text} (default: {str(value).replace('%', '%%')})"
 
 
-def _source_defaults(module, name):
-    """Defaults of function ``name``'s keyword-only arguments, or of dataclass ``name``'s fields,
-    read from the source of ``cvfs/<module>`` (no import: the modules import numba and their
-    kernels, too slow for ``--help``)."""
-    path = Path(__file__).resolve().parents[1] / module
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            a = node.args
-            return {arg.arg: ast.literal_eval(d) for arg, d in zip(a.kwonlyargs, a.kw_defaults,
-                                                                  strict=True) if d is not None}
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return {f.target.id: ast.literal_eval(f.value) for f in node.body
-                    if isinstance(f, ast.AnnAssign) and isinstance(f.value, ast.Constant)}
-    return {}
-
-
 class _TrainHelpFormatter(_HelpFormatter):
-    """Shows ``train_detector``'s default for the training settings whose CLI default is None."""
+    """Shows the :class:`TrainingRecipe` default of the training settings (their CLI default is
+    None: only the options given change the recipe)."""
 
     def _default(self, action):
         if action.default is None and action.dest in _TRAIN_OPTIONS:
-            return _source_defaults("keypoints/train.py", "train_detector").get(action.dest)
+            from cvfs.keypoints.recipe import TrainingRecipe
+
+            return {**TrainingRecipe.defaults(), "max_scale": 2.0}[action.dest]
         return action.default
 
 
@@ -95,8 +81,12 @@ class _TrackerHelpFormatter(_HelpFormatter):
 
     def _default(self, action):
         if action.default is None and action.dest in _TRACKER_OPTIONS:
-            fields = _source_defaults("motion/tracking.py", "TrackerSettings")
-            return fields.get(_TRACKER_OPTIONS[action.dest])
+            from dataclasses import fields
+
+            from cvfs.motion.tracking import TrackerSettings
+
+            return {f.name: f.default for f in fields(TrackerSettings)}[
+                _TRACKER_OPTIONS[action.dest]]
         return action.default
 
 
@@ -265,7 +255,7 @@ def _cmd_keypoints_train(args):
     import shlex
     import time
 
-    from cvfs.keypoints.train import train_detector
+    from cvfs.keypoints.train import TrainingRecipe, train_detector
 
     if args.aflw_sqlite:
         from cvfs.datasets.aflw import load_aflw
@@ -278,11 +268,11 @@ def _cmd_keypoints_train(args):
         source = args.dataset
     t0 = time.perf_counter()
     given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
-    if "ied_range" in given:
-        given["ied_range"] = tuple(given["ied_range"])
-    det = train_detector(images, args.keypoints, method=args.method,
+    max_scale = given.pop("max_scale", 2.0)
+    recipe = TrainingRecipe(method=args.method, **given)
+    det = train_detector(images, args.keypoints, recipe, max_scale=max_scale,
                          checkpoint_dir=args.checkpoint_dir, random_state=args.seed,
-                         verbose=not args.quiet, **given)
+                         verbose=not args.quiet)
     names = "\n".join(str(im.path.name) for im in images).encode()
     det.info["training"].update({
         "data": source, "n_images": len(images), "seconds": time.perf_counter() - t0,
@@ -340,7 +330,8 @@ def _cmd_keypoints_detect(args):
     return 0
 
 
-# `cvfs keypoints train` options passed to train_detector when given (its defaults otherwise)
+# `cvfs keypoints train` options set in the TrainingRecipe when given (its defaults otherwise),
+# and the detector's max_scale
 _TRAIN_OPTIONS = ("k", "bins", "n_iter", "mu", "annealing_boost", "clip_quantile",
                   "haar_per_channel", "hog_border", "n_rounds", "n_hard", "neg_per_image",
                   "max_positives", "ied_range", "pos_radius", "neg_radius", "negative_levels",
@@ -394,7 +385,7 @@ def _add_keypoints_parser(sub):
 
     p = _parser(ksub, "train", "train detectors with hard-negative mining",
                 description="Train keypoint detectors with hard-negative mining. Training "
-                "settings not given take the defaults of\ncvfs.keypoints.train.train_detector "
+                "settings not given take the defaults of\ncvfs.keypoints.TrainingRecipe "
                 "(the shipped models' recipe), shown below.", formatter=_TrainHelpFormatter)
     p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-train",
                    help="annotated face images to train on")
@@ -412,9 +403,8 @@ def _add_keypoints_parser(sub):
     p.add_argument("--method", default="fsa-lorenz",
                    choices=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"],
                    help="learner of each detector")
-    # training settings default to None: train_detector's signature holds the defaults (the
-    # shipped models' recipe; _TrainHelpFormatter shows them), and only the options given are
-    # passed on
+    # training settings default to None: TrainingRecipe holds the defaults (the shipped models'
+    # recipe; _TrainHelpFormatter shows them), and only the options given change it
     p.add_argument("--k", type=int, help="selected features (paper: 1500)")
     p.add_argument("--bins", type=int, help="bins of each piecewise-linear response")
     p.add_argument("--n-iter", type=int, help="FSA iterations")

@@ -1,8 +1,9 @@
-"""Annotated face images: one keypoint vocabulary and loaders of MTFL, Caltech WebFaces, AFLW2000.
+"""Annotated face images: loaders of MTFL, Caltech WebFaces and AFLW2000 on one vocabulary.
 
 Every loader returns a list of :class:`AnnotatedImage`, one per image, whose ``points`` array holds
-all faces of the image on the common 21-point vocabulary :data:`KEYPOINTS` (AFLW's points in
-AFLW's order, snake_case). A point a dataset does not annotate, or marks invisible, is NaN.
+all faces of the image on the common 21-point vocabulary of :mod:`cvfs.datasets.landmarks`
+(AFLW's points in AFLW's order, snake_case; re-exported here). A point a dataset does not
+annotate, or marks invisible, is NaN.
 :data:`ANNOTATED` says which points each dataset annotates. Coordinates are ``(x, y)`` = (column,
 row) in original-image pixels, pixel centres at integers starting at 0. MTFL and Caltech WebFaces
 count pixels from 1 (MATLAB style: their eye labels sit one pixel right of the
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cvfs.datasets.landmarks import KEYPOINTS, MIRROR_INDEX, inter_eye_distance, keypoint_index
 from cvfs.datasets.registry import DATASETS, require_path
 
 __all__ = [
@@ -43,43 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: AFLW's 21 points in AFLW's order (``FeatureCoordTypes.feature_id`` 1..21), snake_case.
-KEYPOINTS = (
-    "left_brow_left_corner",
-    "left_brow_center",
-    "left_brow_right_corner",
-    "right_brow_left_corner",
-    "right_brow_center",
-    "right_brow_right_corner",
-    "left_eye_left_corner",
-    "left_eye_center",
-    "left_eye_right_corner",
-    "right_eye_left_corner",
-    "right_eye_center",
-    "right_eye_right_corner",
-    "left_ear",
-    "nose_left",
-    "nose_center",
-    "nose_right",
-    "right_ear",
-    "mouth_left_corner",
-    "mouth_center",
-    "mouth_right_corner",
-    "chin_center",
-)
-
-def _mirror_name(name):
-    """The vocabulary point a horizontal flip turns ``name`` into (left <-> right, and a
-    left/right corner of a left/right feature swaps both words)."""
-    swap = {"left": "right", "right": "left"}
-    return "_".join(swap.get(w, w) for w in name.split("_"))
-
-
-#: ``KEYPOINTS[MIRROR_INDEX[i]]`` is what point i becomes in the horizontally flipped image
-#: (e.g. ``left_eye_center`` <-> ``right_eye_center``, ``left_brow_left_corner`` <->
-#: ``right_brow_right_corner``, ``nose_center`` unchanged).
-MIRROR_INDEX = np.array([KEYPOINTS.index(_mirror_name(n)) for n in KEYPOINTS])
 
 _MTFL = ("left_eye_center", "right_eye_center", "nose_center", "mouth_left_corner",
          "mouth_right_corner")
@@ -102,22 +67,6 @@ FIRST_PIXEL = {"aflw": 0.0, "aflw2000": 0.0, "mtfl": 1.0, "caltech_webfaces": 1.
 
 def _how(name):
     return DATASETS[name].how_to_get()
-
-
-def keypoint_index(name):
-    """Index of a keypoint name in :data:`KEYPOINTS`.
-
-    Raises
-    ------
-    ValueError
-        If ``name`` is not in the vocabulary.
-    """
-    try:
-        return KEYPOINTS.index(name)
-    except ValueError:
-        raise ValueError(
-            f"keypoint must be one of the 21 AFLW names {list(KEYPOINTS)}; got {name!r}"
-        ) from None
 
 
 @dataclass
@@ -180,23 +129,6 @@ def mirrored(image, width):
     pts[..., 0] = (width - 1) - pts[..., 0]
     attrs = dict(image.attrs, mirror=not image.attrs.get("mirror", False))
     return AnnotatedImage(image.path, pts, image.dataset, attrs)
-
-
-def inter_eye_distance(points):
-    """Distance between the left and right eye centres.
-
-    Parameters
-    ----------
-    points : ndarray of shape (..., 21, 2)
-
-    Returns
-    -------
-    ied : ndarray of shape (...)
-    """
-    points = np.asarray(points, dtype=np.float64)
-    d = points[..., KEYPOINTS.index("left_eye_center"), :] - points[
-        ..., KEYPOINTS.index("right_eye_center"), :]
-    return np.hypot(d[..., 0], d[..., 1])
 
 
 def _empty_points(n_faces):

@@ -27,6 +27,8 @@ import numpy as np
 from cvfs._jit import njit
 from cvfs.vision._checks import as_float_rgb
 from cvfs.vision.hog import (
+    _B_COL0,
+    _B_ROW0,
     _COS,
     _SIN,
     BLOCK_LEN,
@@ -108,11 +110,6 @@ def _normalize(cell_buf, out32):
                 out32[k] = cell_buf[i, j, o] * inv
                 k += 1
     l2hys(out32, _sum_squares(out32))
-
-
-# the kernel's Python source (py_func): importing compiles nothing
-_B_ROW0 = int(_orient_bin.py_func(1.0, 0.0, _COS, _SIN))  # bin where the row gradient is 0
-_B_COL0 = int(_orient_bin.py_func(0.0, 1.0, _COS, _SIN))  # ... the column gradient is 0
 
 
 @njit(cache=True)
