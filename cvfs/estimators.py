@@ -1179,6 +1179,28 @@ class InfinitePushRanker(SelectorMixin, BaseEstimator):
         return tags
 
 
+def _is_group_list(groups):
+    """True for groups given as a list of index arrays (possibly overlapping)."""
+    return (isinstance(groups, list | tuple) and len(groups) > 0
+            and all(np.ndim(g) == 1 for g in groups))
+
+
+def _group_members(groups, n_features):
+    """(members, group_of) of a list of index arrays: the virtual columns, group by group."""
+    members = []
+    for i, g in enumerate(groups):
+        g = np.asarray(g)
+        if g.size == 0 or g.dtype.kind not in "iu":
+            raise ValueError(f"groups[{i}] must be a non-empty array of feature indices, got "
+                             f"{g.size} entries of dtype {g.dtype}")
+        if g.min() < 0 or g.max() >= n_features or np.unique(g).size != g.size:
+            raise ValueError(f"groups[{i}] must hold distinct feature indices in "
+                             f"[0, {n_features}), got {g.tolist()}")
+        members.append(g.astype(np.int64))
+    group_of = np.repeat(np.arange(len(members)), [g.size for g in members])
+    return np.concatenate(members), group_of
+
+
 class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator):
     """Binary classifier with the Feature Generating Machine (cutting-plane feature selection).
 
@@ -1201,8 +1223,11 @@ class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator
         Maximum number of generated constraints (outer cutting-plane iterations).
     tol : float, default=1e-3
         Relative tolerance on the violation of a new constraint and on the objective decrease.
-    groups : array-like of shape (n_features,), optional
-        Group label of each feature (non-overlapping groups); B then counts groups.
+    groups : array-like of shape (n_features,) or list of array-like of int, optional
+        Group label of each feature (non-overlapping groups), or a list of groups given by
+        their feature indices, which may overlap (tree-structured groups included): each
+        membership becomes a duplicated column (latent group lasso, section 2.4) and a feature's
+        weight is the sum of its copies'. B then counts groups.
     mapping : {None, "poly2", "additive"}, default=None
         None: the features of X. ``"poly2"``: the second-order polynomial expansion, the terms
         ``x_j`` and ``x_j x_k`` (``j <= k``), searched implicitly (never formed beyond the chosen
@@ -1216,7 +1241,8 @@ class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator
     Attributes
     ----------
     coef_ : ndarray
-        Weights of the mapped features: shape (n_features,) without mapping,
+        Weights of the mapped features: shape (n_features,) without mapping (with overlapping
+        groups the sum of a feature's copies),
         (n_features * (2 * sample_steps - 1),) for ``"additive"`` (component ``c // n_features``
         of input feature ``c % n_features``), (n_terms,) for ``"poly2"`` (one per row of
         ``terms_``).
@@ -1224,13 +1250,16 @@ class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator
     terms_ : ndarray of int of shape (n_terms, 2)
         ``"poly2"`` only: the selected terms as ``(j, k)`` for ``x_j x_k`` and ``(j, -1)`` for
         ``x_j``.
+    latent_coef_ : ndarray of shape (n_memberships,)
+        Overlapping groups only: the weight of every copy, group by group in the order given.
     support_ : ndarray of bool of shape (n_features,)
         Input features used by a non-zero weight.
     blocks_ : list of ndarray of int
         Features of each generated constraint (indices into ``coef_``'s feature space; for
-        ``"poly2"`` the ``(j, k)`` rows of its terms).
+        ``"poly2"`` the ``(j, k)`` rows of its terms; for overlapping groups input features).
     feature_scaling_ : ndarray
-        Learned scaling ``d = sum_t mu_t d_t`` in [0, 1], one per entry of ``coef_``.
+        Learned scaling ``d = sum_t mu_t d_t`` in [0, 1], one per entry of ``coef_`` (for
+        overlapping groups the largest over a feature's copies).
     history_ : dict
         Per iteration ``objective``, ``violation``, ``n_selected``, ``apg_iter``.
     n_iter_ : int
@@ -1242,7 +1271,8 @@ class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator
     ValueError
         From ``fit``: invalid parameters, non-finite values, no samples, B larger than the number
         of features (or groups), labels that are not binary, an unknown ``mapping``, groups with
-        ``"poly2"``, negative values with ``"additive"``.
+        ``"poly2"``, overlapping groups with a mapping, empty or out-of-range groups, negative
+        values with ``"additive"``.
 
     References
     ----------
@@ -1296,9 +1326,15 @@ class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64,
                              ensure_all_finite=True)
         self.classes_ = _binary_classes(y)
-        groups = None
+        groups = overlap = None
         n_units = X.shape[1]
-        if self.groups is not None:
+        if _is_group_list(self.groups):
+            if self.mapping is not None:
+                raise ValueError("overlapping groups (a list of index arrays) need mapping=None, "
+                                 f"got {self.mapping!r}")
+            overlap = _group_members(self.groups, X.shape[1])
+            n_units = len(self.groups)
+        elif self.groups is not None:
             g = np.asarray(self.groups)
             if g.shape != (X.shape[1],):
                 raise ValueError(f"groups must have shape ({X.shape[1]},) (one label per "
@@ -1306,35 +1342,49 @@ class FGMClassifier(_BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator
             _, groups = np.unique(g, return_inverse=True)
             n_units = int(groups.max()) + 1
         if self.B > n_units:
-            unit = "groups" if groups is not None else "features"
+            unit = "features" if groups is None and overlap is None else "groups"
             raise ValueError(f"B must be <= the number of {unit} ({n_units}), got {self.B}")
-        Z, zgroups = self._space(X, groups)
+        if overlap is not None:
+            from cvfs.core.fgm_spaces import OverlapSpace
+
+            Z, zgroups = OverlapSpace(X, *overlap), None
+        else:
+            Z, zgroups = self._space(X, groups)
         res = fgm_fit(Z, np.where(y == self.classes_[1], 1.0, -1.0), B=self.B, C=float(self.C),
                       loss=self.loss, max_iter=self.max_iter, tol=float(self.tol),
                       groups=zgroups)
         m = X.shape[1]
+        # the learned scaling d = sum_t mu_t d_t over the space's generated features
+        index = [np.searchsorted(res.features, blk) for blk in res.blocks]
+        scaling = np.zeros(res.features.size)
+        total = res.block_norms.sum()
+        if total > 0:
+            for blk, nrm in zip(index, res.block_norms):
+                scaling[blk] += nrm / total
+        used = res.features[res.feature_coef != 0]
         if self.mapping == "poly2":
             keep = res.feature_coef != 0
             self.terms_ = Z.decode(res.features[keep])
             self.coef_ = res.feature_coef[keep]
-            blocks = [np.searchsorted(res.features, blk) for blk in res.blocks]
             self.blocks_ = [Z.decode(blk) for blk in res.blocks]
-            n_coef = res.features.size
-            self.support_ = np.zeros(m, dtype=bool)
+            self.feature_scaling_ = scaling[keep]
             used = self.terms_[self.terms_ >= 0]
-            self.support_[used] = True
+        elif overlap is not None:  # fold the copies back onto the input features
+            members = overlap[0]
+            self.latent_coef_ = res.coef
+            self.coef_ = np.bincount(members, weights=res.coef, minlength=m)
+            self.blocks_ = [members[blk] for blk in res.blocks]
+            self.feature_scaling_ = np.zeros(m)
+            np.maximum.at(self.feature_scaling_, members[res.features], scaling)
+            used = members[used]
         else:
             self.coef_ = res.coef
-            blocks = self.blocks_ = res.blocks
-            n_coef = res.coef.size
-            self.support_ = (res.coef != 0).reshape(-1, m).any(0)
-        total = res.block_norms.sum()
-        scaling = np.zeros(n_coef)
-        if total > 0:
-            for blk, nrm in zip(blocks, res.block_norms):
-                scaling[blk] += nrm / total
-        self.feature_scaling_ = scaling[res.feature_coef != 0] if self.mapping == "poly2" \
-            else scaling
+            self.blocks_ = res.blocks
+            self.feature_scaling_ = np.zeros(res.coef.size)
+            self.feature_scaling_[res.features] = scaling
+            used = used % m  # additive map: column c belongs to input feature c % m
+        self.support_ = np.zeros(m, dtype=bool)
+        self.support_[used] = True
         self.intercept_ = res.intercept
         self.history_ = res.history
         self.n_iter_ = len(res.blocks)

@@ -1,5 +1,6 @@
-"""FGM's nonlinear feature spaces (cvfs.core.fgm_spaces, FGMClassifier(mapping=...)): the
-implicit top-pair search against brute force, predictions through the maps, errors."""
+"""FGM's feature spaces (cvfs.core.fgm_spaces, FGMClassifier(mapping=..., groups=[...])): the
+implicit top-pair search against brute force, predictions through the maps, overlapping groups
+as duplicated columns, errors."""
 
 import numpy as np
 import pytest
@@ -137,3 +138,43 @@ def test_mapping_errors():
     clf = FGMClassifier(B=1, mapping="poly2", max_iter=2).fit(X, y)
     with pytest.raises(ValueError, match="5 features"):
         clf.predict(X[:, :4])
+
+
+def test_overlapping_groups_equal_duplicated_columns():
+    """Overlapping groups = the fit on explicitly duplicated columns with disjoint labels."""
+    rng = np.random.default_rng(5)
+    n, m = 150, 30
+    X = rng.standard_normal((n, m))
+    y = np.where(X[:, 4] - X[:, 5] + 0.5 * X[:, 20] > 0, 1, -1)
+    # a chain of overlapping windows plus a tree (root {0..9} over leaves {0..4}, {5..9})
+    groups = [np.arange(s, s + 6) for s in range(0, 25, 4)] + [np.arange(10), np.arange(5),
+                                                              np.arange(5, 10)]
+    clf = FGMClassifier(B=2, C=1.0, max_iter=4, groups=groups).fit(X, y)
+    members = np.concatenate(groups)
+    labels = np.repeat(np.arange(len(groups)), [g.size for g in groups])
+    ref = FGMClassifier(B=2, C=1.0, max_iter=4, groups=labels).fit(X[:, members], y)
+    np.testing.assert_allclose(clf.latent_coef_, ref.coef_, atol=1e-10)
+    np.testing.assert_allclose(clf.coef_, np.bincount(members, ref.coef_, minlength=m),
+                               atol=1e-10)
+    np.testing.assert_allclose(clf.decision_function(X), ref.decision_function(X[:, members]),
+                               atol=1e-10)
+    assert clf.support_[[4, 5]].all()
+    assert [sorted(b) for b in clf.blocks_] == [sorted(members[b]) for b in ref.blocks_]
+    np.testing.assert_allclose(clf.feature_scaling_[members],
+                               np.maximum(clf.feature_scaling_[members], ref.feature_scaling_))
+    clf_sp = FGMClassifier(B=2, C=1.0, max_iter=4, groups=groups).fit(sp.csc_matrix(X), y)
+    np.testing.assert_allclose(clf_sp.coef_, clf.coef_, atol=1e-10)
+
+
+def test_overlapping_group_errors():
+    X, y = _interaction(n=20, m=8)
+    with pytest.raises(ValueError, match=r"groups\[1\] must be a non-empty array of feature "
+                                         r"indices"):
+        FGMClassifier(B=1, groups=[[0, 1], []]).fit(X, y)
+    with pytest.raises(ValueError, match=r"groups\[0\] must hold distinct feature indices in "
+                                         r"\[0, 8\), got \[0, 8\]"):
+        FGMClassifier(B=1, groups=[[0, 8], [1]]).fit(X, y)
+    with pytest.raises(ValueError, match="overlapping groups .* need mapping=None"):
+        FGMClassifier(B=1, groups=[[0, 1], [1, 2]], mapping="additive").fit(np.abs(X), y)
+    with pytest.raises(ValueError, match=r"B must be <= the number of groups \(2\)"):
+        FGMClassifier(B=3, groups=[[0, 1], [1, 2]]).fit(X, y)

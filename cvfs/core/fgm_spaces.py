@@ -1,4 +1,4 @@
-"""Nonlinear feature spaces for FGM: implicit second-order products and additive-kernel maps.
+"""Feature spaces for FGM: implicit second-order products, additive-kernel maps, overlapping groups.
 
 :class:`Poly2Space` is the degree-2 polynomial expansion of X (the linear terms ``x_j`` and all
 products ``x_j x_k``, ``j <= k``) without forming it: the worst-case analysis scores product
@@ -12,17 +12,24 @@ chi-squared map of scikit-learn's :class:`~sklearn.kernel_approximation.Additive
 and groups the components of each input feature, so FGM's group selection picks input features
 of the additive kernel (section 4.4).
 
+:class:`OverlapSpace` handles overlapping (or tree-structured) groups by the duplicated-column
+construction of section 2.4 (the latent group lasso): every membership is a virtual column, a copy
+of its input column, so the groups become disjoint; the copies are never formed for the search
+(the group scores come from one ``X' r``) and only the chosen ones enter the cache.
+
 References
 ----------
 Tan, Tsang, Wang, "Towards Large-scale and Ultrahigh Dimensional Feature Selection via Feature
-Generation", sections 4.4, 5.3 and 6.4. Vedaldi, Zisserman, "Efficient additive kernels via
+Generation", sections 2.4, 4.4, 5.3 and 6.4. Vedaldi, Zisserman, "Efficient additive kernels via
 explicit feature maps", CVPR 2010.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Poly2Space", "additive_map", "poly2_top"]
+from cvfs.core.fgm import ColumnSpace
+
+__all__ = ["OverlapSpace", "Poly2Space", "additive_map", "poly2_top"]
 
 # Cells of one block of X' diag(r) X (32 MB of float64): bounds the search's working memory.
 BLOCK_CELLS = 1 << 22
@@ -154,3 +161,37 @@ def additive_map(sample_steps=2):
     from sklearn.kernel_approximation import AdditiveChi2Sampler
 
     return AdditiveChi2Sampler(sample_steps=sample_steps), 2 * sample_steps - 1
+
+
+class OverlapSpace:
+    """Overlapping groups as disjoint groups of virtual (duplicated) columns.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    members : ndarray of int of shape (n_memberships,)
+        Input column of each virtual column (group by group).
+    group_of : ndarray of int of shape (n_memberships,)
+        Group of each virtual column, in [0, n_groups).
+    """
+
+    dense_coef = True
+
+    def __init__(self, X, members, group_of):
+        self.X = X
+        self.members = np.asarray(members, dtype=np.int64)
+        self.group_of = np.asarray(group_of, dtype=np.int64)
+        self.n_features = self.members.size
+
+    def worst_case(self, r, B):
+        """Algorithm 2 over the groups: indices of the virtual columns of the B groups with the
+        largest ``||X_G' r||^2`` (sorted) and the sum of their scores."""
+        omega = np.asarray(self.X.T @ r).ravel()[self.members]
+        c = np.bincount(self.group_of, weights=omega * omega)
+        B = min(B, c.size)
+        top = np.argpartition(-c, B - 1)[:B] if B < c.size else np.arange(c.size)
+        return np.flatnonzero(np.isin(self.group_of, top)), float(c[top].sum())
+
+    def columns(self, idx):
+        """Dense float64 copies of the input columns behind virtual columns ``idx``."""
+        return ColumnSpace(self.X).columns(self.members[idx])
