@@ -93,10 +93,10 @@ class GeneratedGroups:
 
     def worst_case(self, r, B):
         n_blocks = -(-self.n_features // self.BLOCK)
+        from cvfs.core.fgm import top_units
+
         omega = np.concatenate([self.block(b).T @ r for b in range(n_blocks)])
-        c = np.bincount(self.groups, weights=omega * omega)
-        top = np.argpartition(-c, B - 1)[:B]
-        return np.flatnonzero(np.isin(self.groups, top)), float(c[top].sum())
+        return top_units(omega, B, self.groups)
 
 
 def run_generated(n, n_test, n_groups, seed, budgets, C):

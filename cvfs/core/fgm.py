@@ -31,7 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-__all__ = ["ColumnSpace", "FGMResult", "apg_l1sq", "fgm_fit", "moreau_l1sq", "worst_case"]
+__all__ = ["ColumnSpace", "FGMResult", "apg_l1sq", "fgm_fit", "moreau_l1sq", "top_units",
+           "worst_case"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,12 @@ def worst_case(X, r, B, groups=None):
     top_score : float
         Sum of the scores of the chosen units (``||X_d' r||^2``).
     """
-    omega = np.asarray(X.T @ r).ravel()
+    return top_units(np.asarray(X.T @ r).ravel(), B, groups)
+
+
+def top_units(omega, B, groups=None):
+    """The B features (or groups) with the largest ``omega_j^2`` (summed over a group), given the
+    correlations ``omega = X' r``; returns (chosen feature indices sorted, summed score)."""
     c = omega * omega
     if groups is not None:
         c = np.bincount(groups, weights=c)

@@ -27,7 +27,7 @@ explicit feature maps", CVPR 2010.
 import numpy as np
 import scipy.sparse as sp
 
-from cvfs.core.fgm import ColumnSpace
+from cvfs.core.fgm import ColumnSpace, top_units
 
 __all__ = ["OverlapSpace", "Poly2Space", "additive_map", "poly2_top"]
 
@@ -186,11 +186,7 @@ class OverlapSpace:
     def worst_case(self, r, B):
         """Algorithm 2 over the groups: indices of the virtual columns of the B groups with the
         largest ``||X_G' r||^2`` (sorted) and the sum of their scores."""
-        omega = np.asarray(self.X.T @ r).ravel()[self.members]
-        c = np.bincount(self.group_of, weights=omega * omega)
-        B = min(B, c.size)
-        top = np.argpartition(-c, B - 1)[:B] if B < c.size else np.arange(c.size)
-        return np.flatnonzero(np.isin(self.group_of, top)), float(c[top].sum())
+        return top_units(np.asarray(self.X.T @ r).ravel()[self.members], B, self.group_of)
 
     def columns(self, idx):
         """Dense float64 copies of the input columns behind virtual columns ``idx``."""
