@@ -81,9 +81,10 @@ def _caps_at(theta, S, c, total, kk):
 def project_l1inf_kernel(B, radius):
     """Euclidean projection of B (m x n) onto ``{Y >= 0 : sum_j max_i Y[i, j] <= radius}``.
 
-    ``Y = min(B+, mu_j)`` with caps ``mu_j(theta)``; the sum of the caps is piecewise linear and
-    non-increasing in the common slack theta, so theta is found exactly between two of its
-    breakpoints (binary search over the sorted breakpoints, then one linear solve).
+    ``Y = min(B+, mu_j)`` with caps ``mu_j(theta)``; the sum of the caps f(theta) is piecewise
+    linear, decreasing and convex in the common slack theta, so Newton's method from theta = 0
+    (where f > radius) rises monotonically and lands on the root exactly, one linear piece per
+    step.
     """
     m, n = B.shape
     Bp = np.maximum(B, 0.0)
@@ -103,32 +104,26 @@ def project_l1inf_kernel(B, radius):
             S[k, j] = acc
             c[k, j] = acc - (k + 1) * b[k]
         total[j] = acc
-    br = np.sort(np.concatenate((c[1:].ravel(), total)))
     kk = np.empty(n, dtype=np.int64)
-    # largest breakpoint index with f >= radius (f(0) = s0 > radius, f(max total) = 0)
-    lo, hi = -1, br.shape[0] - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _caps_at(br[mid], S, c, total, kk) >= radius:
-            lo = mid
-        else:
-            hi = mid - 1
-    t_lo = 0.0 if lo < 0 else max(br[lo], 0.0)
-    t_hi = br[lo + 1]
-    # inside (t_lo, t_hi) the active sets are fixed and the cap sum is linear in theta
-    _caps_at(0.5 * (t_lo + t_hi), S, c, total, kk)
-    num, den = 0.0, 0.0
-    theta_mid = 0.5 * (t_lo + t_hi)
-    for j in range(n):
-        if total[j] > theta_mid:
-            num += S[kk[j] - 1, j] / kk[j]
-            den += 1.0 / kk[j]
-    theta = (num - radius) / den
+    theta = 0.0
+    for _ in range(m * n + n + 2):  # at most one step per linear piece
+        f = _caps_at(theta, S, c, total, kk)
+        if f - radius <= 1e-14 * radius:
+            break
+        slope = 0.0
+        for j in range(n):
+            if total[j] > theta:
+                slope += 1.0 / kk[j]
+        step = (f - radius) / slope
+        if step <= 0.0:
+            break
+        theta += step
+    _caps_at(theta, S, c, total, kk)
     Y = np.empty((m, n))
     for j in range(n):
         mu = 0.0
-        if total[j] > theta_mid:
-            mu = max((S[kk[j] - 1, j] - theta) / kk[j], 0.0)
+        if total[j] > theta:
+            mu = (S[kk[j] - 1, j] - theta) / kk[j]
         for i in range(m):
             Y[i, j] = min(Bp[i, j], mu)
     return Y
