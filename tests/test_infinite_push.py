@@ -285,6 +285,10 @@ def test_group_ranker_keeps_whole_groups():
     assert 0 in kept
     np.testing.assert_array_equal(np.sort(est.support_),
                                   np.flatnonzero(np.isin(labels, kept)))
+    # groups= is the deprecated alias of feature_groups=
+    with pytest.warns(FutureWarning, match="use feature_groups"):
+        old = InfinitePushRanker(lam=0.1, penalty="l1_l2", groups=labels).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, est.coef_)
 
 
 @pytest.mark.parametrize("params, msg", [
@@ -472,14 +476,3 @@ def test_lam_max_with_queries():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         assert InfinitePushRanker(lam=0.7 * lam_max).fit(X, y, groups=q).support_.size > 0
-
-
-def test_groups_parameter_is_a_deprecated_alias():
-    rng = np.random.default_rng(6)
-    X = rng.normal(size=(60, 6))
-    y = (X[:, 0] - X[:, 1] > 0.5).astype(int)
-    labels = np.repeat(np.arange(3), 2)
-    new = InfinitePushRanker(lam=0.1, penalty="l1_l2", feature_groups=labels).fit(X, y)
-    with pytest.warns(FutureWarning, match="use feature_groups"):
-        old = InfinitePushRanker(lam=0.1, penalty="l1_l2", groups=labels).fit(X, y)
-    np.testing.assert_array_equal(old.coef_, new.coef_)
