@@ -160,7 +160,9 @@ class PairwiseSVMRank:
 
 
 def _n_used(est):
-    return int(len(est.support_))
+    """Features the scorer uses: ``support_`` is a mask (cvfs estimators) or an index array."""
+    s = np.asarray(est.support_)
+    return int(np.count_nonzero(s)) if s.dtype == bool else int(s.size)
 
 
 def run_one(make, Xtr, ytr, Xte, yte):
