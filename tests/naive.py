@@ -312,9 +312,19 @@ def pair_rescore(left, right, spacing, sigma, weight, tau, cap, gate):
     return out
 
 
-def ipush_wstep(P, N, b, w, rho, lam, groups, n_iter):
+def ipush_pairs(P, N, p_bounds=None, n_bounds=None):
+    """The pair matrix A (rows p_i - q_j within each query, row-major per query block)."""
+    if p_bounds is None:
+        p_bounds, n_bounds = [0, len(P)], [0, len(N)]
+    blocks = [(P[p0:p1][:, None, :] - N[n0:n1][None, :, :]).reshape(-1, P.shape[1])
+              for p0, p1, n0, n1 in zip(p_bounds[:-1], p_bounds[1:], n_bounds[:-1], n_bounds[1:],
+                                        strict=True)]
+    return np.vstack(blocks)
+
+
+def ipush_wstep(P, N, b, w, rho, lam, groups, n_iter, p_bounds=None, n_bounds=None):
     """Twin of ``cvfs.core._ipush_kernels.fista_wstep`` (A formed explicitly, fixed iterations)."""
-    A = (P[:, None, :] - N[None, :, :]).reshape(-1, P.shape[1])
+    A = ipush_pairs(P, N, p_bounds, n_bounds)
     step = 1.0 / (rho * np.linalg.norm(A, 2) ** 2)
     w_old, y, t = w.copy(), w.copy(), 1.0
     for _ in range(n_iter):
@@ -328,6 +338,83 @@ def ipush_wstep(P, N, b, w, rho, lam, groups, n_iter):
         y = w_new + (t - 1.0) / t_next * (w_new - w_old)
         w_old, t = w_new, t_next
     return w_old
+
+
+def ipush_blocks(v, p_bounds, n_bounds):
+    """The m_q x n_q blocks of a flat pair vector."""
+    out, k = [], 0
+    for q in range(len(p_bounds) - 1):
+        m, n = p_bounds[q + 1] - p_bounds[q], n_bounds[q + 1] - n_bounds[q]
+        out.append(v[k:k + m * n].reshape(m, n))
+        k += m * n
+    return out
+
+
+def ipush_pair_margins(sp, sn, p_bounds, n_bounds):
+    """Twin of ``pair_margins``: sp[i] - sn[j] over each query's block, flattened."""
+    return np.concatenate([(sp[p0:p1][:, None] - sn[n0:n1][None, :]).ravel()
+                           for p0, p1, n0, n1 in zip(p_bounds[:-1], p_bounds[1:], n_bounds[:-1],
+                                                     n_bounds[1:], strict=True)])
+
+
+def ipush_pair_sums(c, p_bounds, n_bounds):
+    """Twin of ``pair_sums``: row sums (per positive) and column sums (per negative)."""
+    blocks = ipush_blocks(c, p_bounds, n_bounds)
+    return (np.concatenate([B.sum(axis=1) for B in blocks]),
+            np.concatenate([B.sum(axis=0) for B in blocks]))
+
+
+def ipush_blocks_loss(a, p_bounds, n_bounds):
+    """Twin of ``blocks_loss``: max_j mean_i [1 - a_ij]_+ of every block."""
+    return np.array([np.max(np.mean(np.maximum(0.0, 1.0 - B), axis=0))
+                     for B in ipush_blocks(a, p_bounds, n_bounds)])
+
+
+def ipush_project(B, radius):
+    """Twin of ``project_l1inf_kernel``: theta bisected until its active sets are identified,
+    then solved exactly on them (Quattoni et al. 2009)."""
+    Bp = np.maximum(B, 0.0)
+    if Bp.max(axis=0).sum() <= radius:
+        return Bp
+    m = Bp.shape[0]
+    b = -np.sort(-Bp, axis=0)
+    S = np.cumsum(b, axis=0)
+    k = np.arange(1, m + 1, dtype=np.float64)[:, None]
+    c = S - k * b
+    total = S[-1]
+    cols = np.arange(S.shape[1])
+
+    def caps(theta):
+        kk = np.sum(c <= theta, axis=0)
+        mu = np.maximum((S[kk - 1, cols] - theta) / kk, 0.0)
+        mu[total <= theta] = 0.0
+        return mu, kk
+
+    lo, hi = 0.0, float(total.max())
+    mu = None
+    for _ in range(200):
+        theta = 0.5 * (lo + hi)
+        mu, kk = caps(theta)
+        active = mu > 0
+        if np.any(active):
+            s_k = S[kk - 1, cols]
+            th = (np.sum(s_k[active] / kk[active]) - radius) / np.sum(1.0 / kk[active])
+            c_next = np.where(kk < m, c[np.minimum(kk, m - 1), cols], np.inf)
+            if (np.all(c[kk - 1, cols][active] <= th + 1e-12)
+                    and np.all(th <= c_next[active] + 1e-12)
+                    and np.all(total[~active] <= th + 1e-12)
+                    and np.all(s_k[active] > th - 1e-12) and th >= 0):
+                mu = np.zeros_like(mu)
+                mu[active] = np.maximum((s_k[active] - th) / kk[active], 0.0)
+                break
+        lo, hi = (theta, hi) if mu.sum() > radius else (lo, theta)
+    return np.minimum(Bp, mu[None, :])
+
+
+def ipush_prox_blocks(v, t, p_bounds, n_bounds):
+    """Twin of ``prox_blocks``: per block, v + t_q P_K((1 - v) / t_q), K of radius 1 / m_q."""
+    return np.concatenate([(B + t[q] * ipush_project((1.0 - B) / t[q], 1.0 / B.shape[0])).ravel()
+                           for q, B in enumerate(ipush_blocks(v, p_bounds, n_bounds))])
 
 
 # ---- appearance check of the point tracker (cvfs.motion._patch_align) ----

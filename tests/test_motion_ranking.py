@@ -113,3 +113,37 @@ def test_cluster_floor_ranks_tiny_clusters_last():
     assert rb.cluster_floor_ == learn_cluster_floor(X, data.errors, data.groups)
     with pytest.raises(ValueError, match="pass cluster_floor=False"):
         learn_cluster_floor(X[:, :5], data.errors, data.groups)
+
+
+def test_feature_families_partition_the_likelihood_and_prior_columns():
+    from cvfs.motion.evaluate import feature_columns
+
+    names = np.array(feature_names())
+    lik, prior, every = (feature_columns(f) for f in ("likelihood", "prior", "all"))
+    assert every.size == names.size and not np.intersect1d(lik, prior).size
+    base = [n.split("/", 1)[1] if n.startswith(("rel/", "z/")) else n for n in names]
+    assert all(base[i].startswith("lik/") for i in lik)
+    assert all(base[i].startswith("prior/") for i in prior)
+    rest = np.setdiff1d(every, np.r_[lik, prior])
+    # only the cluster-size and candidate-parameter columns belong to neither family
+    assert {base[i].split("/")[0] for i in rest} == {"size", "param"}
+    assert lik.size == 3 * sum(n.startswith("lik/") for n in feature_names()[:names.size // 3])
+    with pytest.raises(ValueError, match="family must be one of"):
+        feature_columns("shape")
+
+
+def test_family_ranker_sees_only_its_columns_and_keeps_the_floor():
+    from cvfs.motion.evaluate import FamilyRanker, feature_columns
+
+    data = make_ranking_problem(n_feat=len(feature_names()), informative=0, seed=4)
+    X = np.abs(data.X)  # size/min_frac must look like a fraction for the floor
+    cols = feature_columns("prior")
+    fam = FamilyRanker(RankBoost(n_rounds=10), cols).fit(X, data.errors, data.groups)
+    direct = RankBoost(n_rounds=10, cluster_floor=False).fit(X[:, cols], data.errors, data.groups)
+    np.testing.assert_array_equal(fam.ranker_.features_, direct.features_)
+    assert fam.cluster_floor_ == learn_cluster_floor(X, data.errors, data.groups)
+    want = apply_cluster_floor(direct.decision_function(X[:, cols]), X, fam.cluster_floor_)
+    np.testing.assert_array_equal(fam.decision_function(X), want)
+    np.testing.assert_array_equal(fam.select(X, data.groups), select_best(want, data.groups))
+    # column 0 (informative) is a likelihood column: the prior family cannot see it
+    assert 0 not in cols

@@ -178,7 +178,8 @@ def _cmd_motion_evaluate(args):
         Path(args.json).parent if args.json else None)
     result = evaluate_hopkins155(args.data, cache=args.cache, n_folds=args.folds,
                                  fold_seed=args.seed, figures=figures,
-                                 rankers=args.rankers, verbose=not args.quiet)
+                                 rankers=args.rankers, features=args.features,
+                                 verbose=not args.quiet)
     print(result["table"])
     t = result["test"]
     print(f"\n{result['ranker']} test: two {t['two']['mean']:.2f}%  three "
@@ -616,6 +617,10 @@ def _build_parser():
     q.add_argument("--seed", type=int, default=0, help="seed of the video-to-fold split")
     q.add_argument("--rankers", nargs="+", default=["rankboost", "fsa"],
                    choices=["rankboost", "fsa"], help="rankers to train and compare")
+    q.add_argument("--features", nargs="+", default=["all"],
+                   choices=["all", "likelihood", "prior"],
+                   help="feature sets to train each ranker on (Table VII's ablation): every "
+                   "feature, the likelihood (subspace-distance) family or the prior (kNN) family")
     q.add_argument("--quiet", action="store_true", help="no progress bars")
     q.set_defaults(func=_cmd_motion_evaluate)
     q = _parser(msub, "segment", "track a video and segment its trajectories by motion",

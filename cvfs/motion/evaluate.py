@@ -18,14 +18,17 @@ from scipy.optimize import linear_sum_assignment
 
 from cvfs.base import check_random_state
 
-__all__ = ["CATEGORIES", "RESIDUAL_FEATURE", "misclassification", "video_folds", "summarise",
-           "format_table", "cross_validate", "default_cache_path", "evaluate_hopkins155"]
+__all__ = ["CATEGORIES", "FEATURE_FAMILIES", "RESIDUAL_FEATURE", "misclassification",
+           "video_folds", "summarise", "format_table", "cross_validate", "default_cache_path",
+           "feature_columns", "FamilyRanker", "evaluate_hopkins155"]
 
 log = logging.getLogger(__name__)
 
 CATEGORIES = ("checkerboard", "traffic", "articulated")
 # the unsupervised reference: lowest mean distance of the velocity vectors to K affine 3-D subspaces
 RESIDUAL_FEATURE = "lik/vel/m3/mean"
+# the feature sets of Table VII's ablation: every column, the likelihood or the prior family alone
+FEATURE_FAMILIES = ("all", "likelihood", "prior")
 
 
 def misclassification(labels, truth):
@@ -176,6 +179,89 @@ def format_table(columns):
     return "\n".join(lines)
 
 
+def feature_columns(family):
+    """Column indices of a feature family of :func:`cvfs.motion.features.feature_names`.
+
+    Parameters
+    ----------
+    family : {"all", "likelihood", "prior"}
+        ``"likelihood"``: the subspace-distance features (``lik/...``) with their relative blocks
+        (``rel/lik/...``, ``z/lik/...``); ``"prior"``: the kNN cut fractions (``prior/...`` and
+        their relative blocks); ``"all"``: every column, including the cluster-size and
+        candidate-parameter features, which belong to neither family.
+
+    Returns
+    -------
+    columns : ndarray of shape (n_columns,), int64
+
+    Raises
+    ------
+    ValueError
+        If ``family`` is unknown.
+    """
+    from cvfs.motion.features import feature_names
+
+    if family not in FEATURE_FAMILIES:
+        raise ValueError(f"family must be one of {FEATURE_FAMILIES}; got {family!r}")
+    names = feature_names()
+    if family == "all":
+        return np.arange(len(names), dtype=np.int64)
+    prefix = {"likelihood": "lik/", "prior": "prior/"}[family]
+    base = [n.split("/", 1)[1] if n.startswith(("rel/", "z/")) else n for n in names]
+    return np.array([i for i, n in enumerate(base) if n.startswith(prefix)], dtype=np.int64)
+
+
+class FamilyRanker:
+    """A candidate ranker that scores with some feature columns only (Table VII's ablation).
+
+    The inner ranker sees ``X[:, columns]``; the cluster floor, a rule of the pipeline rather
+    than a feature family, is learned and applied on the full candidate features as for the
+    unrestricted rankers, so the columns compare the feature families alone.
+
+    Parameters
+    ----------
+    ranker : RankBoost or MotionRanker
+        Unfitted; its ``cluster_floor`` setting is honoured here.
+    columns : array_like of int
+        Columns of the candidate features the ranker may use (:func:`feature_columns`).
+    """
+
+    def __init__(self, ranker, columns):
+        self.ranker = ranker
+        self.columns = columns
+
+    def fit(self, X, errors, groups):
+        from cvfs.motion.ranking import learn_cluster_floor
+
+        X = np.asarray(X, dtype=np.float64)
+        cols = np.asarray(self.columns, dtype=np.int64)
+        self.cluster_floor_ = (learn_cluster_floor(X, errors, groups)
+                               if self.ranker.cluster_floor else None)
+        self.ranker_ = self.ranker.__class__(**{**_ranker_params(self.ranker),
+                                                "cluster_floor": False})
+        self.ranker_.fit(X[:, cols], errors, groups)
+        return self
+
+    def decision_function(self, X):
+        from cvfs.motion.ranking import apply_cluster_floor
+
+        X = np.asarray(X, dtype=np.float64)
+        scores = self.ranker_.decision_function(X[:, np.asarray(self.columns, dtype=np.int64)])
+        return apply_cluster_floor(scores, X, self.cluster_floor_)
+
+    def select(self, X, groups):
+        from cvfs.motion.ranking import select_best
+
+        return select_best(self.decision_function(X), groups)
+
+
+def _ranker_params(ranker):
+    """Constructor parameters of a RankBoost / MotionRanker (they store them under their names)."""
+    import inspect
+
+    return {k: getattr(ranker, k) for k in inspect.signature(type(ranker)).parameters}
+
+
 def cross_validate(dataset, make_ranker, folds, *, verbose=False):
     """Cross-validate a candidate ranker.
 
@@ -230,7 +316,7 @@ def default_cache_path():
 
 
 def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figures=None,
-                        rankers=("rankboost", "fsa"), verbose=False):
+                        rankers=("rankboost", "fsa"), features=("all",), verbose=False):
     """Table VII: oracle, residual selector, RankBoost and FSA-Rank, 10-fold CV by video.
 
     Parameters
@@ -246,22 +332,26 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
         Folder for ``motion_cdf.png`` (paper Fig. 9); None writes no figure.
     rankers : sequence of {"rankboost", "fsa"}
         Learned rankers to cross-validate.
+    features : sequence of {"all", "likelihood", "prior"}, default ("all",)
+        Feature sets each ranker is cross-validated on (:func:`feature_columns`); the columns of
+        a family other than ``"all"`` are titled e.g. ``"FSA-Rank likelihood test"``.
     verbose : bool
         Progress bars.
 
     Returns
     -------
     result : dict
-        JSON-ready: ``test``/``train`` rows of FSA-Rank (or the last ranker) from
-        :func:`summarise` (percent), ``methods`` (every column), ``per_sequence``, ``folds``,
-        ``timing`` and ``table`` (the text of :func:`format_table`).
+        JSON-ready: ``test``/``train`` rows of FSA-Rank (or the last ranker) on the first
+        feature set from :func:`summarise` (percent), ``methods`` (every column),
+        ``per_sequence``, ``folds``, ``timing`` and ``table`` (the text of
+        :func:`format_table`).
 
     Raises
     ------
     FileNotFoundError
         If the dataset is missing.
     ValueError
-        If ``rankers`` names an unknown ranker.
+        If ``rankers`` names an unknown ranker or ``features`` an unknown feature set.
     """
     import time
 
@@ -273,6 +363,10 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
     for r in rankers:
         if r not in known:
             raise ValueError(f"rankers must be among {sorted(known)}; got {r!r}")
+    family_cols = {f: feature_columns(f) for f in features}
+    if not family_cols:
+        raise ValueError("features must name at least one of "
+                         f"{FEATURE_FAMILIES}; got {features!r}")
     cache = default_cache_path() if cache is None else cache
     names = list_sequences(root)
     if not cache_matches(cache, names=names):
@@ -285,14 +379,24 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
     residual = ColumnSelector(RESIDUAL_FEATURE).fit(data.X, data.errors, data.groups)
     per_seq["Residual"] = data.errors_of(residual.select(data.X, data.groups))
     last = None
-    for r in rankers:
-        title, cls = known[r]
-        t0 = time.perf_counter()
-        test, train = cross_validate(data, cls, folds, verbose=verbose)
-        timing[f"{r}_cv_seconds"] = time.perf_counter() - t0
-        per_seq[f"{title} train"] = train
-        per_seq[f"{title} test"] = test
-        last = title
+    for family, fcols in family_cols.items():
+        for r in rankers:
+            title, cls = known[r]
+            if family == "all":
+                make = cls
+            else:
+                title = f"{title} {family}"
+
+                def make(cls=cls, fcols=fcols):
+                    return FamilyRanker(cls(), fcols)
+            t0 = time.perf_counter()
+            test, train = cross_validate(data, make, folds, verbose=verbose)
+            key = r if family == "all" else f"{r}_{family}"
+            timing[f"{key}_cv_seconds"] = time.perf_counter() - t0
+            per_seq[f"{title} train"] = train
+            per_seq[f"{title} test"] = test
+            if family == next(iter(family_cols)):
+                last = title
     for name, e in per_seq.items():
         cols[name] = summarise(e, data.categories, data.n_motions)
     timing["features_seconds_median"] = float(np.median(seconds))
@@ -311,6 +415,7 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
                   for f in np.unique(folds)},
         "n_candidates_mean": float(data.X.shape[0] / data.n_sequences),
         "n_features": int(data.X.shape[1]),
+        "feature_sets": {f: int(c.size) for f, c in family_cols.items()},
         "residual_feature": RESIDUAL_FEATURE,
         "timing": timing,
         "table": table,
