@@ -86,6 +86,22 @@ def _parser(sub, name, help, description=None, formatter=_HelpFormatter):
                           + ".", formatter_class=formatter)
 
 
+def _add_max_pixels(p):
+    p.add_argument("--max-pixels", type=int, default=None, metavar="N",
+                   help="largest image read, in pixels (width x height), checked from the "
+                   "file header before decoding; 0 = no limit (default: $CVFS_MAX_PIXELS, else "
+                   "150000000)")
+
+
+def _check_output_files(args, *options):
+    """Check the output files given to ``options`` before the command computes anything."""
+    from cvfs.io import check_output_file
+
+    for name in options:
+        if getattr(args, name, None):
+            check_output_file(getattr(args, name), label=f"--{name}")
+
+
 def _cmd_demo(args):
     from cvfs import demo
 
@@ -104,6 +120,7 @@ def _cmd_motion_evaluate(args):
 
     figures = Path(args.figures) if args.figures else (
         Path(args.json).parent if args.json else None)
+    _check_output_files(args, "json")
     result = evaluate_hopkins155(args.data, cache=args.cache, n_folds=args.folds,
                                  fold_seed=args.seed, figures=figures,
                                  rankers=args.rankers, verbose=not args.quiet)
@@ -180,8 +197,11 @@ def _cmd_keypoints_train(args):
     import shlex
     import time
 
+    from cvfs.io import check_output_file
+    from cvfs.io.models import is_model_file
     from cvfs.keypoints.train import train_detector
 
+    check_output_file(args.out, replace=is_model_file, what="model file")  # before training
     if args.aflw_sqlite:
         from cvfs.datasets.aflw import load_aflw
 
@@ -219,6 +239,7 @@ def _cmd_keypoints_evaluate(args):
     from cvfs.keypoints import load_detector
     from cvfs.keypoints.evaluate import evaluate_detector, recall_at_precision
 
+    _check_output_files(args, "json", "figure")
     det = load_detector(args.model)
     images = _kp_images(args.dataset, args.n_images, args.data)
     curves, spi = evaluate_detector(det, images, args.keypoints, max_scale=args.max_scale,
@@ -442,6 +463,7 @@ def _add_keypoints_parser(sub):
                    "error (not a warning)")
     p.add_argument("--out", default=None,
                    help="folder for the drawn images and videos (default: draw nothing)")
+    _add_max_pixels(p)
     p.set_defaults(func=_cmd_keypoints_detect)
 
 
@@ -481,6 +503,7 @@ def _add_astro_parser(sub):
                            help="mask image of the same shape: nonzero pixels are ignored")
             p.add_argument("--jobs", type=int, default=1,
                            help="processes fitting objects in parallel (-1 = one per CPU)")
+        _add_max_pixels(p)
         p.set_defaults(func=func)
 
 
@@ -575,6 +598,7 @@ def _build_parser():
     q.add_argument("--strict", action="store_true",
                    help="a video with fewer decodable frames than its container declares is an "
                    "error (not a warning)")
+    _add_max_pixels(q)
     q.set_defaults(func=_cmd_motion_segment)
 
     _add_astro_parser(sub)
@@ -623,6 +647,7 @@ def main(argv=None):
     (Ctrl-C, SIGTERM, SIGHUP) removes the temporary outputs and exits with 128 + the signal.
     """
     from cvfs.io import Interrupted, signals_raise
+    from cvfs.io.images import pixel_limit
 
     if not faulthandler.is_enabled():  # a crash in native code prints the Python stack
         faulthandler.enable()
@@ -635,7 +660,7 @@ def main(argv=None):
     )
     name = _command_name(args)
     try:
-        with signals_raise():
+        with signals_raise(), pixel_limit(getattr(args, "max_pixels", None)):
             return args.func(args)
     except (KeyboardInterrupt, Interrupted, SystemError) as exc:
         # a signal that arrives inside a compiled kernel surfaces as a SystemError whose context

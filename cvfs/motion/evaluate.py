@@ -260,13 +260,16 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
     ------
     FileNotFoundError
         If the dataset is missing.
+    FileExistsError
+        If ``cache`` exists and is not a feature cache, or cannot be written.
     ValueError
         If ``rankers`` names an unknown ranker.
     """
     import time
 
     from cvfs.datasets.hopkins155 import list_sequences, load_hopkins155
-    from cvfs.motion.cache import build_cache, cache_matches, load_cache
+    from cvfs.io import check_output_file
+    from cvfs.motion.cache import build_cache, cache_matches, is_feature_cache, load_cache
     from cvfs.motion.ranking import ColumnSelector, MotionRanker, RankBoost
 
     known = {"rankboost": ("RankBoost", RankBoost), "fsa": ("FSA-Rank", MotionRanker)}
@@ -276,6 +279,8 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
     cache = default_cache_path() if cache is None else cache
     names = list_sequences(root)
     if not cache_matches(cache, names=names):
+        # before the dataset is read: a file that is not a cache is never replaced
+        check_output_file(cache, replace=is_feature_cache, what="feature cache", label="cache")
         log.info("building the feature cache %s (%d sequences)", cache, len(names))
         build_cache(load_hopkins155(root, names=names), cache, verbose=verbose)
     data, seconds = load_cache(cache, names=names)
