@@ -130,16 +130,18 @@ def _pid_alive(pid):
     return True
 
 
-def _check_writable(path, label):
-    """Raise if ``path`` (a file or folder to create or replace) cannot be written: an
-    ancestor is a file, or the nearest existing folder is not writable."""
+def _check_writable(path, label, shown=None):
+    """Raise if ``path`` (a file to create or replace) cannot be written: an ancestor is a
+    file, or the nearest existing folder is not writable. Errors name ``shown`` (default
+    ``path``), the path the user gave."""
+    shown = path if shown is None else shown
     path = Path(os.path.abspath(path))
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise FileExistsError(f"{label} {path}: {parent} is a file, not a folder")
+                raise FileExistsError(f"{label} {shown}: {parent} is a file, not a folder")
             if not os.access(parent, os.W_OK | os.X_OK):
-                raise PermissionError(f"{label} {path}: the folder {parent} is not writable")
+                raise PermissionError(f"{label} {shown}: the folder {parent} is not writable")
             return
 
 
@@ -221,7 +223,7 @@ def check_output_dir(out, inputs=()):
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {out}: exists and is not a folder")
-    _check_writable(out / "x", "--out")
+    _check_writable(out / "x", "--out", shown=out)
     for inp in inputs:
         inp = Path(str(inp))
         if inp.exists() and out.exists() and _inside(out, inp):

@@ -277,10 +277,10 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
         if r not in known:
             raise ValueError(f"rankers must be among {sorted(known)}; got {r!r}")
     cache = default_cache_path() if cache is None else cache
+    if not is_feature_cache(cache):  # before anything is read: a non-cache is never replaced
+        check_output_file(cache, replace=is_feature_cache, what="feature cache", label="cache")
     names = list_sequences(root)
     if not cache_matches(cache, names=names):
-        # before the dataset is read: a file that is not a cache is never replaced
-        check_output_file(cache, replace=is_feature_cache, what="feature cache", label="cache")
         log.info("building the feature cache %s (%d sequences)", cache, len(names))
         build_cache(load_hopkins155(root, names=names), cache, verbose=verbose)
     data, seconds = load_cache(cache, names=names)
