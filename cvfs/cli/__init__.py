@@ -429,7 +429,7 @@ def _add_keypoints_parser(sub):
                 "<name>_faces.json per video (faces tracked across frames), or one faces.csv "
                 "with --format csv.\nKeypoints (--what keypoints): one line per detection "
                 "(frame, keypoint, x, y, score); <name>_keypoints.png / .avi.\nstderr: timing. "
-                "An output folder's previous set is replaced as a whole.\nImages are scanned "
+                "In an output folder only the previous run's files are replaced.\nImages are scanned "
                 "up to the detector's largest pyramid scale, every keypoint everywhere; video "
                 f"frames up to {VIDEO_MAX_SCALE:g}, top-down (faster; --max-scale and --scan "
                 "override).")
@@ -480,8 +480,8 @@ def _add_astro_parser(sub):
              "denoised image and figure of one image",
              "denoised.npy, denoised.fits (FITS input) and figure.png")):
         p = _parser(asub, name, help, description=f"{help[:1].upper() + help[1:]} (screened "
-                    f"SBL over sampled PSFs).\nWrites {files} into --out,\nreplacing its "
-                    "previous set as a whole.")
+                    f"SBL over sampled PSFs).\nWrites {files} into --out,\nreplacing only the "
+                    "files of its previous run (other files are kept).")
         p.add_argument("image", help="FITS, PNG, JPEG or TIFF image (2-D; colour is converted "
                        "to luminance)")
         p.add_argument("--out", default=out, help="output folder")
@@ -521,8 +521,8 @@ def _build_parser():
 
     p = _parser(sub, "demo", "run every application on bundled data; write figures",
                 description="Run every application on data that needs no download; write "
-                "figures, a video and summary.txt\ninto --out (replacing its previous set as a "
-                "whole).")
+                "figures, a video and summary.txt\ninto --out (replacing only the files of its "
+                "previous run).")
     p.add_argument("--out", default="cvfs-out", help="output folder")
     p.add_argument("--parts", nargs="+", choices=list(demo.PARTS), default=list(demo.PARTS),
                    help="which parts to run")
@@ -552,7 +552,7 @@ def _build_parser():
                 "<name>_motion.avi (tracks coloured by motion), <name>_motion.png\n"
                 "(trajectories on the first frame), <name>_motion.json (the summary) and\n"
                 "<name>_motion_labels.csv (track, label, frame, x, y, visible), replacing the "
-                "folder's previous set.\nWhen one image motion explains every track (a frozen "
+                "previous run's files.\nWhen one image motion explains every track (a frozen "
                 "video, a camera moving over a static\nscene) the result is 'no independent "
                 "motion'.")
     q.add_argument("video", help=_SOURCE_HELP)
