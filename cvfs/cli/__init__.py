@@ -429,9 +429,9 @@ def _add_keypoints_parser(sub):
                 "<name>_faces.json per video (faces tracked across frames), or one faces.csv "
                 "with --format csv.\nKeypoints (--what keypoints): one line per detection "
                 "(frame, keypoint, x, y, score); <name>_keypoints.png / .avi.\nstderr: timing. "
-                "In an output folder only the previous run's files are replaced.\nImages are scanned "
-                "up to the detector's largest pyramid scale, every keypoint everywhere; video "
-                f"frames up to {VIDEO_MAX_SCALE:g}, top-down (faster; --max-scale and --scan "
+                "In an output folder only the previous run's files are replaced.\nImages are "
+                "scanned up to the detector's largest pyramid scale, every keypoint everywhere; "
+                f"video frames up to {VIDEO_MAX_SCALE:g}, top-down (faster; --max-scale and --scan "
                 "override).")
     p.add_argument("sources", nargs="+", metavar="SOURCE", help=_SOURCE_HELP)
     p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")

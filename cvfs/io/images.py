@@ -7,8 +7,8 @@ precision kept (what the astronomy code measures). FITS files are read by
 :func:`write_image` writes an RGB image atomically.
 
 Before decoding, the pixel count is read from the file's header (Pillow) and checked against a
-limit (:func:`current_pixel_limit`: 150 million pixels unless raised), so a small file claiming a huge
-image (a decompression bomb) is refused before memory is allocated.
+limit (:func:`current_pixel_limit`: 150 million pixels unless raised), so a small file claiming
+a huge image (a decompression bomb) is refused before memory is allocated.
 """
 
 import contextlib
