@@ -1,8 +1,8 @@
 """``cvfs demo``: every application on data that needs no download.
 
 Each part takes the output folder and returns a few summary lines; :func:`run` calls the parts
-with a temporary folder, writes ``summary.txt`` and moves the whole set to the output folder in
-one step (:func:`cvfs.io.atomic_dir`), and returns the summary text.
+with a temporary folder, writes ``summary.txt``, moves the files into the output folder
+(:func:`cvfs.io.atomic_dir`: the user's own files there are kept), and returns the summary text.
 """
 
 import logging
@@ -149,8 +149,8 @@ def run(out, parts=None, verbose=True):
     Parameters
     ----------
     out : str or Path
-        Output folder: created, or replaced as a whole (an earlier demo's folder, an empty
-        folder); :func:`cvfs.io.atomic_dir` refuses a non-empty folder cvfs did not write.
+        Output folder, created if missing; a run replaces the files an earlier run wrote there
+        and leaves every other file alone (:func:`cvfs.io.atomic_dir`).
     parts : list of str, optional
         Names from :data:`PARTS`; default all.
     verbose : bool
@@ -159,7 +159,8 @@ def run(out, parts=None, verbose=True):
     Raises
     ------
     FileExistsError
-        If ``out`` exists and may not be replaced (:func:`cvfs.io.check_output_dir`).
+        If ``out`` is a file, or a new file would replace one cvfs did not write
+        (:func:`cvfs.io.atomic_dir`).
     """
     lines = []
     with atomic_dir(Path(out), command="cvfs demo") as tmp:

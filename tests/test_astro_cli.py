@@ -156,19 +156,11 @@ def test_cli_localise_hdu_mask_wcs_and_tables(tmp_path, scene, capsys):
 
 
 def test_cli_errors_keep_existing_outputs(tmp_path, capsys):
-    from cvfs.io import OUTPUT_MARKER
-
     out = tmp_path / "out"
     out.mkdir()
-    (out / "catalogue.csv").write_text("old")
-    # a folder cvfs did not write is never replaced
+    (out / "catalogue.csv").write_text("old")  # the user's file: never replaced
     assert main(["astro", "localise", str(tmp_path / "none.png"), "--out", str(out)]) == 2
     assert "image file not found" in capsys.readouterr().err
-    good = tmp_path / "ok.fits"
-    write_fits(good, np.ones((16, 16)))
-    assert main(["astro", "denoise", str(good), "--out", str(out)]) == 2
-    assert f"holds no {OUTPUT_MARKER} (cvfs did not write it" in capsys.readouterr().err
-    (out / OUTPUT_MARKER).write_text("{}")  # from here on: a previous output set
     # NaN pixels are masked; an image with no finite pixel is an error
     bad = tmp_path / "nan.fits"
     write_fits(bad, np.full((16, 16), np.nan))
@@ -185,8 +177,7 @@ def test_cli_errors_keep_existing_outputs(tmp_path, capsys):
     write_fits(const, np.zeros((16, 16)))
     assert main(["astro", "localise", str(const), "--out", str(out)]) == 2
     assert "image is constant" in capsys.readouterr().err
-    assert sorted(f.name for f in out.iterdir()) == [OUTPUT_MARKER, "catalogue.csv"]
-    assert sorted(f.name for f in tmp_path.iterdir() if f.name.startswith(".out")) == []
+    assert sorted(f.name for f in out.iterdir()) == ["catalogue.csv"]
 
 
 @pytest.mark.slow

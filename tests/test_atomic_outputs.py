@@ -1,5 +1,6 @@
-"""Atomic output sets (``cvfs.io.atomic_dir``): the unit behaviour, each crash point of the swap,
-and a CLI command killed at random times (SIGKILL) or interrupted (SIGINT, SIGTERM)."""
+"""Output folders (``cvfs.io.atomic_dir``): only files of the manifest are replaced, the user's
+files are kept, bad folders are refused before computing; a commit killed half-way; a CLI
+command killed at random times (SIGKILL) or interrupted (SIGINT, SIGTERM)."""
 
 import json
 import os
@@ -33,90 +34,116 @@ def _state(out):
 
 
 def _leftovers(out):
-    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+    """Temporary files and folders beside or inside ``out``."""
+    beside = [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
+    inside = [p.name for p in out.glob(".cvfs-tmp-*")] if out.is_dir() else []
+    return sorted(beside + inside)
 
 
-def test_atomic_dir_replaces_the_whole_set(tmp_path):
+def test_atomic_dir_replaces_only_its_own_files(tmp_path):
     out = tmp_path / "out"
     _write_set(out, ["a.txt", "b.txt"], "old")
     assert _state(out) == ([OUTPUT_MARKER, "a.txt", "b.txt"], ["a.txt", "b.txt"])
+    (out / "notes.txt").write_text("mine")  # the user's file in the output folder
     _write_set(out, ["c.txt"], "new")
-    assert _state(out) == ([OUTPUT_MARKER, "c.txt"], ["c.txt"])
+    assert _state(out) == ([OUTPUT_MARKER, "c.txt", "notes.txt"], ["c.txt"])
+    assert (out / "notes.txt").read_text() == "mine"
     with pytest.raises(RuntimeError, match="boom"):
         with atomic_dir(out) as tmp:
             (tmp / "d.txt").write_text("partial")
             raise RuntimeError("boom")
-    assert _state(out) == ([OUTPUT_MARKER, "c.txt"], ["c.txt"]) and _leftovers(out) == []
+    assert _state(out)[1] == ["c.txt"] and _leftovers(out) == []
     with pytest.raises(KeyboardInterrupt):
         with atomic_dir(out) as tmp:
             (tmp / "d.txt").write_text("partial")
             raise KeyboardInterrupt
-    assert _state(out)[0] == [OUTPUT_MARKER, "c.txt"] and _leftovers(out) == []
+    assert _state(out)[0] == [OUTPUT_MARKER, "c.txt", "notes.txt"] and _leftovers(out) == []
 
 
-def test_foreign_folders_are_never_replaced(tmp_path):
+def test_files_cvfs_did_not_write_are_never_replaced(tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep")
-    with pytest.raises(FileExistsError, match=f"holds no {OUTPUT_MARKER}"):
-        check_output_dir(mine)
-    with pytest.raises(FileExistsError, match=f"holds no {OUTPUT_MARKER}"):
-        _write_set(mine, ["a.txt"], "x")
-    assert (mine / "notes.txt").read_text() == "keep" and _leftovers(mine) == []
+    check_output_dir(mine)  # a folder with other files may receive outputs beside them
+    _write_set(mine, ["a.txt"], "x")
+    assert _state(mine) == ([OUTPUT_MARKER, "a.txt", "notes.txt"], ["a.txt"])
+    with pytest.raises(FileExistsError, match="would overwrite notes.txt, which cvfs did not"):
+        _write_set(mine, ["a.txt", "notes.txt"], "y")
+    assert (mine / "notes.txt").read_text() == "keep" and (mine / "a.txt").read_text() == "x"
+    assert _leftovers(mine) == []
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileExistsError, match="exists and is not a folder"):
         check_output_dir(tmp_path / "file")
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    _write_set(empty, ["a.txt"], "x")  # an empty folder may receive a set
-    assert _state(empty)[1] == ["a.txt"]
+    with pytest.raises(FileExistsError, match=r"file is a file, not a folder"):
+        check_output_dir(tmp_path / "file" / "sub")
+    with pytest.raises(FileExistsError, match="the folder holds the input"):
+        check_output_dir(mine, [mine / "notes.txt"])
+    with pytest.raises(FileExistsError, match="the folder holds the input"):
+        _write_set_inputs(mine, [mine / "notes.txt"])
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(RuntimeError):  # a folder created for a failed run is removed again
+        with atomic_dir(tmp_path / "new"):
+            raise RuntimeError
+    assert not (tmp_path / "new").exists()
 
 
-@pytest.mark.parametrize("crash_at", [1, 2])
-def test_two_rename_swap_survives_a_crash_at_each_step(tmp_path, monkeypatch, crash_at):
-    """Without RENAME_EXCHANGE: a process dying after rename 1 (old set moved aside) or before
-    it leaves ``out`` recoverable; the next atomic_dir restores the old set, then swaps."""
+def _write_set_inputs(out, inputs):
+    with atomic_dir(out, command="test", inputs=inputs) as tmp:
+        (tmp / "x.txt").write_text("x")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_unwritable_folder_is_refused_before_computing(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        with pytest.raises(PermissionError, match=f"--out {ro / 'out'}: the folder {ro} is not"):
+            check_output_dir(ro / "out")
+    finally:
+        ro.chmod(0o755)
+
+
+def test_unwritable_folder_check_uses_access(tmp_path, monkeypatch):
+    """As the test above, for a root user: os.access says the folder is read-only."""
+    real = os.access
+    monkeypatch.setattr(_atomic.os, "access",
+                        lambda p, mode: False if Path(p) == tmp_path else real(p, mode))
+    with pytest.raises(PermissionError, match=f"the folder {tmp_path} is not writable"):
+        check_output_dir(tmp_path / "out")
+    with pytest.raises(PermissionError, match=f"--cache {tmp_path / 'c.h5'}: the folder"):
+        _atomic.check_output_file(tmp_path / "c.h5", label="--cache")
+
+
+def test_a_killed_commit_leaves_every_file_listed(tmp_path, monkeypatch):
+    """A run dying between two renames of its commit: each file is complete (old or new), every
+    file cvfs wrote is in the manifest, the user's file is kept; the next run cleans up."""
     out = tmp_path / "out"
-    _write_set(out, ["a.txt"], "old")
-    monkeypatch.setattr(_atomic, "_exchange", lambda a, b: False)
-    real_rename = os.rename
+    _write_set(out, ["a.txt", "b.txt"], "old")
+    (out / "notes.txt").write_text("mine")
+    real_replace = os.replace
     calls = []
 
-    def dying_rename(src, dst):
-        calls.append((src, dst))
-        if len(calls) == crash_at:
-            raise SystemExit("killed")  # the process dies here: no cleanup runs below
-        real_rename(src, dst)
+    def dying_replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:  # the manifest, a.txt, then dies before c.txt
+            raise SystemExit("killed")
+        real_replace(src, dst)
 
-    monkeypatch.setattr(_atomic.os, "rename", dying_rename)
+    monkeypatch.setattr(_atomic.os, "replace", dying_replace)
     monkeypatch.setattr(_atomic.shutil, "rmtree", lambda *a, **k: None)  # as after a SIGKILL
     with pytest.raises(SystemExit):
-        _write_set(out, ["b.txt"], "new")
-    monkeypatch.setattr(_atomic.os, "rename", real_rename)
+        _write_set(out, ["c.txt", "a.txt"], "new")
     monkeypatch.undo()
-    if crash_at == 1:
-        assert _state(out)[1] == ["a.txt"]
-    else:
-        assert not out.exists()  # between the two renames: the old set is in the backup
-    # the leftovers belong to a dead process: pretend by renaming their pid
-    for p in tmp_path.iterdir():
-        if p.name.startswith(".out."):
-            kind, rest = p.name[len(".out."):].split("-", 1)
-            p.rename(p.with_name(f".out.{kind}-999999999-{rest.split('-', 1)[1]}"))
-    _atomic._recover(out.absolute())
-    assert _state(out)[1] == ["a.txt"] and _leftovers(out) == []
-    _write_set(out, ["b.txt"], "new")
-    assert _state(out)[1] == ["b.txt"] and _leftovers(out) == []
-
-
-def test_exchange_swap_is_used_on_linux(tmp_path, monkeypatch):
-    out = tmp_path / "out"
-    _write_set(out, ["a.txt"], "old")
-    used = []
-    real = _atomic._exchange
-    monkeypatch.setattr(_atomic, "_exchange", lambda a, b: used.append(real(a, b)) or used[-1])
-    _write_set(out, ["b.txt"], "new")
-    assert len(used) == 1 and _state(out)[1] == ["b.txt"] and _leftovers(out) == []
+    names, listed = _state(out)
+    assert set(listed) == {"a.txt", "b.txt", "c.txt"} and (out / "notes.txt").exists()
+    assert (out / "a.txt").read_text() == "new" and (out / "b.txt").read_text() == "old"
+    assert not (out / "c.txt").exists()
+    for p in out.glob(".cvfs-tmp-*"):  # the temporary folder of a dead process
+        p.rename(p.with_name(".cvfs-tmp-999999999-" + p.name.rsplit("-", 1)[1]))
+    _write_set(out, ["c.txt"], "newer")
+    assert _state(out) == ([OUTPUT_MARKER, "c.txt", "notes.txt"], ["c.txt"])
+    assert not list(out.glob(".cvfs-tmp-*"))
 
 
 # ---- a real command, killed ----
@@ -154,7 +181,7 @@ def _detect(sources, out, *extra):
             "1", "--out", str(out), *extra]
 
 
-def test_sigkill_at_random_times_leaves_a_complete_set(tmp_path, cli_env):
+def test_sigkill_at_random_times_keeps_every_file_complete(tmp_path, cli_env):
     rng = np.random.default_rng(0)
     old_names = _images(tmp_path / "a", "a", 2, rng)
     new_names = _images(tmp_path / "b", "b", 6, rng)
@@ -163,18 +190,22 @@ def test_sigkill_at_random_times_leaves_a_complete_set(tmp_path, cli_env):
     subprocess.run(_detect([tmp_path / "a"], out), env=cli_env, check=True, capture_output=True)
     runtime = time.perf_counter() - t0
     assert _state(out)[1] == old_names
+    (out / "notes.txt").write_text("mine")
     for delay in rng.uniform(0.3, 1.3, size=5) * runtime:
         proc = subprocess.Popen(_detect([tmp_path / "b"], out), env=cli_env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        names, listed = _state(out)  # never absent: a previous set existed
-        assert listed in (old_names, new_names), delay
-        assert names == sorted([OUTPUT_MARKER, *listed])
-        assert all(cv2.imread(str(out / n)) is not None for n in listed)
+        names, listed = _state(out)
+        # every image present is complete and listed; the user's file is kept
+        assert set(listed) <= set(old_names) | set(new_names), delay
+        ours = [n for n in names if n.endswith(".png")]
+        assert set(ours) <= set(listed) and (out / "notes.txt").read_text() == "mine"
+        assert all(cv2.imread(str(out / n)) is not None for n in ours)
     subprocess.run(_detect([tmp_path / "b"], out), env=cli_env, check=True, capture_output=True)
-    assert _state(out)[1] == new_names and _leftovers(out) == []
+    assert _state(out) == (sorted([OUTPUT_MARKER, "notes.txt", *new_names]), new_names)
+    assert _leftovers(out) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -189,7 +220,7 @@ def test_interrupt_removes_temporary_outputs(tmp_path, cli_env, sig):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
-    while not any(n.startswith(".out.tmp-") for n in _leftovers(out)):
+    while not any(n.startswith(".cvfs-tmp-") for n in _leftovers(out)):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
     time.sleep(0.5)  # some frames written into the temporary folder

@@ -10,6 +10,7 @@ few examples per test so the file runs in about two minutes. The scale-invarianc
 """
 
 import json
+import warnings
 
 import h5py
 import numpy as np
@@ -486,21 +487,45 @@ def test_fsa_results_do_not_depend_on_the_scale_of_x(bins):
         np.testing.assert_allclose(out[3], ref[3], rtol=1e-6, atol=1e-9)
 
 
-def test_fsa_constant_columns_are_relative_to_their_magnitude():
+def test_fsa_constant_columns_are_columns_of_equal_values():
+    from cvfs.core.responses import NearConstantWarning
+
     rng = np.random.default_rng(0)
     n = 200
     signal = rng.standard_normal(n)
     y = np.where(signal + 0.3 * rng.standard_normal(n) > 0, 1, -1)
     X = np.column_stack([
-        np.full(n, 7.0),                          # constant
-        1.0 + 1e-14 * rng.standard_normal(n),     # spread 1e-14 of its magnitude: constant
+        np.full(n, 7.0),                          # equal values: constant
+        1.0 + 1e-14 * rng.standard_normal(n),     # spread 1e-14 of its magnitude: near-constant
         1e-13 + 1e-14 * signal,                   # tiny absolute spread: a real feature
         rng.standard_normal(n),
     ])
-    clf = FSAClassifier(k=1, n_iter=40).fit(X, y)
+    with pytest.warns(NearConstantWarning, match=r"columns 1; column 1: spread"):
+        clf = FSAClassifier(k=1, n_iter=40).fit(X, y)
     assert clf.get_support(indices=True).tolist() == [2] and clf.score(X, y) > 0.8
-    clf = FSAClassifier(k=4, n_iter=40).fit(X, y)
-    assert clf.coef_[:2].tolist() == [0.0, 0.0]
+    with pytest.warns(NearConstantWarning):
+        clf = FSAClassifier(k=3, n_iter=40).fit(X, y)
+    assert clf.get_support(indices=True).tolist() == [1, 2, 3]
+
+
+@settings(FUZZ, max_examples=8)
+@given(offset=st.sampled_from([1.0, -3.0, 1e6, 5e-3]), rel=st.sampled_from([1e-13, 1e-12, 1e-9]),
+       reg=st.booleans())
+def test_fsa_offset_and_scale_do_not_make_columns_constant(offset, rel, reg):
+    """X -> offset + X * |offset| * rel keeps the features FSA picks (the values stay
+    distinct: a spread of 1e-13 of the magnitude is ~450 float64 steps)."""
+    from cvfs.core.responses import NearConstantWarning
+    from cvfs.datasets.synthetic import make_ar1_classification
+
+    X, y, _ = make_ar1_classification(200, 30, k_true=3, random_state=0)
+    est = (FSARegressor if reg else FSAClassifier)(k=3, n_iter=40)
+    target = X[:, 4] - X[:, 9] if reg else y
+    ref = est.fit(X, target).support_.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NearConstantWarning)
+        got = est.fit(offset + X * (abs(offset) * rel), target)
+    np.testing.assert_array_equal(got.support_, ref)
+    assert np.count_nonzero(got.coef_) == got.coef_.size
 
 
 @pytest.mark.parametrize("bins", [None, 3])
@@ -530,3 +555,259 @@ def test_astro_results_do_not_depend_on_the_scale_of_the_image():
         astro.localise(np.full((8, 8), 1e-300))
     with pytest.raises(ValueError, match="noise_sigma=1e-20 is below the float64 resolution"):
         astro.localise(img, noise_sigma=1e-20)
+
+
+# ---- decompression bombs: tiny crafted headers, refused before any decode ----
+
+def _png(w, h):
+    import struct
+    import zlib
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b""))
+
+
+def _jpeg(w, h):
+    import struct
+
+    import cv2
+
+    data = bytearray(cv2.imencode(".jpg", np.zeros((8, 8, 3), np.uint8))[1].tobytes())
+    i = data.find(b"\xff\xc0")  # the frame header: height, width
+    data[i + 5:i + 9] = struct.pack(">HH", h, w)
+    return bytes(data)
+
+
+def _bmp(w, h):
+    import struct
+
+    return (b"BM" + struct.pack("<IHHI", 54 + 3 * w * h % 2**32, 0, 0, 54)
+            + struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, 0, 2835, 2835, 0, 0) + b"\0" * 64)
+
+
+def _fits(cards):
+    text = "".join(f"{k:<8}= {v:>20}".ljust(80) for k, v in cards) + "END".ljust(80)
+    return (text + " " * (-len(text) % 2880)).encode()
+
+
+def _fits_image(w, h, bitpix=-64):
+    return _fits([("SIMPLE", "T"), ("BITPIX", bitpix), ("NAXIS", 2), ("NAXIS1", w),
+                  ("NAXIS2", h)])
+
+
+BOMBS = {"png": _png, "jpg": _jpeg, "bmp": _bmp, "fits": _fits_image}
+
+
+@pytest.mark.parametrize("fmt", sorted(BOMBS))
+def test_decompression_bombs_are_refused_from_the_header(tmp_path, fmt):
+    import tracemalloc
+
+    from cvfs.astro.readers import read_image as read_astro
+    from cvfs.io.images import read_image
+
+    path = tmp_path / f"bomb.{fmt}"
+    path.write_bytes(BOMBS[fmt](30000, 30000))
+    assert path.stat().st_size <= 2880
+    readers = [lambda: read_astro(path, channel="luminance")]
+    if fmt != "fits":
+        readers += [lambda: read_image(path), lambda: read_image(path, "grey")]
+    tracemalloc.start()
+    try:
+        for read in readers:
+            with pytest.raises(ValueError, match=r"claims a 30000 x 30000 image \(900,000,000 "
+                               r"pixels\), more than the limit of 150,000,000"):
+                read()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6  # nothing of the claimed size was allocated
+
+
+@FUZZ
+@given(fmt=st.sampled_from(sorted(BOMBS)), w=st.integers(1, 70000), h=st.integers(1, 70000),
+       limit=st.integers(1, 10**9))
+def test_pixel_limit_is_exact(tmp_path_factory, fmt, w, h, limit):
+    """Refused exactly when width x height exceeds the limit; otherwise the file gets past the
+    size check (to a decoding error: the files hold at most 64 bytes of pixels)."""
+    from cvfs.astro.readers import read_image as read_astro
+
+    path = tmp_path_factory.mktemp("px") / f"x.{fmt}"
+    path.write_bytes(BOMBS[fmt](w, h))
+    res = outcome(read_astro, path, channel="r", max_pixels=limit if w * h > limit else 10**10)
+    if not isinstance(res, ValueError):
+        assert res.shape == (h, w) and w * h <= 64 * 3
+    else:
+        assert ("more than the limit" in str(res)) == (w * h > limit), str(res)
+        assert "\n" not in str(res)
+
+
+def test_pixel_limit_settings(tmp_path, monkeypatch):
+    import cv2
+
+    from cvfs.io.images import (
+        DEFAULT_MAX_PIXELS,
+        current_pixel_limit,
+        pixel_limit,
+        read_image,
+    )
+
+    path = tmp_path / "ok.png"
+    cv2.imwrite(str(path), np.zeros((40, 50, 3), np.uint8))
+    assert current_pixel_limit() == DEFAULT_MAX_PIXELS and read_image(path).shape == (40, 50, 3)
+    with pytest.raises(ValueError, match="limit of 1,999"):
+        read_image(path, max_pixels=1999)
+    monkeypatch.setenv("CVFS_MAX_PIXELS", "1999")
+    with pytest.raises(ValueError, match="limit of 1,999"):
+        read_image(path)
+    with pixel_limit(0):  # 0: no limit; the context wins over the environment
+        assert read_image(path).shape == (40, 50, 3)
+    assert read_image(path, max_pixels=2000).shape == (40, 50, 3)
+    monkeypatch.setenv("CVFS_MAX_PIXELS", "lots")
+    with pytest.raises(ValueError, match="CVFS_MAX_PIXELS must be a non-negative integer"):
+        read_image(path)
+    with pytest.raises(ValueError, match="max_pixels must be a non-negative integer"):
+        read_image(path, max_pixels=-1)
+
+
+def test_cli_refuses_bombs_in_one_line(tmp_path, capsys):
+    from cvfs.cli import main
+
+    (tmp_path / "bomb.jpg").write_bytes(_jpeg(30000, 30000))
+    (tmp_path / "bomb.fits").write_bytes(_fits_image(100000, 100000))
+    for argv in (["astro", "localise", str(tmp_path / "bomb.jpg"), "--channel", "luminance"],
+                 ["astro", "denoise", str(tmp_path / "bomb.fits")],
+                 ["keypoints", "detect", str(tmp_path / "bomb.jpg")],
+                 ["motion", "segment", str(tmp_path / "bomb.jpg")]):
+        assert main([*argv, "--out", str(tmp_path / "o")]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "more than the limit of 150,000,000" in err, err
+    # raised above the claim, the FITS header's 80 GB of data are missing: still one line
+    assert main(["astro", "denoise", str(tmp_path / "bomb.fits"), "--max-pixels", "0",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "truncated FITS file" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("cards, match", [
+    ([("SIMPLE", "T"), ("BITPIX", -64), ("NAXIS", 2), ("NAXIS1", 10)],
+     "missing header keyword NAXIS2"),
+    ([("SIMPLE", "T"), ("BITPIX", 13), ("NAXIS", 2), ("NAXIS1", 10), ("NAXIS2", 10)],
+     "unsupported BITPIX 13"),
+    ([("SIMPLE", "T"), ("BITPIX", -64), ("NAXIS", 2), ("NAXIS1", 10), ("NAXIS2", 10)],
+     r"truncated FITS file \(the header declares data of shape \(10, 10\)"),
+    ([("SIMPLE", "T"), ("BITPIX", -64), ("NAXIS", 2), ("NAXIS1", -5), ("NAXIS2", 10)],
+     "not a readable FITS file"),
+    ([("SIMPLE", "T"), ("BITPIX", -64), ("NAXIS", 0)], "holds no image data"),
+])
+def test_odd_fits_headers_give_one_line_errors(tmp_path, cards, match):
+    from cvfs.astro.readers import read_fits_header, read_image
+
+    path = tmp_path / "odd.fits"
+    path.write_bytes(_fits(cards))
+    with pytest.raises(ValueError, match=match) as info:
+        read_image(path)
+    assert "\n" not in str(info.value)
+    res = outcome(read_fits_header, path)
+    assert not isinstance(res, Exception) or "\n" not in str(res)
+    path.write_bytes(_fits([("SIMPLE", "T"), ("BITPIX", -64), ("NAXIS", 0)]))
+    with pytest.raises(ValueError, match=r"hdu=3 is not an HDU of .* \(it has 1\)"):
+        read_image(path, hdu=3)
+
+
+# ---- output files and folders: nothing the user wrote is lost ----
+
+def _tiny_fits(path):
+    from cvfs.astro.readers import write_fits
+
+    img, _, _ = astro.make_scene((16, 16), 2, random_state=0)
+    write_fits(path, img)
+    return path
+
+
+def test_output_folder_keeps_the_users_files(tmp_path, capsys):
+    from cvfs.cli import main
+
+    out = tmp_path / "o1"
+    src = _tiny_fits(tmp_path / "in.fits")
+    argv = ["astro", "denoise", str(src), "--n-atoms", "100", "--quiet", "--out", str(out)]
+    assert main(argv) == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "figure.png.bak").write_bytes((out / "figure.png").read_bytes())
+    assert main(argv) == 0
+    assert (out / "notes.txt").read_text() == "mine" and (out / "figure.png.bak").exists()
+    assert "notes.txt" not in capsys.readouterr().err.split("written to")[-1]
+    # the input copied into the output folder: refused before computing, nothing deleted
+    copy = out / "input_copy.fits"
+    copy.write_bytes(src.read_bytes())
+    assert main([*argv[:2], str(copy), *argv[3:]]) == 2
+    assert "the folder holds the input" in capsys.readouterr().err and copy.exists()
+    # a file the run would write, but which cvfs did not write: refused, kept
+    other = tmp_path / "o2"
+    other.mkdir()
+    (other / "figure.png").write_text("my figure")
+    assert main([*argv[:-1], str(other)]) == 2
+    assert "would overwrite figure.png, which cvfs did not write" in capsys.readouterr().err
+    assert (other / "figure.png").read_text() == "my figure"
+    assert sorted(p.name for p in other.iterdir()) == ["figure.png"]
+
+
+def test_bad_output_paths_are_refused_before_computing(tmp_path, capsys, monkeypatch):
+    from cvfs import cli
+
+    src = _tiny_fits(tmp_path / "in.fits")
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setattr("cvfs.astro.denoise", lambda *a, **k: pytest.fail("computed"))
+    for out, match in [(tmp_path / "afile" / "o", f"--out {tmp_path / 'afile' / 'o'}: "
+                        f"{tmp_path / 'afile'} is a file, not a folder"),
+                       (tmp_path / "afile", "exists and is not a folder")]:
+        assert cli.main(["astro", "denoise", str(src), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert match in err and err.count("\n") == 1 and ".cvfs-tmp" not in err
+    real = __import__("os").access
+    monkeypatch.setattr("cvfs.io._atomic.os.access",
+                        lambda p, m: False if str(p) == str(tmp_path) else real(p, m))
+    assert cli.main(["astro", "denoise", str(src), "--out", str(tmp_path / "new")]) == 2
+    assert f"the folder {tmp_path} is not writable" in capsys.readouterr().err
+
+
+def test_single_output_files_never_replace_foreign_files(tmp_path, capsys):
+    from cvfs.cli import main
+    from cvfs.motion.cache import build_cache
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep")
+    assert main(["keypoints", "train", "--dataset", "mtfl-train", "--data",
+                 str(tmp_path / "none"), "--out", str(notes)]) == 2
+    err = capsys.readouterr().err
+    assert "--out " + str(notes) + ": exists and is not a cvfs model file" in err
+    assert main(["motion", "evaluate", "--data", str(tmp_path / "none"), "--cache",
+                 str(notes)]) == 2
+    assert "exists and is not a cvfs feature cache" in capsys.readouterr().err
+    with pytest.raises(FileExistsError, match="not a cvfs feature cache"):
+        build_cache([], notes)
+    with pytest.raises(FileExistsError, match="not a cvfs model file"):
+        save_model(notes, "x", {"a": np.zeros(2)})
+    assert notes.read_text() == "keep"
+    save_model(tmp_path / "m.h5", "x", {"a": np.zeros(2)})
+    save_model(tmp_path / "m.h5", "x", {"a": np.ones(2)})  # a model file is replaced
+    assert load_model(tmp_path / "m.h5").arrays["a"].tolist() == [1.0, 1.0]
+
+
+def test_tampered_mining_checkpoint_is_refused_in_one_line(tmp_path):
+    from cvfs.keypoints._additive import AdditiveModel
+    from cvfs.keypoints.mining import MiningState, load_checkpoint, save_checkpoint
+
+    ex = np.zeros(2, dtype=[("image", "<i4"), ("level", "<i2"), ("x", "<i2"), ("y", "<i2")])
+    st = MiningState(ex, ex, round=1, model=AdditiveModel([2], [0.0], [1.0], [[0.0, 1.0]], 0.5),
+                     history=[{}], config={})
+    path = save_checkpoint(tmp_path / "ck" / "left_eye_center.h5", st)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="checksum.*not a valid mining checkpoint") as info:
+        load_checkpoint(path)
+    assert "\n" not in str(info.value)

@@ -48,7 +48,7 @@ def test_app_folder_video_synthetic(tmp_path, toy_models, capsys):
     text = capsys.readouterr()
     assert "synthetic_0000" in text.err and "frames/s" in text.err
     assert (tmp_path / "o3" / "synthetic_keypoints.avi").is_file()
-    # the same output folder again: the previous set is replaced as a whole, no leftovers
+    # the same output folder again: the previous run's files are replaced, no leftovers
     assert app.main([str(imgs / "im0.png"), "--out", str(tmp_path / "o1")]) == 0
     assert sorted(p.name for p in (tmp_path / "o1").iterdir()) == [".cvfs-output",
                                                                    "im0_keypoints.png"]

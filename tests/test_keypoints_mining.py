@@ -159,14 +159,57 @@ def test_checkpoint_round_trip_and_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="mining checkpoint not found"):
         load_checkpoint(tmp_path / "none.h5")
     (tmp_path / "bad.h5").write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="not a readable HDF5 mining checkpoint"):
+    with pytest.raises(ValueError, match="not a valid mining checkpoint: delete it"):
         load_checkpoint(tmp_path / "bad.h5")
     import h5py
 
-    with h5py.File(tmp_path / "other.h5", "w") as f:
+    with h5py.File(tmp_path / "other.h5", "w") as f:  # an unsealed HDF5 file (version 1)
         f.attrs["x"] = 1
-    with pytest.raises(ValueError, match="is not a version-1 mining checkpoint"):
+    with pytest.raises(ValueError, match="not a valid mining checkpoint"):
         load_checkpoint(tmp_path / "other.h5")
+
+
+def _tampered(tmp_path, edit):
+    """A checkpoint whose content was changed by ``edit(state)`` and re-sealed (so the
+    checksums pass and the content checks are exercised)."""
+    st = MiningState(_positives(2), _rec([(0, -2, 3, 4), (1, 0, 1, 1)]), round=1,
+                     model=AdditiveModel([2], [0.0], [1.0], [[0.0, 1.0]], 0.5),
+                     history=[{"round": 1}], config={"a": 1})
+    edit(st)
+    return save_checkpoint(tmp_path / "t.h5", st)
+
+
+def test_tampered_checkpoints_are_refused(tmp_path):
+    p = _tampered(tmp_path, lambda st: None)
+    data = bytearray(p.read_bytes())
+    data[-100] ^= 0x01  # one flipped bit: the file checksum fails
+    p.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="not a valid mining checkpoint"):
+        load_checkpoint(p)
+    p.write_bytes(bytes(data[: len(data) // 2]))  # truncated
+    with pytest.raises(ValueError, match="not a valid mining checkpoint"):
+        load_checkpoint(p)
+    cases = [
+        (lambda st: setattr(st, "round", 3), "history must list one entry per completed round"),
+        (lambda st: setattr(st, "model", None), "1 completed round.s. but no classifier"),
+        (lambda st: setattr(st, "model", AdditiveModel([10**9], [0.0], [1.0], [[0.0, 1.0]],
+                                                       0.5)),
+         "model/features holds indices outside the feature pool"),
+        (lambda st: setattr(st, "model", AdditiveModel([2], [np.nan], [1.0], [[0.0, 1.0]],
+                                                       0.5)), "NaN|finite"),
+    ]
+    for edit, match in cases:
+        p = _tampered(tmp_path, edit)
+        with pytest.raises(ValueError, match=match):
+            load_checkpoint(p)
+
+
+def test_checkpoint_with_a_bad_image_index_is_refused(tmp_path):
+    p = _tampered(tmp_path, lambda st: st.negatives.__setitem__("image", [0, 7]))
+    kw = dict(features=_feat, fit=_fit, scan=_scan, n_images=2, n_rounds=2, checkpoint=p,
+              config={"a": 1})
+    with pytest.raises(ValueError, match=r"negatives refer to image 7; the run has 2 images"):
+        run_mining(_positives(2), _rec([(0, 0, 0, 0)]), **kw)
 
 
 def test_run_mining_errors():

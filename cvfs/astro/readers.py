@@ -5,6 +5,7 @@ FITS data keep their physical units (float64); 8/16-bit PNG/JPEG/TIFF are read b
 boundary.
 """
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,102 @@ def _is_fits(path):
 CHANNELS = ("r", "g", "b", "luminance")
 
 
-def read_image(path, hdu=None, channel=None):
+def _fits_hdu(hdul, hdu, path):
+    """The HDU to read: ``hdul[hdu]``, or the first whose header declares data."""
+    if hdu is None:
+        with_data = [h for h in hdul if _header_shape(h.header, path)]
+        return with_data[0] if with_data else hdul[0]
+    try:
+        return hdul[hdu]
+    except (IndexError, KeyError) as exc:
+        raise ValueError(f"hdu={hdu!r} is not an HDU of {path} (it has {len(hdul)})") from exc
+
+
+def _header_shape(header, path):
+    """The data shape a FITS header declares (NAXISn, slowest axis first); () for none."""
+    try:
+        naxis = int(header.get("NAXIS", 0))
+        shape = tuple(int(header[f"NAXIS{i}"]) for i in range(naxis, 0, -1))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: not a readable FITS file (bad NAXIS keywords: {exc})") from exc
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{path}: not a readable FITS file (negative NAXISn {shape})")
+    return shape if shape and all(shape) else ()
+
+
+def _fits_error(path, exc):
+    """A one-line ValueError for an exception astropy raised reading ``path``."""
+    if isinstance(exc, KeyError) and isinstance(exc.args[0], int):
+        why = f"unsupported BITPIX {exc.args[0]} (FITS allows 8, 16, 32, 64, -32, -64)"
+    elif isinstance(exc, KeyError):
+        why = f"missing header keyword {exc.args[0]}"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return ValueError(f"{path}: not a readable FITS file ({why})")
+
+
+@contextlib.contextmanager
+def _fits_open(path):
+    """``fits.open`` of ``path`` headers first (data read on access), its errors one line."""
+    import warnings
+
+    fits = _astropy_fits()
+    try:
+        with warnings.catch_warnings():
+            # "file may have been truncated": the size check or the data read reports it
+            warnings.simplefilter("ignore")
+            with fits.open(path, memmap=False, lazy_load_hdus=True) as hdul:
+                yield hdul
+    except (OSError, TypeError, KeyError, IndexError, EOFError) as exc:
+        raise _fits_error(path, exc) from exc
+
+
+def _check_fits_length(path, hdu, shape):
+    """Refuse an uncompressed FITS file shorter than the data its header declares."""
+    if path.name.lower().endswith(".gz"):
+        return
+    try:
+        info = hdu.fileinfo()
+        bitpix = abs(int(hdu.header["BITPIX"]))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return
+    if bitpix not in (8, 16, 32, 64):
+        raise ValueError(f"{path}: not a readable FITS file (unsupported BITPIX "
+                         f"{hdu.header['BITPIX']}; FITS allows 8, 16, 32, 64, -32, -64)")
+    if info is None:
+        return
+    need = int(info["datLoc"]) + int(np.prod(shape, dtype=object)) * bitpix // 8
+    if path.stat().st_size < need:
+        raise ValueError(f"{path}: truncated FITS file (the header declares data of shape "
+                         f"{shape}, {need:,} bytes with the header; the file has "
+                         f"{path.stat().st_size:,})")
+
+
+def _read_fits_data(path, hdu, max_pixels):
+    """The data of one FITS HDU as float64, its declared size checked before reading."""
+    from cvfs.io.images import check_pixels
+
+    with _fits_open(path) as hdul:
+        h = _fits_hdu(hdul, hdu, path)
+        shape = _header_shape(h.header, path)
+        if not shape:
+            return None
+        check_pixels(path, shape, max_pixels)  # before any data is read
+        _check_fits_length(path, h, shape)
+        try:
+            data = h.data
+            return None if data is None else np.array(data, dtype=np.float64)
+        except MemoryError as exc:
+            raise ValueError(f"{path}: not enough memory to read FITS data of shape {shape} "
+                             "as float64") from exc
+        except (ValueError, OSError, TypeError, KeyError, IndexError, EOFError) as exc:
+            if isinstance(exc, ValueError) and "reshape" in str(exc):
+                raise ValueError(f"{path}: truncated FITS file (the header declares data of "
+                                 f"shape {shape}; the file ends before it)") from exc
+            raise _fits_error(path, exc) from exc
+
+
+def read_image(path, hdu=None, channel=None, *, max_pixels=None):
     """Read a 2-D image from a FITS, PNG, JPEG or TIFF file.
 
     Parameters
@@ -48,6 +144,10 @@ def read_image(path, hdu=None, channel=None):
     channel : {"r", "g", "b", "luminance"}, optional
         The plane of a colour PNG/JPEG/TIFF to measure. Required for colour files (a colour
         picture is not a calibrated intensity; say which plane to use); ignored for grey ones.
+    max_pixels : int, optional
+        Largest image (width x height) read, checked from the header (FITS: NAXIS1 x NAXIS2)
+        before any data is decoded; 0 = no limit. Default
+        :func:`cvfs.io.images.current_pixel_limit` (150 million unless raised).
 
     Returns
     -------
@@ -58,7 +158,8 @@ def read_image(path, hdu=None, channel=None):
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If the suffix is unknown, the file cannot be decoded, holds no image data, or holds a
+        If the suffix is unknown, the header claims more pixels than the limit, the file
+        cannot be decoded, holds no image data, or holds a
         cube (3-D data) rather than one 2-D plane, or is a colour image and ``channel`` is not
         given.
     ImportError
@@ -68,19 +169,7 @@ def read_image(path, hdu=None, channel=None):
     if not path.is_file():
         raise FileNotFoundError(f"image file not found: {path}")
     if _is_fits(path):
-        fits = _astropy_fits()
-        try:
-            with fits.open(path, memmap=False) as hdul:
-                if hdu is None:
-                    datas = [h.data for h in hdul if getattr(h, "data", None) is not None]
-                    data = datas[0] if datas else None
-                else:
-                    data = hdul[hdu].data
-                data = None if data is None else np.array(data, dtype=np.float64)
-        except IndexError as exc:
-            raise ValueError(f"hdu={hdu!r} is not an HDU of {path} ({exc})") from exc
-        except (OSError, TypeError) as exc:
-            raise ValueError(f"{path}: not a readable FITS file ({exc})") from exc
+        data = _read_fits_data(path, hdu, max_pixels)
         if data is None or data.size == 0:
             raise ValueError(f"{path}: the FITS file holds no image data")
         data = np.squeeze(data)
@@ -101,7 +190,7 @@ def read_image(path, hdu=None, channel=None):
 
     if channel is not None and channel not in CHANNELS:
         raise ValueError(f"channel must be one of {CHANNELS}; got {channel!r}")
-    data = read_raster(path, mode="float")
+    data = read_raster(path, mode="float", max_pixels=max_pixels)
     if data.ndim == 3 and (np.array_equal(data[..., 0], data[..., 1])
                            and np.array_equal(data[..., 1], data[..., 2])):
         data = data[..., 0]  # a grey picture stored as RGB
@@ -223,12 +312,8 @@ def write_catalogue_fits(path, catalogue, *, flux_unit=None):
 
 def read_fits_header(path, hdu=None):
     """The header of the FITS HDU :func:`read_image` reads (the first with data by default)."""
-    fits = _astropy_fits()
-    with fits.open(path, memmap=False) as hdul:
-        if hdu is None:
-            with_data = [h for h in hdul if getattr(h, "data", None) is not None]
-            return (with_data[0] if with_data else hdul[0]).header.copy()
-        return hdul[hdu].header.copy()
+    with _fits_open(path) as hdul:
+        return _fits_hdu(hdul, hdu, path).header.copy()
 
 
 def read_catalogue(path):

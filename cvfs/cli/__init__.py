@@ -96,6 +96,22 @@ def _parser(sub, name, help, description=None, formatter=_HelpFormatter):
                           + ".", formatter_class=formatter)
 
 
+def _add_max_pixels(p):
+    p.add_argument("--max-pixels", type=int, default=None, metavar="N",
+                   help="largest image read, in pixels (width x height), checked from the "
+                   "file header before decoding; 0 = no limit (default: $CVFS_MAX_PIXELS, else "
+                   "150000000)")
+
+
+def _check_output_files(args, *options):
+    """Check the output files given to ``options`` before the command computes anything."""
+    from cvfs.io import check_output_file
+
+    for name in options:
+        if getattr(args, name, None):
+            check_output_file(getattr(args, name), label=f"--{name}")
+
+
 def _cmd_demo(args):
     from cvfs import demo
 
@@ -176,6 +192,7 @@ def _cmd_motion_evaluate(args):
 
     figures = Path(args.figures) if args.figures else (
         Path(args.json).parent if args.json else None)
+    _check_output_files(args, "json")
     result = evaluate_hopkins155(args.data, cache=args.cache, n_folds=args.folds,
                                  fold_seed=args.seed, figures=figures,
                                  rankers=args.rankers, features=args.features,
@@ -256,8 +273,11 @@ def _cmd_keypoints_train(args):
     import shlex
     import time
 
+    from cvfs.io import check_output_file
+    from cvfs.io.models import is_model_file
     from cvfs.keypoints.train import TrainingRecipe, train_detector
 
+    check_output_file(args.out, replace=is_model_file, what="model file")  # before training
     if args.aflw_sqlite:
         from cvfs.datasets.aflw import load_aflw
 
@@ -295,6 +315,7 @@ def _cmd_keypoints_evaluate(args):
     from cvfs.keypoints import load_detector
     from cvfs.keypoints.evaluate import evaluate_detector, recall_at_precision
 
+    _check_output_files(args, "json", "figure")
     det = load_detector(args.model)
     images = _kp_images(args.dataset, args.n_images, args.data)
     curves, spi = evaluate_detector(det, images, args.keypoints, max_scale=args.max_scale,
@@ -486,9 +507,9 @@ def _add_keypoints_parser(sub):
                 "<name>_faces.json per video (faces tracked across frames), or one faces.csv "
                 "with --format csv.\nKeypoints (--what keypoints): one line per detection "
                 "(frame, keypoint, x, y, score); <name>_keypoints.png / .avi.\nstderr: timing. "
-                "An output folder's previous set is replaced as a whole.\nImages are scanned "
-                "up to the detector's largest pyramid scale, every keypoint everywhere; video "
-                f"frames up to {VIDEO_MAX_SCALE:g}, top-down (faster; --max-scale and --scan "
+                "In an output folder only the previous run's files are replaced.\nImages are "
+                "scanned up to the detector's largest pyramid scale, every keypoint everywhere; "
+                f"video frames up to {VIDEO_MAX_SCALE:g}, top-down (faster; --max-scale and --scan "
                 "override).")
     p.add_argument("sources", nargs="+", metavar="SOURCE", help=_SOURCE_HELP)
     p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
@@ -520,6 +541,7 @@ def _add_keypoints_parser(sub):
                    "error (not a warning)")
     p.add_argument("--out", default=None,
                    help="folder for the drawn images and videos (default: draw nothing)")
+    _add_max_pixels(p)
     p.set_defaults(func=_cmd_keypoints_detect)
 
 
@@ -536,8 +558,8 @@ def _add_astro_parser(sub):
              "denoised image and figure of one image",
              "denoised.npy, denoised.fits (FITS input) and figure.png")):
         p = _parser(asub, name, help, description=f"{help[:1].upper() + help[1:]} (screened "
-                    f"SBL over sampled PSFs).\nWrites {files} into --out,\nreplacing its "
-                    "previous set as a whole.")
+                    f"SBL over sampled PSFs).\nWrites {files} into --out,\nreplacing only the "
+                    "files of its previous run (other files are kept).")
         p.add_argument("image", help="FITS, PNG, JPEG or TIFF image (2-D; colour is converted "
                        "to luminance)")
         p.add_argument("--out", default=out, help="output folder")
@@ -559,6 +581,7 @@ def _add_astro_parser(sub):
                            help="mask image of the same shape: nonzero pixels are ignored")
             p.add_argument("--jobs", type=int, default=1,
                            help="processes fitting objects in parallel (-1 = one per CPU)")
+        _add_max_pixels(p)
         p.set_defaults(func=func)
 
 
@@ -576,8 +599,8 @@ def _build_parser():
 
     p = _parser(sub, "demo", "run every application on bundled data; write figures",
                 description="Run every application on data that needs no download; write "
-                "figures, a video and summary.txt\ninto --out (replacing its previous set as a "
-                "whole).")
+                "figures, a video and summary.txt\ninto --out (replacing only the files of its "
+                "previous run).")
     p.add_argument("--out", default="cvfs-out", help="output folder")
     p.add_argument("--parts", nargs="+", choices=list(demo.PARTS), default=list(demo.PARTS),
                    help="which parts to run")
@@ -631,7 +654,7 @@ def _build_parser():
                 "<name>_motion.avi (tracks coloured by motion), <name>_motion.png\n"
                 "(trajectories on the first frame), <name>_motion.json (the summary) and\n"
                 "<name>_motion_labels.csv (track, label, frame, x, y, visible), replacing the "
-                "folder's previous set.\nWhen one image motion explains every track (a frozen "
+                "previous run's files.\nWhen one image motion explains every track (a frozen "
                 "video, a camera moving over a static\nscene) the result is 'no independent "
                 "motion'.")
     q.add_argument("video", help=_SOURCE_HELP)
@@ -675,6 +698,7 @@ def _build_parser():
     q.add_argument("--strict", action="store_true",
                    help="a video with fewer decodable frames than its container declares is an "
                    "error (not a warning)")
+    _add_max_pixels(q)
     q.set_defaults(func=_cmd_motion_segment)
 
     _add_astro_parser(sub)
@@ -723,6 +747,7 @@ def main(argv=None):
     (Ctrl-C, SIGTERM, SIGHUP) removes the temporary outputs and exits with 128 + the signal.
     """
     from cvfs.io import Interrupted, signals_raise
+    from cvfs.io.images import pixel_limit
 
     if not faulthandler.is_enabled():  # a crash in native code prints the Python stack
         faulthandler.enable()
@@ -736,7 +761,7 @@ def main(argv=None):
     name = _command_name(args)
     stop_notice = _compile_notice(args)
     try:
-        with signals_raise():
+        with signals_raise(), pixel_limit(getattr(args, "max_pixels", None)):
             return args.func(args)
     except (KeyboardInterrupt, Interrupted, SystemError) as exc:
         # a signal that arrives inside a compiled kernel surfaces as a SystemError whose context

@@ -3,10 +3,11 @@
 :mod:`cvfs.cli` parses the arguments and calls these functions; the scripts in ``apps/`` call
 :func:`cvfs.cli.main`, so a script and its subcommand are one implementation. Each function opens
 its inputs (:func:`cvfs.io.video.open_source`, :func:`cvfs.astro.readers.read_image`), calls the
-library, draws, and writes all output files of a run into a temporary folder that replaces
-``out`` as a whole (:func:`cvfs.io.atomic_dir`): ``out`` holds the previous complete set or the
-new one, never a mixture. Results go to stdout; progress, timing and the list of written files go
-to stderr.
+library, draws, and writes the output files of a run through :func:`cvfs.io.atomic_dir`: into
+a temporary folder, then each renamed into ``out``, replacing only the files the previous run
+wrote there (the folder's manifest); the user's own files in ``out`` are never touched, and a
+folder holding the run's input is refused. ``out`` is checked before any computation. Results go
+to stdout; progress, timing and the list of written files go to stderr.
 """
 
 import contextlib
@@ -33,18 +34,17 @@ def _err(*parts):
     print(*parts, file=sys.stderr)
 
 
-def _output_set(out, command):
+def _output_set(out, command, inputs=()):
     """``atomic_dir(out)`` when ``out`` is given, else a block yielding None (nothing written)."""
     if out is None:
         return contextlib.nullcontext(None)
-    return atomic_dir(out, command=command)
+    return atomic_dir(out, command=command, inputs=inputs)
 
 
 def _report_written(out):
-    from cvfs.io import OUTPUT_MARKER
+    from cvfs.io import output_files
 
-    names = sorted(p.name for p in Path(out).iterdir() if p.name != OUTPUT_MARKER)
-    _err(f"written to {Path(out).resolve()}: {', '.join(names)}")
+    _err(f"written to {Path(out).resolve()}: {', '.join(output_files(out))}")
 
 
 def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale=None, top=1,
@@ -120,9 +120,9 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
                  "no face model")
     opened = [open_source(s, max_frames, strict=strict) for s in sources]  # fail before work
     if out is not None:
-        check_output_dir(out)
+        check_output_dir(out, sources)
     times = []
-    with _output_set(out, command) as tmp:
+    with _output_set(out, command, sources) as tmp:
         rows = []
         for src in opened:
             video = src.kind == "video"  # video frames: a smaller pyramid, the top-down scan
@@ -334,7 +334,7 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
 
     src = open_source(source, max_frames, strict=strict)
     if out is not None:
-        check_output_dir(out)
+        check_output_dir(out, [source])
     # frames stream through the tracker; the drawing pass reads the source again, or (a camera)
     # the JPEG-compressed copies kept for it here
     kept = {"first": None, "n": 0, "jpeg": []}
@@ -369,7 +369,7 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
         summary.update(video=str(final / f"{stem}.avi"), figure=str(final / f"{stem}.png"),
                        json=str(final / f"{stem}.json"),
                        labels=str(final / f"{stem}_labels.csv"))
-        with atomic_dir(out, command=command) as tmp:
+        with atomic_dir(out, command=command, inputs=[source]) as tmp:
             atomic_write_text(tmp / f"{stem}_labels.csv",
                               _labels_csv(points, labels, res.visible))
             replay = ((f for _, f in src) if src.replayable
@@ -491,7 +491,8 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
 
     path, image, unit, header, wcs = _astro_input(image_path, hdu, channel)
     bad = _astro_mask(mask, image.shape)
-    check_output_dir(out)
+    inputs = [image_path] + ([mask] if mask is not None else [])
+    check_output_dir(out, inputs)
     res = astro.localise_and_denoise(
         image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms, noise_sigma=noise_sigma,
         random_state=seed, tile=tile, mask=bad, wcs=wcs, n_jobs=n_jobs, verbose=verbose)
@@ -505,7 +506,7 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
     leaf = res.catalogue["n_children"] == 0
     n_ext = int(np.sum(res.catalogue["extended"][leaf]))
     n_src, n_par = int(leaf.sum()), int(np.sum(~leaf))
-    with atomic_dir(out, command=command) as tmp:
+    with atomic_dir(out, command=command, inputs=inputs) as tmp:
         write_catalogue(tmp / "catalogue.csv", res.catalogue, flux_unit=flux_unit)
         if has_astropy:
             write_catalogue_fits(tmp / "catalogue.fits", res.catalogue,
@@ -538,10 +539,10 @@ def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, nois
     from cvfs.viz.astro import denoise_figure
 
     path, image, unit, header, _ = _astro_input(image_path, hdu, channel)
-    check_output_dir(out)
+    check_output_dir(out, [image_path])
     clean = astro.denoise(image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms,
                           noise_sigma=noise_sigma, random_state=seed, tile=tile, verbose=verbose)
-    with atomic_dir(out, command=command) as tmp:
+    with atomic_dir(out, command=command, inputs=[image_path]) as tmp:
         np.save(tmp / "denoised.npy", clean)
         if header is not None:
             write_fits(tmp / "denoised.fits", clean, header=header)

@@ -247,6 +247,8 @@ def _column_table(X, w):
     stats.shift = mean
     stats.s1 = np.zeros(X.shape[1])
     stats.s2 = (w @ np.square(X - mean)) / ws
+    # deviations from the weighted mean keep its rounding: equal values have no spread
+    stats.s2[np.ptp(X[w > 0], axis=0) == 0] = 0.0
     return Linear().table(stats)
 
 

@@ -116,10 +116,11 @@ def _weighted_stats(X, d, sw, minmax):
         _raise_not_finite(X, np.isfinite(mean) & np.isfinite(m2) & np.isfinite(graw))
     stats = _ColumnStats(M, minmax=minmax)
     stats.n, stats.shift, stats.s1, stats.s2 = W, mean, np.zeros(M), m2
-    if minmax:
-        Xp = X[sw > 0] if (sw == 0).any() else X
-        SK.column_min_max(Xp.indptr, Xp.indices, Xp.data, Xp.format == "csc", Xp.shape[0],
-                          stats.lo, stats.hi)
+    Xp = X[sw > 0] if (sw == 0).any() else X
+    SK.column_min_max(Xp.indptr, Xp.indices, Xp.data, Xp.format == "csc", Xp.shape[0],
+                      stats.lo, stats.hi)
+    # deviations from the weighted mean keep its rounding: equal values have no spread
+    stats.s2[stats.lo == stats.hi] = 0.0
     count = np.bincount(c, minlength=M)
     return stats, graw, count
 

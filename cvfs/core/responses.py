@@ -13,13 +13,35 @@ from the features and the step size sees the real correlations, not the common m
   small data only).
 """
 
+import warnings
+
 import numpy as np
 
-__all__ = ["Linear", "PiecewiseLinear", "get_response"]
+__all__ = ["Linear", "NearConstantWarning", "PiecewiseLinear", "get_response"]
 
-#: a column whose spread is at most this fraction of its magnitude is constant (float64
-#: rounding is 1.1e-16 relative; 1e-12 leaves room for the rounding of the streamed sums)
-_CONST_RTOL = 1e-12
+#: a varying column whose spread is at most this fraction of its magnitude is near-constant:
+#: it is used (its values differ), with a :class:`NearConstantWarning`, as its values keep
+#: only a few significant digits (float64 rounding is 1.1e-16 relative)
+_NEAR_CONST_RTOL = 1e-12
+
+
+class NearConstantWarning(UserWarning):
+    """A feature column varies by less than 1e-12 of its magnitude: it is used (only a column
+    of equal values is constant), but its values carry few significant digits."""
+
+
+def _warn_near_constant(near, spread, magnitude):
+    """Warn once about the near-constant columns (boolean mask ``near``)."""
+    cols = np.flatnonzero(near)
+    if cols.size == 0:
+        return
+    j = int(cols[0])
+    shown = ", ".join(map(str, cols[:5])) + (", ..." if cols.size > 5 else "")
+    warnings.warn(
+        f"{cols.size} X column(s) vary by less than {_NEAR_CONST_RTOL:g} of their magnitude "
+        f"(columns {shown}; column {j}: spread {spread[j]:.3g}, magnitude {magnitude[j]:.3g}); "
+        "they are used, but their values keep few significant digits: centre or rescale X",
+        NearConstantWarning, stacklevel=4)
 
 
 class _ColumnStats:
@@ -91,13 +113,17 @@ class Linear:
 
     def table(self, stats):
         """The parameter table ``fp`` (m, 3) from column statistics."""
-        std = np.sqrt(stats.m2 / (stats.n or 1))
+        m2 = stats.m2
+        std = np.sqrt(m2 / (stats.n or 1))
         with np.errstate(divide="ignore", over="ignore"):
             inv = 1.0 / std
-        # constant columns, never selected: no spread, or a spread below the rounding of
-        # the column's own magnitude (a relative test: the scale of X does not matter)
-        const = (std <= _CONST_RTOL * np.abs(stats.mean)) | ~np.isfinite(inv)
-        scale = np.where(const, 0.0, np.where(const, 1.0, inv))
+        # constant columns, never selected: equal values (the statistics are sums of
+        # deviations from one of the column's values, so they are exactly zero); the test
+        # does not depend on the column's offset or scale
+        const = (m2 == 0) | ~np.isfinite(inv)
+        _warn_near_constant(~const & (std <= _NEAR_CONST_RTOL * np.abs(stats.mean)), std,
+                            np.abs(stats.mean))
+        scale = np.where(const, 0.0, inv)
         return np.column_stack([np.zeros_like(scale), scale, stats.mean * scale])
 
     def basis(self, X, fp):
@@ -127,9 +153,11 @@ class PiecewiseLinear:
     def bin_table(self, stats):
         """Offset/scale columns of ``fp`` (basis means still zero) from min/max."""
         width = stats.hi - stats.lo
-        # constant columns (no spread, or one below the rounding of their magnitude) get
-        # scale 0: every value in bin 0, a basis column equal to its mean, never selected
-        varies = width > _CONST_RTOL * np.maximum(np.abs(stats.lo), np.abs(stats.hi))
+        # constant columns (min = max) get scale 0: every value in bin 0, a basis column
+        # equal to its mean, never selected
+        varies = width > 0
+        magnitude = np.maximum(np.abs(stats.lo), np.abs(stats.hi))
+        _warn_near_constant(varies & (width <= _NEAR_CONST_RTOL * magnitude), width, magnitude)
         with np.errstate(divide="ignore", over="ignore"):
             scale = np.where(varies, self.bins / np.where(varies, width, 1.0), 0.0)
         scale[~np.isfinite(scale)] = 0.0

@@ -9,6 +9,8 @@ from cvfs.io._atomic import (
     atomic_write_bytes,
     atomic_write_text,
     check_output_dir,
+    check_output_file,
+    output_files,
     signals_raise,
 )
 from cvfs.io.estimators import load_estimator, save_estimator
@@ -23,6 +25,8 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_output_dir",
+    "check_output_file",
+    "output_files",
     "file_sha256",
     "load_estimator",
     "load_model",

@@ -1,17 +1,17 @@
-"""Atomic writes: of one file (:func:`atomic_path`) and of a folder of outputs (:func:`atomic_dir`).
+"""Atomic writes and the output policy: one file (:func:`atomic_path`), a set of files in an
+output folder (:func:`atomic_dir`), and the checks made before any computation
+(:func:`check_output_dir`, :func:`check_output_file`).
 
-A file is written to a temporary file beside the target and renamed over it. A set of outputs
-(the files one command writes) is written into a temporary folder beside the output folder and
-swapped in as a whole, so the output folder always holds one complete set: the previous one or
-the new one (the scheme is in :func:`atomic_dir`). A crash, an exception or an interrupt while
-writing never leaves a half-written target behind; temporary files and folders are removed on
-exceptions, on Ctrl-C (``KeyboardInterrupt``) and, inside :func:`signals_raise`, on SIGTERM and
-SIGHUP. What a SIGKILL leaves behind is removed by the next :func:`atomic_dir` on the same folder.
+A file is written to a temporary file beside the target and renamed over it, so it is never
+seen half-written. An output folder holds a manifest (:data:`OUTPUT_MARKER`) of the files cvfs
+wrote there; a run replaces only those, never deletes or overwrites anything else in the folder
+(the user's own files stay), and refuses a folder that holds its own input. Temporary files and
+folders are removed on exceptions, on Ctrl-C (``KeyboardInterrupt``) and, inside
+:func:`signals_raise`, on SIGTERM and SIGHUP; what a SIGKILL leaves behind is removed by the
+next :func:`atomic_dir` on the same folder.
 """
 
 import contextlib
-import ctypes
-import errno
 import json
 import os
 import shutil
@@ -21,13 +21,14 @@ import threading
 from pathlib import Path
 
 __all__ = ["OUTPUT_MARKER", "Interrupted", "atomic_dir", "atomic_path", "atomic_write_bytes",
-           "atomic_write_text", "check_output_dir", "signals_raise"]
+           "atomic_write_text", "check_output_dir", "check_output_file", "output_files",
+           "signals_raise"]
 
-#: File every output set written by :func:`atomic_dir` holds (JSON: command and file list); a
-#: folder without it is never replaced.
+#: The manifest of an output folder (JSON: the command and the files cvfs wrote there): the
+#: only files a later run may replace or remove.
 OUTPUT_MARKER = ".cvfs-output"
 
-_RENAME_EXCHANGE = 2  # linux/fs.h
+_TMP_PREFIX = ".cvfs-tmp-"
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -129,122 +130,166 @@ def _pid_alive(pid):
     return True
 
 
-def _leftovers(out, kind):
-    """``(path, pid)`` of the temporary (kind "tmp") or backup ("old") folders of ``out``."""
-    found = []
-    for p in out.parent.glob(f".{out.name}.{kind}-*"):
-        pid = p.name[len(f".{out.name}.{kind}-"):].split("-", 1)[0]
-        if p.is_dir() and pid.isdigit():
-            found.append((p, int(pid)))
-    return found
+def _check_writable(path, label, shown=None):
+    """Raise if ``path`` (a file to create or replace) cannot be written: an ancestor is a
+    file, or the nearest existing folder is not writable. Errors name ``shown`` (default
+    ``path``), the path the user gave."""
+    shown = path if shown is None else shown
+    path = Path(os.path.abspath(path))
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise FileExistsError(f"{label} {shown}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise PermissionError(f"{label} {shown}: the folder {parent} is not writable")
+            return
 
 
-def _recover(out):
-    """Finish what an earlier, killed :func:`atomic_dir` on ``out`` left.
-
-    A missing ``out`` beside a backup folder means the process died between moving the previous
-    set aside and moving the new one in: the previous set is moved back. Temporary and backup
-    folders of processes no longer running are then removed.
-    """
-    if not out.exists():
-        olds = [p for p, pid in _leftovers(out, "old") if not _pid_alive(pid)]
-        olds = [p for p in olds if (p / OUTPUT_MARKER).is_file()]
-        if olds:
-            os.rename(max(olds, key=lambda p: p.stat().st_mtime), out)
-    for kind in ("tmp", "old"):
-        for p, pid in _leftovers(out, kind):
-            if not _pid_alive(pid):
-                shutil.rmtree(p, ignore_errors=True)
-
-
-def check_output_dir(out):
-    """Check that ``out`` may receive an output set: absent, empty, or a set cvfs wrote.
+def check_output_file(path, *, replace=None, what="file", label="--out"):
+    """Check, before computing, that ``path`` may be written: its folder can be created and
+    written, and an existing file there is one ``replace`` accepts.
 
     Parameters
     ----------
-    out : str or Path
+    path : str or Path
+    replace : callable, optional
+        ``replace(path) -> bool`` for an existing file: True if it may be overwritten (e.g. it
+        is a cvfs model file). None: any existing file may be.
+    what : str
+        What the file is, for the error message ("model file", "feature cache").
+    label : str
+        The option naming ``path`` in the error message.
 
     Raises
     ------
     FileExistsError
-        If ``out`` is a file, or a non-empty folder without :data:`OUTPUT_MARKER` (a folder cvfs
-        did not write is never replaced).
+        If ``path`` is a folder, an ancestor is a file, or an existing file is not one
+        ``replace`` accepts (cvfs never overwrites a file it did not write).
+    PermissionError
+        If the folder is not writable.
     """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"--out {out}: exists and is not a folder")
-    if out.is_dir() and not (out / OUTPUT_MARKER).is_file() and any(out.iterdir()):
-        raise FileExistsError(
-            f"--out {out}: the folder exists, is not empty and holds no {OUTPUT_MARKER} (cvfs did "
-            "not write it, and replaces only its own output folders); choose a new folder or "
-            "empty this one")
+    path = Path(path)
+    if path.is_dir():
+        raise FileExistsError(f"{label} {path}: a folder, expected a {what} path")
+    _check_writable(path, label)
+    if path.exists():
+        if not os.access(path, os.W_OK) and not os.access(path.parent, os.W_OK):
+            raise PermissionError(f"{label} {path}: not writable")
+        if replace is not None and not replace(path):
+            raise FileExistsError(
+                f"{label} {path}: exists and is not a cvfs {what} (cvfs never overwrites a "
+                "file it did not write); choose another path or move that file")
 
 
-def _exchange(a, b):
-    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False if unsupported."""
+def _manifest(out):
+    """The files listed in ``out``'s manifest (empty when it has none or it is unreadable)."""
     try:
-        fn = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return False
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    at_fdcwd = -100
-    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV, errno.EPERM):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
+        files = json.loads((out / OUTPUT_MARKER).read_text()).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [f for f in files if isinstance(f, str) and _inside(out, out / f)]
 
 
-def _swap_in(tmp, out):
-    """Make the complete set ``tmp`` the folder ``out``; returns a folder to delete or None."""
-    if not out.exists():
-        os.rename(tmp, out)
-        return None
-    if _exchange(tmp, out):
-        return tmp  # now holds the previous set
-    backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
-    os.rmdir(backup)
-    blocked = hasattr(signal, "pthread_sigmask") and \
-        threading.current_thread() is threading.main_thread()
-    if blocked:
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+def output_files(out):
+    """The files cvfs wrote in the output folder ``out`` (its manifest), sorted."""
+    return sorted(_manifest(Path(out)))
+
+
+def _inside(folder, path):
+    """Whether ``path`` (resolved) lies inside ``folder`` (resolved)."""
     try:
-        os.rename(out, backup)
-        os.rename(tmp, out)
-    finally:
-        if blocked:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    return backup
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(folder))
+    except ValueError:
+        return False
+    return True
 
 
-@contextlib.contextmanager
-def atomic_dir(out, *, command=""):
-    """Yield a temporary folder beside ``out``; on success it replaces ``out`` as a whole.
-
-    Scheme: the files are written into ``.<name>.tmp-<pid>-<random>`` beside ``out``; then
-    :data:`OUTPUT_MARKER` is written into it (the set is complete) and it replaces ``out``:
-
-    1. ``out`` absent: one ``rename(tmp, out)``.
-    2. ``out`` present, on Linux: one ``renameat2(tmp, out, RENAME_EXCHANGE)`` swaps the two
-       folders; the previous set (now at the temporary name) is deleted.
-    3. ``out`` present, elsewhere: ``rename(out, .<name>.old-<pid>-<random>)``, then
-       ``rename(tmp, out)`` (SIGINT/SIGTERM/SIGHUP blocked between the two), then the backup is
-       deleted. A process killed between the two renames leaves ``out`` missing and the
-       previous set in the backup; the next ``atomic_dir`` on ``out`` moves it back.
-
-    Each rename is atomic, so at every instant ``out`` holds the previous complete set or the new
-    complete set (case 3: or, after a SIGKILL between its two renames, nothing until the next
-    run restores the previous set). On an exception or Ctrl-C the temporary folder is removed and
-    ``out`` is untouched; a temporary or backup folder left by a killed process is removed by the
-    next ``atomic_dir`` on ``out``.
+def check_output_dir(out, inputs=()):
+    """Check, before computing, that the folder ``out`` may receive outputs.
 
     Parameters
     ----------
     out : str or Path
-        The output folder. Its parent is created if missing.
+    inputs : iterable of str or Path, optional
+        The run's input files; an output folder holding one of them is refused.
+
+    Raises
+    ------
+    FileExistsError
+        If ``out`` or an ancestor is a file, or ``out`` holds one of ``inputs``.
+    PermissionError
+        If ``out`` (or the folder it would be created in) is not writable.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out}: exists and is not a folder")
+    _check_writable(out / "x", "--out", shown=out)
+    for inp in inputs:
+        inp = Path(str(inp))
+        if inp.exists() and out.exists() and _inside(out, inp):
+            raise FileExistsError(
+                f"--out {out}: the folder holds the input {inp}; write the outputs elsewhere "
+                "(an output folder never holds its own input)")
+
+
+def _recover(out):
+    """Remove the temporary folders that killed runs left in ``out``."""
+    for p in out.glob(f"{_TMP_PREFIX}*"):
+        pid = p.name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if p.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _write_manifest(out, command, files):
+    atomic_write_text(out / OUTPUT_MARKER,
+                      json.dumps({"command": command, "files": sorted(files)}, indent=1) + "\n")
+
+
+def _commit(tmp, out, command):
+    """Move the files of ``tmp`` into ``out``, replacing only the files of its manifest."""
+    new = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+    previous = set(_manifest(out))
+    clash = [f for f in new if (out / f).exists() and (f not in previous or (out / f).is_dir())]
+    if clash:
+        raise FileExistsError(
+            f"--out {out}: would overwrite {', '.join(clash[:3])}"
+            f"{' ...' if len(clash) > 3 else ''}, which cvfs did not write there (not in "
+            f"{OUTPUT_MARKER}); nothing was written: move those files or choose another folder")
+    # the manifest lists every file cvfs may have written before any is moved, so a run
+    # killed while moving leaves no file of ours unlisted
+    _write_manifest(out, command, previous | set(new))
+    for f in new:
+        (out / f).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp / f, out / f)
+    for f in sorted(previous - set(new)):  # outputs of the previous run not written again
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            (out / f).unlink()
+    _write_manifest(out, command, new)
+
+
+@contextlib.contextmanager
+def atomic_dir(out, *, command="", inputs=()):
+    """Yield a temporary folder; on success its files are moved into the output folder ``out``.
+
+    The files are written into ``out/.cvfs-tmp-<pid>-<random>``. On success each is renamed
+    into ``out`` (one atomic rename per file: no file is ever seen half-written), the files the
+    previous run wrote and this one did not are removed, and the manifest
+    :data:`OUTPUT_MARKER` lists the new files. Only files of the previous manifest are
+    replaced or removed: a file cvfs did not write is never touched, and a new file that would
+    replace one is an error (raised before anything is moved). On an exception or Ctrl-C the
+    temporary folder is removed and ``out`` is untouched (a folder created for the run is
+    removed again). A run killed while moving its files leaves each file complete, old or new,
+    all listed in the manifest; a temporary folder left by a killed run is removed by the next
+    ``atomic_dir`` on ``out``.
+
+    Parameters
+    ----------
+    out : str or Path
+        The output folder; created (with its parents) if missing.
     command : str, optional
         Recorded in :data:`OUTPUT_MARKER`.
+    inputs : iterable of str or Path, optional
+        As :func:`check_output_dir`.
 
     Yields
     ------
@@ -253,26 +298,25 @@ def atomic_dir(out, *, command=""):
 
     Raises
     ------
-    FileExistsError
-        As :func:`check_output_dir`.
+    FileExistsError, PermissionError
+        As :func:`check_output_dir`, or if a new file would replace a file cvfs did not write.
     """
     out = Path(os.path.abspath(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
+    check_output_dir(out, inputs)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
     _recover(out)
-    check_output_dir(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", dir=out))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700 folders; give a plain mkdir's mode
-    old = None
     try:
         yield tmp
-        files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
-        (tmp / OUTPUT_MARKER).write_text(json.dumps({"command": command, "files": files},
-                                                    indent=1) + "\n")
-        old = _swap_in(tmp, out)
+        _commit(tmp, out, command)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -36,10 +36,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from cvfs.io._atomic import atomic_path
+from cvfs.io._atomic import atomic_path, check_output_file
 
-__all__ = ["FORMAT_VERSION", "SavedModel", "file_sha256", "load_model", "save_model",
-           "upgrade_model"]
+__all__ = ["FORMAT_VERSION", "SavedModel", "file_sha256", "is_model_file", "load_model",
+           "save_model", "upgrade_model"]
 
 FORMAT_VERSION = 2
 
@@ -174,12 +174,30 @@ def file_sha256(path, *, start=0):
     return h.hexdigest()
 
 
+def is_model_file(path):
+    """True if ``path`` starts like a model file (the ``CVFS-MODEL`` header, or an HDF5 file
+    with a ``format_version`` attribute: format 1). Only such a file is ever replaced by
+    :func:`save_model`; the content is not verified (:func:`load_model` does that)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_MAGIC))
+        if head == _MAGIC:
+            return True
+        if head[:len(_HDF5_SIGNATURE)] != _HDF5_SIGNATURE:
+            return False
+        with h5py.File(path, "r") as f:
+            return "format_version" in f.attrs
+    except (OSError, ValueError):
+        return False
+
+
 def _write(path, attrs, settings, arrays):
     """Write a model file: root ``attrs`` (str or int), ``settings`` (name -> JSON text) and
     canonical ``arrays``; the content checksum is added, then the file checksum sealed into
     the user block."""
     attrs = dict(attrs, format_version=FORMAT_VERSION)
     checksum = _content_checksum(attrs, settings, arrays)
+    check_output_file(path, replace=is_model_file, what="model file")
     with atomic_path(path, suffix=".h5") as tmp:
         with h5py.File(tmp, "w", userblock_size=_USERBLOCK) as f:
             for key, value in attrs.items():
@@ -225,6 +243,9 @@ def save_model(path, kind, arrays, *, params=None, settings=None, training=None,
     TypeError
         If an array is not numeric (object, string or structured dtype), or a dictionary is not
         JSON-serialisable.
+    FileExistsError
+        If ``path`` exists and is not a model file (:func:`is_model_file`; a file cvfs did not
+        write is never overwritten), or its folder cannot be written.
     """
     from cvfs import __version__
 

@@ -8,8 +8,10 @@ caller's ``features`` function computes the rows of the examples from their posi
 (each round adds only the rows of the newly mined negatives; a resumed run recomputes them).
 
 After every round the state (positives, negatives, completed rounds, the round's classifier and a
-history) is written atomically to an HDF5 checkpoint; :func:`run_mining` started again with the
-same checkpoint resumes after the last completed round.
+history) is written atomically to a checkpoint sealed like a model file (file and content
+checksums, :mod:`cvfs.io.models`); :func:`run_mining` started again with the same checkpoint
+verifies it (checksums, layout, example indices within the training images, the classifier's
+arrays) and resumes after the last completed round.
 
 References
 ----------
@@ -24,15 +26,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
-from cvfs.io import atomic_path
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.examples import EXAMPLE_DTYPE
 
 __all__ = [
+    "CHECKPOINT_KIND",
     "MiningState",
     "config_diff",
     "load_checkpoint",
@@ -43,7 +44,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_CKPT_VERSION = 1
+_CKPT_VERSION = 2
+
+#: The ``kind`` of a mining checkpoint file (a sealed model file, :mod:`cvfs.io.models`).
+CHECKPOINT_KIND = "mining-checkpoint"
 
 
 @dataclass
@@ -72,66 +76,117 @@ class MiningState:
 
 
 def save_checkpoint(path, state):
-    """Write ``state`` to ``path`` atomically (HDF5).
+    """Write ``state`` to ``path`` atomically, sealed like a model file
+    (:func:`cvfs.io.save_model`: file and content checksums; kind ``"mining-checkpoint"``).
 
     Parameters
     ----------
     path : str or Path
     state : MiningState
+
+    Returns
+    -------
+    path : Path
     """
-    path = Path(path)
-    with atomic_path(path, suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
-        f.attrs["checkpoint_version"] = _CKPT_VERSION
-        f.attrs["round"] = int(state.round)
-        f.attrs["history"] = json.dumps(state.history)
-        f.attrs["config"] = json.dumps(state.config, sort_keys=True)
-        f.create_dataset("positives", data=state.positives)
-        f.create_dataset("negatives", data=state.negatives)
-        if state.model is not None:
-            g = f.create_group("model")
-            for name, arr in state.model.to_arrays("clf").items():
-                g.create_dataset(name, data=arr)
-    return path
+    from cvfs.io import save_model
+
+    arrays = {}
+    for which in ("positives", "negatives"):
+        ex = np.asarray(getattr(state, which), dtype=EXAMPLE_DTYPE)
+        arrays.update({f"{which}/{f}": np.ascontiguousarray(ex[f]) for f in EXAMPLE_DTYPE.names})
+    if state.model is not None:
+        arrays.update(state.model.to_arrays("model"))
+    settings = {"checkpoint_version": _CKPT_VERSION, "round": int(state.round),
+                "history": state.history, "config": state.config}
+    return save_model(path, CHECKPOINT_KIND, arrays, settings=settings)
+
+
+def _examples(ckpt, which):
+    """The examples ``which`` of a loaded checkpoint as EXAMPLE_DTYPE, their arrays checked."""
+    cols = [ckpt.arrays.get(f"{which}/{f}") for f in EXAMPLE_DTYPE.names]
+    if any(c is None or c.ndim != 1 or c.dtype.kind not in "iu" for c in cols) or len(
+            {c.size for c in cols}) != 1:
+        raise ValueError(f"{ckpt.path}: {which} must be 1-D integer arrays "
+                         f"{', '.join(EXAMPLE_DTYPE.names)} of one length")
+    out = np.empty(cols[0].size, EXAMPLE_DTYPE)
+    for f, c in zip(EXAMPLE_DTYPE.names, cols, strict=True):
+        info = np.iinfo(EXAMPLE_DTYPE[f])
+        lo = 0 if f == "image" else info.min  # levels below 0 are upsampled ones
+        if c.size and (c.min() < lo or c.max() > info.max):
+            raise ValueError(f"{ckpt.path}: {which}/{f} holds values outside [{lo}, "
+                             f"{info.max}]")
+        out[f] = c
+    return out
 
 
 def load_checkpoint(path):
-    """Read a checkpoint written by :func:`save_checkpoint`.
+    """Read a checkpoint written by :func:`save_checkpoint`, verified as a model file
+    (:func:`cvfs.io.load_model`: checksums, layout), then its content: example arrays,
+    round, history, config and the classifier's arrays.
 
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file is not a mining checkpoint of this version.
+        If the file is not a sealed mining checkpoint of this version, or fails a check (a
+        tampered or truncated file; the message names the file and the check).
     """
+    from cvfs.io import load_model
+    from cvfs.keypoints.model_check import check_classifier
+    from cvfs.vision import FeaturePool
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"mining checkpoint not found: {path}")
     try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise ValueError(f"{path} is not a readable HDF5 mining checkpoint ({exc})") from exc
-    with f:
-        if f.attrs.get("checkpoint_version") != _CKPT_VERSION:
+        ckpt = load_model(path, kind=CHECKPOINT_KIND)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (not a valid mining checkpoint: delete it to restart "
+                         "mining)") from exc
+
+    def fail(msg):
+        raise ValueError(f"{path}: {msg} (delete the checkpoint to restart mining)")
+
+    s = ckpt.settings
+    if s.get("checkpoint_version") != _CKPT_VERSION:
+        fail(f"not a version-{_CKPT_VERSION} mining checkpoint")
+    rnd, history, config = s.get("round"), s.get("history"), s.get("config")
+    if not isinstance(rnd, int) or isinstance(rnd, bool) or rnd < 0:
+        fail(f"round must be a non-negative int; got {rnd!r}")
+    if not isinstance(history, list) or len(history) != rnd:
+        fail(f"history must list one entry per completed round ({rnd})")
+    if not isinstance(config, dict):
+        fail("config must be a dictionary")
+    model = None
+    if any(n.startswith("model/") for n in ckpt.arrays):
+        pool = {k: config[k] for k in ("haar_per_channel", "hog_border") if k in config}
+        try:
+            n_features = FeaturePool(**pool).n_features
+        except (TypeError, ValueError):
+            fail(f"config holds no valid feature pool ({pool!r})")
+        check_classifier(ckpt.arrays, "model", "the checkpoint", n_features, fail)
+        model = AdditiveModel.from_arrays(ckpt.arrays, "model")
+    elif rnd > 0:
+        fail(f"{rnd} completed round(s) but no classifier")
+    extra = [n for n in ckpt.arrays if n.split("/")[0] not in ("positives", "negatives",
+                                                                "model")]
+    if extra:
+        fail(f"unexpected arrays {sorted(extra)[:5]}")
+    return MiningState(positives=_examples(ckpt, "positives"),
+                       negatives=_examples(ckpt, "negatives"), round=rnd, model=model,
+                       history=history, config=config)
+
+
+def _check_examples(state, n_images, ckpt):
+    """Refuse examples of a checkpoint that point outside the training images."""
+    for which in ("positives", "negatives"):
+        ex = getattr(state, which)
+        if ex.size and (ex["image"].max() >= n_images or ex["image"].min() < 0):
             raise ValueError(
-                f"{path} is not a version-{_CKPT_VERSION} mining checkpoint "
-                f"(checkpoint_version={f.attrs.get('checkpoint_version')})"
-            )
-        model = None
-        if "model" in f:
-            arrays = {}
-            f["model"].visititems(
-                lambda n, o: arrays.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None
-            )
-            model = AdditiveModel.from_arrays(arrays, "clf")
-        return MiningState(
-            positives=f["positives"][()].astype(EXAMPLE_DTYPE),
-            negatives=f["negatives"][()].astype(EXAMPLE_DTYPE),
-            round=int(f.attrs["round"]),
-            model=model,
-            history=json.loads(f.attrs["history"]),
-            config=json.loads(f.attrs["config"]),
-        )
+                f"checkpoint {ckpt}: {which} refer to image {int(ex['image'].max())}; the run "
+                f"has {n_images} images (0..{n_images - 1}); delete it or use another "
+                "checkpoint path")
 
 
 def merge_hardest(candidates, scores, n, exclude=None, *, return_scores=False):
@@ -265,6 +320,7 @@ def run_mining(positives, negatives, *, features, fit, scan, n_images, n_rounds=
                             for k, a, b in diff)
                 + "; delete it or use another checkpoint path"
             )
+        _check_examples(state, n_images, ckpt)
         log.info("resuming mining from %s after round %d", ckpt, state.round)
     else:
         state = MiningState(np.asarray(positives, dtype=EXAMPLE_DTYPE),

@@ -1,4 +1,5 @@
-"""Checks of a keypoint-detector model file before any array reaches the scan kernels."""
+"""Checks of keypoint-detector model files and mining checkpoints before any array reaches the
+scan kernels."""
 
 import math
 
@@ -7,7 +8,7 @@ import numpy as np
 from cvfs.datasets.landmarks import KEYPOINTS
 from cvfs.vision import FeaturePool
 
-__all__ = ["check_saved"]
+__all__ = ["check_classifier", "check_saved"]
 
 _CLF_ARRAYS = ("features", "lo", "scale", "table", "intercept", "step")
 _CLF_OPTIONAL = ("cascade_ends", "cascade_thresholds")
@@ -19,6 +20,44 @@ def _real(value, lo, hi, *, strict_lo=False):
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value) and (value > lo if strict_lo else value >= lo)
             and value <= hi)
+
+
+def check_classifier(arrays, prefix, name, n_features, fail):
+    """Check the arrays ``<prefix>/...`` of one keypoint classifier (an AdditiveModel of
+    :meth:`~cvfs.keypoints._additive.AdditiveModel.to_arrays`); ``fail(message)`` raises."""
+    a = {f: arrays.get(f"{prefix}/{f}") for f in _CLF_ARRAYS + _CLF_OPTIONAL}
+    miss = [f"{prefix}/{f}" for f in _CLF_ARRAYS if a[f] is None]
+    if miss:
+        fail(f"the classifier of {name} lacks the arrays {miss}")
+    feats, table = a["features"], a["table"]
+    if feats.ndim != 1 or feats.dtype.kind not in "iu" or feats.size == 0:
+        fail(f"{prefix}/features must be a non-empty 1-D integer array; got {feats.dtype} "
+             f"{feats.shape}")
+    if feats.min() < 0 or feats.max() >= n_features:
+        fail(f"{prefix}/features holds indices outside the feature pool [0, {n_features})")
+    k = feats.size
+    for f in ("lo", "scale"):
+        if a[f].shape != (k,) or a[f].dtype.kind != "f":
+            fail(f"{prefix}/{f} must be float of shape ({k},); got {a[f].dtype} {a[f].shape}")
+    if np.abs(a["lo"]).max() > _BOUND or a["scale"].min() < 0 or a["scale"].max() > _BOUND:
+        fail(f"{prefix}: lo must lie in [-{_BOUND:g}, {_BOUND:g}] and scale in "
+             f"[0, {_BOUND:g}]")
+    if table.ndim != 2 or table.dtype.kind != "f" or table.shape[0] != k \
+            or not 1 <= table.shape[1] <= 4096:
+        fail(f"{prefix}/table must be float of shape ({k}, T), 1 <= T <= 4096; got "
+             f"{table.dtype} {table.shape}")
+    for f in ("intercept", "step"):
+        if a[f].shape != (1,):
+            fail(f"{prefix}/{f} must have shape (1,); got {a[f].shape}")
+    if a["step"].dtype.kind not in "biu" or a["step"][0] not in (0, 1):
+        fail(f"{prefix}/step must be a bool; got {a['step']!r}")
+    ends, cthr = a["cascade_ends"], a["cascade_thresholds"]
+    if (ends is None) != (cthr is None):
+        fail(f"{prefix} needs both cascade_ends and cascade_thresholds, or neither")
+    if ends is not None and (ends.ndim != 1 or ends.dtype.kind not in "iu"
+                             or cthr.shape != ends.shape or cthr.dtype.kind != "f"):
+        fail(f"{prefix}/cascade_ends must be 1-D integers and cascade_thresholds floats of "
+             f"the same shape; got {ends.dtype} {ends.shape} and {cthr.dtype} {cthr.shape}")
 
 
 def check_saved(model):
@@ -70,37 +109,5 @@ def check_saved(model):
         fail(f"unexpected arrays {extra[:5]}; a detector of {len(names)} keypoints holds "
              f"clf0..clf{len(names) - 1}/{{{', '.join(_CLF_ARRAYS + _CLF_OPTIONAL)}}}")
     for i, name in enumerate(names):
-        a = {f: model.arrays.get(f"clf{i}/{f}") for f in _CLF_ARRAYS + _CLF_OPTIONAL}
-        miss = [f"clf{i}/{f}" for f in _CLF_ARRAYS if a[f] is None]
-        if miss:
-            fail(f"the classifier of {name} lacks the arrays {miss}")
-        feats, table = a["features"], a["table"]
-        if feats.ndim != 1 or feats.dtype.kind not in "iu" or feats.size == 0:
-            fail(f"clf{i}/features must be a non-empty 1-D integer array; got {feats.dtype} "
-                 f"{feats.shape}")
-        if feats.min() < 0 or feats.max() >= n_features:
-            fail(f"clf{i}/features holds indices outside the feature pool [0, {n_features})")
-        k = feats.size
-        for f in ("lo", "scale"):
-            if a[f].shape != (k,) or a[f].dtype.kind != "f":
-                fail(f"clf{i}/{f} must be float of shape ({k},); got {a[f].dtype} {a[f].shape}")
-        if np.abs(a["lo"]).max() > _BOUND or a["scale"].min() < 0 or a["scale"].max() > _BOUND:
-            fail(f"clf{i}: lo must lie in [-{_BOUND:g}, {_BOUND:g}] and scale in "
-                 f"[0, {_BOUND:g}]")
-        if table.ndim != 2 or table.dtype.kind != "f" or table.shape[0] != k \
-                or not 1 <= table.shape[1] <= 4096:
-            fail(f"clf{i}/table must be float of shape ({k}, T), 1 <= T <= 4096; got "
-                 f"{table.dtype} {table.shape}")
-        for f in ("intercept", "step"):
-            if a[f].shape != (1,):
-                fail(f"clf{i}/{f} must have shape (1,); got {a[f].shape}")
-        if a["step"].dtype.kind not in "biu" or a["step"][0] not in (0, 1):
-            fail(f"clf{i}/step must be a bool; got {a['step']!r}")
-        ends, cthr = a["cascade_ends"], a["cascade_thresholds"]
-        if (ends is None) != (cthr is None):
-            fail(f"clf{i} needs both cascade_ends and cascade_thresholds, or neither")
-        if ends is not None and (ends.ndim != 1 or ends.dtype.kind not in "iu"
-                                 or cthr.shape != ends.shape or cthr.dtype.kind != "f"):
-            fail(f"clf{i}/cascade_ends must be 1-D integers and cascade_thresholds floats of "
-                 f"the same shape; got {ends.dtype} {ends.shape} and {cthr.dtype} {cthr.shape}")
+        check_classifier(model.arrays, f"clf{i}", name, n_features, fail)
     return s, pool

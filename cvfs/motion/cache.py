@@ -48,6 +48,16 @@ def _config(alphas, refine, seed):
             for key, value in pool_settings(alphas, refine, seed).items()}
 
 
+def is_feature_cache(path):
+    """True if ``path`` is a feature cache cvfs wrote (any feature version or pool): an HDF5
+    file with a ``feature_version`` attribute. Only such a file is ever replaced."""
+    try:
+        with h5py.File(path, "r") as f:
+            return "feature_version" in f.attrs
+    except (OSError, ValueError):
+        return False
+
+
 def cache_matches(path, alphas=DEFAULT_ALPHAS, refine=DEFAULT_REFINE, seed=0, names=None):
     """True if ``path`` is a cache of this feature version, pool and (optionally) sequences."""
     path = Path(path)
@@ -88,9 +98,18 @@ def build_cache(sequences, path, *, alphas=DEFAULT_ALPHAS, refine=DEFAULT_REFINE
     -------
     seconds : ndarray of shape (n_sequences,)
         Wall time of candidates + features per sequence.
+
+    Raises
+    ------
+    FileExistsError
+        If ``path`` exists and is not a feature cache (:func:`is_feature_cache`), or cannot be
+        written (:func:`cvfs.io.check_output_file`).
     """
     from tqdm.auto import tqdm
 
+    from cvfs.io import check_output_file
+
+    check_output_file(path, replace=is_feature_cache, what="feature cache", label="cache")
     seconds = []
     with atomic_path(path, suffix=".h5") as tmp:
         with h5py.File(tmp, "w") as f:

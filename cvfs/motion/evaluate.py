@@ -350,13 +350,16 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
     ------
     FileNotFoundError
         If the dataset is missing.
+    FileExistsError
+        If ``cache`` exists and is not a feature cache, or cannot be written.
     ValueError
         If ``rankers`` names an unknown ranker or ``features`` an unknown feature set.
     """
     import time
 
     from cvfs.datasets.hopkins155 import list_sequences, load_hopkins155
-    from cvfs.motion.cache import build_cache, cache_matches, load_cache
+    from cvfs.io import check_output_file
+    from cvfs.motion.cache import build_cache, cache_matches, is_feature_cache, load_cache
     from cvfs.motion.ranking import ColumnSelector, MotionRanker, RankBoost
 
     known = {"rankboost": ("RankBoost", RankBoost), "fsa": ("FSA-Rank", MotionRanker)}
@@ -368,6 +371,8 @@ def evaluate_hopkins155(root=None, *, cache=None, n_folds=10, fold_seed=0, figur
         raise ValueError("features must name at least one of "
                          f"{FEATURE_FAMILIES}; got {features!r}")
     cache = default_cache_path() if cache is None else cache
+    if not is_feature_cache(cache):  # before anything is read: a non-cache is never replaced
+        check_output_file(cache, replace=is_feature_cache, what="feature cache", label="cache")
     names = list_sequences(root)
     if not cache_matches(cache, names=names):
         log.info("building the feature cache %s (%d sequences)", cache, len(names))
