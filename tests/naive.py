@@ -414,3 +414,8 @@ class PatchTemplatesNumPy(PatchTemplates):
         self._A[idx], self._d[idx] = A, d
         mx, my = _warp_maps(c, A, d, self._u, self._v)
         return _ncc(T, _sample(image, mx, my), self._seen[idx] & _inside(image.shape, mx, my))
+
+
+def gram_rows_dot(G, rows, w):
+    """Twin of cvfs.core._lasso_kernels.gram_rows_dot: G[rows]^T w."""
+    return G[rows].T @ w
