@@ -887,7 +887,7 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
     n_jobs : int or None, default=None
         Processes coding the test samples (joblib; None: 1, -1: all cores). With one process
         and at most 16,384 atoms the samples are coded in atom space over the dictionary's
-        Gram matrix (n_atoms^2 float64, computed at the first prediction and kept;
+        Gram matrix (n_atoms^2 float64, built by ``fit``, not pickled;
         :mod:`cvfs.core.sbl_batch`), which is several times faster than coding each sample
         through the dictionary; several processes code through the dictionary.
     random_state : None, int or numpy.random.Generator, default=None
@@ -993,13 +993,15 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.dictionary_ = np.ascontiguousarray((X[idx] / norms[idx, None]).T)
         self._gram_dictionary = None
+        if self.dictionary_.shape[1] <= _SBL_GRAM_MAX_ATOMS:
+            self._gram()
         self.atom_labels_ = labels[idx].astype(np.int64)
         self.atom_index_ = idx
         return self
 
     def _gram(self):
-        """The dictionary with its Gram matrix, computed at the first prediction and kept (not
-        pickled)."""
+        """The dictionary with its Gram matrix: built by ``fit``, rebuilt at the first prediction
+        of an unpickled or loaded model (it is not stored)."""
         from cvfs.core.sbl_batch import GramDictionary
 
         gd = getattr(self, "_gram_dictionary", None)

@@ -80,6 +80,8 @@ class SBLResult:
         Atoms with gamma_i > 0.
     sigma : ndarray of shape (n_active, n_active)
         Posterior covariance of theta on ``active`` (eq. 9; zero elsewhere).
+    converged : bool
+        Whether gamma settled (to ``tol``) within ``max_iter`` steps.
     """
 
     coef: np.ndarray
@@ -91,6 +93,7 @@ class SBLResult:
     lam: float = 0.0
     active: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     sigma: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    converged: bool = False
 
 
 def _primal_dual(y, yy, r, corr, th, pen, positive):
@@ -344,7 +347,8 @@ def _screened_lasso(op, y, pen, theta, screen, positive, lasso, res):
 
 
 def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e-4,
-            lasso_tol=1e-8, lasso_max_iter=200, update_noise=False, callback=None):
+            lasso_tol=1e-8, lasso_max_iter=200, update_noise=False, step_budget=False,
+            callback=None):
     """Sparse Bayesian learning by reweighted weighted lasso (Alg. 1, Lemma 2.1).
 
     Starting from gamma = 0 (Sigma_Y = lam I, so gamma_h,i = ||phi_i||^2 / lam), each step solves
@@ -379,6 +383,11 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         evidence guard (:func:`cvfs.core.sbl_evidence.evidence_noise`; ``lam`` is ignored),
         then run the screened reweighting at that fixed value, so every safe test applies
         unchanged.
+    step_budget : bool
+        ``max_iter`` is the stopping rule itself (a fixed budget of reweighting steps, as for
+        detection or classification, where each step only sparsifies a code that already
+        answers): no ConvergenceWarning when it is used up; ``converged`` still tells whether
+        gamma settled earlier.
     callback : callable, optional
         Called as ``callback(step, theta_tmp)`` after each weighted lasso.
 
@@ -438,9 +447,10 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         if delta <= tol * max(float(np.max(gamma)), np.finfo(float).tiny):
             converged = True
             break
-    if not converged:
+    if not converged and not step_budget:
         warnings.warn(f"SBL did not converge in {max_iter} reweighting steps",
                       ConvergenceWarning, stacklevel=2)
+    res.converged = converged
     res.n_iter = step
     res.gamma = gamma
     res.coef, res.active, res.sigma = _posterior(op, y, gamma, lam, positive)

@@ -13,8 +13,6 @@ lambda_max(y) = max_i |phi_i^T y|, so the first weighted lasso of SBL has the L1
 ratio * lambda_max (the thesis' lambda / lambda_max axis); ratio >= 1 codes nothing.
 """
 
-import warnings
-
 import numpy as np
 
 from cvfs.core.sbl import sbl_fit
@@ -106,10 +104,9 @@ def sbl_codes(Phi, Y, ratio, *, screening="gap", max_iter=5, tol=1e-4, lasso_tol
             nz = np.flatnonzero(coef)
             codes.append((nz.astype(np.int64), coef[nz]))
             continue
-        with warnings.catch_warnings():  # a few reweighting steps are the method, not a failure
-            warnings.simplefilter("ignore")
-            res = sbl_fit(op, y, lams[i], screening=screening, max_iter=max_iter, tol=tol,
-                          lasso_tol=lasso_tol)
+        # a few reweighting steps are the method (class scores), not a failure
+        res = sbl_fit(op, y, lams[i], screening=screening, max_iter=max_iter, tol=tol,
+                      lasso_tol=lasso_tol, step_budget=True)
         nz = np.flatnonzero(res.coef)
         codes.append((nz.astype(np.int64), res.coef[nz]))
     return codes, lams
