@@ -667,11 +667,11 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
         screening during it ("gap"), or none. Every rule returns the same solution.
     positive : bool, default=False
         Constrain the coefficients to be nonnegative.
-    max_iter : int, default=20
-        Reweighting steps.
+    max_iter : int, default=50
+        Reweighting steps (with more atoms than samples the reweighting takes 20-30 steps to
+        settle at a learned noise variance, ``benchmarks/sbl_noise.py``).
     tol : float, default=1e-4
-        Relative change of gamma (and of the noise variance with ``lam="auto"``) at which the
-        reweighting stops.
+        Relative change of gamma at which the reweighting stops.
     lasso_tol : float, default=1e-8
         Relative duality gap of each weighted lasso.
     fit_intercept : bool, default=False
@@ -717,7 +717,7 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
     [5, 17]
     """
 
-    def __init__(self, lam=1e-2, screening="wtht", positive=False, max_iter=20, tol=1e-4,
+    def __init__(self, lam=1e-2, screening="wtht", positive=False, max_iter=50, tol=1e-4,
                  lasso_tol=1e-8, fit_intercept=False):
         self.lam = lam
         self.screening = screening

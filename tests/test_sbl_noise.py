@@ -63,3 +63,13 @@ def test_screening_safe_at_the_learned_noise(rule):
     res = sbl_fit(Phi, y, 1.0, screening=rule, update_noise=True, max_iter=10)
     assert res.lam == ref.lam
     np.testing.assert_allclose(res.coef, ref.coef, atol=1e-6 * np.abs(ref.coef).max())
+
+
+def test_evidence_noise_does_not_depend_on_units():
+    Phi, y, _ = _problem(60, 120, 0.5, 6)
+    ref = evidence_noise(Phi, y)
+    for a, b in ((1e-150, 1.0), (1e100, 1e-100), (3.0, 1e120)):
+        ev = evidence_noise(b * Phi, a * y)
+        np.testing.assert_array_equal(ev.active, ref.active)
+        assert ev.lam == pytest.approx(a * a * ref.lam, rel=1e-8)
+        np.testing.assert_allclose(ev.coef, ref.coef * a / b, rtol=1e-8)

@@ -108,13 +108,21 @@ def evidence_noise(Phi, y, *, tau=None, max_iter=None, tol=1e-6):
     n, m = op.shape
     tau = max(2.0 * np.log(m), 1.0) if tau is None else max(float(tau), 1.0)
     max_iter = 20 + 4 * min(n, m) if max_iter is None else int(max_iter)
-    nrm2 = op.column_norms() ** 2
+    # work on y / sy and Phi / sp (unit mean squares): the result does not depend on the units
+    norms = op.column_norms()
+    sy = float(np.sqrt(np.mean(y * y))) if y.size else 0.0
+    sp = float(np.sqrt(np.mean(norms**2) / n)) if norms.size else 0.0
+    if not (sy > 0 and sp > 0 and np.isfinite(sy) and np.isfinite(sp)):
+        lam = max(sy * sy, np.finfo(float).tiny)
+        return EvidenceResult(lam, np.zeros(0, np.int64), np.zeros(0), np.zeros(0), 0, True)
+    y = y / sy
+    nrm2 = (norms / sp) ** 2
     ok = nrm2 > 0
-    pty = op.rmatvec(y)
+    pty = op.rmatvec(y) / sp
     var_y = float(np.var(y))
     yy = float(y @ y)
     if not ok.any() or var_y == 0.0:
-        lam = max(float(y @ y) / n, np.finfo(float).tiny)
+        lam = max(sy * sy * yy / n, np.finfo(float).tiny)
         return EvidenceResult(lam, np.zeros(0, np.int64), np.zeros(0), np.zeros(0), 0, True)
     beta = 1.0 / (0.1 * var_y)
     alpha = np.full(m, np.inf)
@@ -124,12 +132,12 @@ def evidence_noise(Phi, y, *, tau=None, max_iter=None, tol=1e-6):
     converged = False
     for it in range(1, max_iter + 1):  # noqa: B007 - it is reported
         S = np.flatnonzero(np.isfinite(alpha))
-        A = op.columns(S)
+        A = op.columns(S) / sp
         L = np.linalg.cholesky(beta * (A.T @ A) + np.diag(alpha[S]))
         Wt = solve_triangular(L, A.T, lower=True)  # L^-1 Phi_S^T, Sigma = L^-T L^-1
         wy = Wt @ y
         mu = beta * solve_triangular(L, wy, lower=True, trans=1)
-        C = op.rmatvec(Wt.T)  # Phi^T Phi_S L^-T
+        C = op.rmatvec(Wt.T) / sp  # Phi^T Phi_S L^-T
         Sm = np.where(ok, beta * nrm2 - beta**2 * np.einsum("ij,ij->i", C, C), 1.0)
         Qm = np.where(ok, beta * pty - beta**2 * (C @ wy), 0.0)
         inm = np.isfinite(alpha)
@@ -154,8 +162,9 @@ def evidence_noise(Phi, y, *, tau=None, max_iter=None, tol=1e-6):
         warnings.warn(f"fast marginal likelihood did not settle in {max_iter} steps",
                       ConvergenceWarning, stacklevel=2)
     S = np.flatnonzero(np.isfinite(alpha))
-    A = op.columns(S)
+    A = op.columns(S) / sp
     H = beta * (A.T @ A) + np.diag(alpha[S])
     coef = beta * np.linalg.solve(H, A.T @ y)
-    return EvidenceResult(float(1.0 / beta), S.astype(np.int64), alpha[S], coef, it,
-                          bool(converged))
+    # back to the units of y and Phi: theta scales as sy / sp, so alpha as (sp / sy)^2
+    return EvidenceResult(float(sy * sy / beta), S.astype(np.int64),
+                          alpha[S] * (sp / sy) ** 2, coef * (sy / sp), it, bool(converged))
