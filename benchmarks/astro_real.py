@@ -14,15 +14,14 @@ leaves`` with the deblended rows only, ``recall top`` with the top level only.
 """
 
 import argparse
-import os
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from astro_common import write_json
 
 from cvfs import astro
+from cvfs.datasets import data_home
 
 
 def cpu(fn, *a, **k):
@@ -60,7 +59,7 @@ def main(argv=None):
     astro.localise(rgb2gray(data.hubble_deep_field())[:32, :32])  # JIT warm-up, not timed
     rows = {}
     hdf = rgb2gray(data.hubble_deep_field())[:args.size, :args.size]
-    d = Path(os.environ.get("CVFS_DATA", Path(__file__).parents[2] / "shared" / "data"))
+    d = data_home()
     from astropy.io import fits
 
     with warnings.catch_warnings():

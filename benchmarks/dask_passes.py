@@ -113,7 +113,8 @@ def profile(args):
           f"{est.history_['out_of_core_iterations']} iterations on the workers")
     out = {"machine": machine_info(), "config": vars(args), "wall": wall, "cpu": cpu,
            "load": [min(load), max(load), float(np.mean(load))], "table": table,
-           "passes": P, "support": est.support_.tolist(), "coef": est.coef_.ravel().tolist(),
+           "passes": P, "support": est.get_support(indices=True).tolist(),
+           "coef": est.coef_.ravel().tolist(),
            "in_memory": [dk["in_memory_seconds"], dk["in_memory_cpu_seconds"]]}
     write_json(args.out, out)
     return out

@@ -129,7 +129,7 @@ def run_one(n, m, density, k, seed, fmt="csr", bins=None):
     with timed() as t:
         est.fit(X, y)
     peak = _peak() if reset else max(_peak(), peak_before)
-    hits = np.intersect1d(est.support_, true).size
+    hits = int(est.support_[true].sum())
     return {"format": fmt, "bins": bins, "N": n, "M": m, "nnz": int(X.nnz), "peak_reset": reset,
             "density": X.nnz / (n * m), "k": k,
             "matrix_bytes": int(nbytes), "rss_before_fit": rss_before,

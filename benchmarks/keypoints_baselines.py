@@ -1,11 +1,12 @@
 """Off-the-shelf keypoint baselines on our evaluation images: dlib 68-point, OpenCV 4 eye cascade.
 
 Runs in a separate environment that has ``dlib`` (``dlib-bin``), ``face_recognition_models`` and
-OpenCV 4 (``opencv-python-headless<5``: OpenCV 5 has no CascadeClassifier), e.g.::
+OpenCV 4 (``opencv-python-headless<5``: OpenCV 5 has no CascadeClassifier), e.g. a virtual
+environment ``baselines`` made for it::
 
-    python3 -m venv /tmp/venv-dlib
-    /tmp/venv-dlib/bin/pip install dlib-bin face_recognition_models "opencv-python-headless<5"
-    /tmp/venv-dlib/bin/python benchmarks/keypoints_baselines.py --data $CVFS_DATA \\
+    python3 -m venv baselines
+    baselines/bin/pip install dlib-bin face_recognition_models "opencv-python-headless<5"
+    baselines/bin/python benchmarks/keypoints_baselines.py --data $CVFS_DATA \\
         --n-images 300 --out benchmarks/results/keypoints_baselines.json
 
 It imports nothing from cvfs (the environment lacks numba etc.): it reads the annotation files
@@ -57,7 +58,8 @@ def main(argv=None):
     import numpy as np
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("CVFS_DATA", "../shared/data"))
+    ap.add_argument("--data", help="the data home (default: $CVFS_DATA, else ~/cvfs_data)",
+                    default=os.path.expanduser(os.environ.get("CVFS_DATA") or "~/cvfs_data"))
     ap.add_argument("--n-images", type=int, default=None)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)

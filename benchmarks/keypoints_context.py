@@ -32,8 +32,9 @@ from cvfs.io import atomic_write_text
 from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
 from cvfs.keypoints.context import PairModel, pair_rescore
-from cvfs.keypoints.detector import _grid_peaks, _level_scores, _parabolic_offsets, _suppress
 from cvfs.keypoints.evaluate import evaluate_detections, evaluate_merged
+from cvfs.keypoints.level_scan import level_scores  # noqa: E402
+from cvfs.keypoints.peaks import grid_peaks, parabolic_offsets, suppress
 from cvfs.vision import HALF, LevelCache, as_float_rgb, gaussian_pyramid, window_centres
 
 EYES = ["left_eye_center", "right_eye_center"]
@@ -62,12 +63,12 @@ def _peaks(det, img, max_scale):
         cache = LevelCache(level)
         h, w = cache.shape
         shape = (h - 2 * HALF + 1, w - 2 * HALF + 1)
-        scores = _level_scores(det.pool, cache, window_centres(cache.shape), models, True)
+        scores = level_scores(det.pool, cache, window_centres(cache.shape), models, True)
         for k, s in zip(EYES, scores, strict=True):
             grid = s.reshape(shape)
-            rows, cols = _grid_peaks(grid, -np.inf)
+            rows, cols = grid_peaks(grid, -np.inf)
             xy = np.column_stack([cols, rows]).astype(np.float64) + HALF
-            xy = level.to_original(xy + _parabolic_offsets(grid, rows, cols))
+            xy = level.to_original(xy + parabolic_offsets(grid, rows, cols))
             found[k].append(np.column_stack([xy, grid[rows, cols],
                                              np.full(rows.size, level.scale)]))
     return {k: np.concatenate(v) for k, v in found.items()}
@@ -76,7 +77,7 @@ def _peaks(det, img, max_scale):
 def _suppressed(peaks, nms_radius, merge_radius):
     out = {}
     for k, p in peaks.items():
-        kept, scale = _suppress(p[:, :3], nms_radius / p[:, 3], True, merge_radius / p[:, 3],
+        kept, scale = suppress(p[:, :3], nms_radius / p[:, 3], True, merge_radius / p[:, 3],
                                 p[:, 3])
         out[k] = np.column_stack([kept, scale])
     return out

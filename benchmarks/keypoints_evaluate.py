@@ -41,7 +41,7 @@ go to ``benchmarks/results/keypoints_faces.json``::
 Example::
 
     python benchmarks/keypoints_evaluate.py \\
-        --models FSA-Lorenz=cvfs/models/keypoints_fsa_lorenz_eyes.h5 LogitBoost=/tmp/lb.h5 \\
+        --models FSA-Lorenz=cvfs/models/keypoints_fsa_lorenz_eyes.h5 LogitBoost=lb_eyes.h5 \\
         --every 1 --baselines benchmarks/results/keypoints_baselines.json
 """
 
@@ -383,7 +383,7 @@ def _max_recall(curve):
 
 
 def _kidx(name):
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     return keypoint_index(name)
 

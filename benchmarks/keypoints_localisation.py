@@ -117,7 +117,7 @@ def _eye_ap(refined, images, shift=None):
     """AP per eye (5%, 7.5%, 10% rules) of the refined faces' eyes scored by face score times
     eye probability; ``shift(face, eye) -> (dx, dy)`` moves each eye of a face first."""
     out = {}
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     for k in EYES:
         dets = []
@@ -190,7 +190,7 @@ def _dataset(det, fm, images, pixels, max_scale, args, label):
 def _matched_scales(faces, det_scales, images, match):
     """Per annotated face (as :func:`face_keypoint_errors` orders them), the pyramid scales of
     the matched assembled face's two eye detections (NaN where unmatched)."""
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     le, re_ = keypoint_index("left_eye_center"), keypoint_index("right_eye_center")
     out = []
@@ -234,7 +234,7 @@ def _mirror(det, images, label, ied_train):
     the mirror image; per range of IED the medians of half the horizontal difference (the
     detectors' offset from the mirror-symmetric position) and of minus half the sum (the labels'
     offset from it), in image pixels."""
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     other = {"left_eye_center": "right_eye_center", "right_eye_center": "left_eye_center"}
     idx = [keypoint_index(k) for k in EYES]

@@ -49,8 +49,8 @@ from skimage import data
 from cvfs.io import atomic_write_text
 from cvfs.keypoints import load_detector, load_face_model
 from cvfs.keypoints._scan import ScanPlan
-from cvfs.keypoints.detector import _grid_peaks
 from cvfs.keypoints.faces import assemble_faces
+from cvfs.keypoints.peaks import grid_peaks
 from cvfs.vision import HALF, LevelCache, gaussian_pyramid, window_centres
 
 
@@ -107,7 +107,7 @@ def _profile(det, frame, max_scale):
         t3 = clock()
         grid = (cache.shape[0] - 2 * HALF + 1, cache.shape[1] - 2 * HALF + 1)
         for k, s in zip(det.keypoints, scores, strict=True):
-            _grid_peaks(s.reshape(grid), det.thresholds[k])
+            grid_peaks(s.reshape(grid), det.thresholds[k])
         t4 = clock()
         for key, dt in zip(("integral", "hog_maps", "scan", "peaks"),
                            (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):

@@ -16,7 +16,7 @@ trained per round. The paper reports FSA ~8x faster than that LogitBoost.
 Example::
 
     NUMBA_NUM_THREADS=1 python benchmarks/keypoints_train_time.py \\
-        --checkpoint /tmp/ck/left_eye_center.h5 --n-images 1000 --haar-per-channel 20000 \\
+        --checkpoint eyes_ck/left_eye_center.h5 --n-images 1000 --haar-per-channel 20000 \\
         --k 1500 --methods fsa-lorenz logitboost
 """
 

@@ -329,10 +329,10 @@ def one_n(args, n, true, X_test, y_test):
                                  args.verbose)
         rec["fsa"] = {"wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
                       "spilled_at": est.history_.get("dask", {}).get("spilled_at"),
-                      "pcd": 100.0 * np.intersect1d(est.support_, true).size / true.size,
+                      "pcd": 100.0 * int(est.support_[true].sum()) / true.size,
                       "auc": float(roc_auc_score(y_test, est.decision_function(X_test))),
                       "worker_peak_rss": max(client.run(_worker_peak_rss).values()),
-                      "support": est.support_.tolist()}
+                      "support": est.get_support(indices=True).tolist()}
         hist = getattr(est, "history_", {}) or {}
         for key in ("traffic", "dask"):
             if key in hist:
@@ -410,7 +410,7 @@ def h5_compare(args, n):
     return {"n": n, "wall": wall, "cpu": cpu, "loadavg": os.getloadavg(),
             "bytes": n * args.m * 4, "peak_rss": _worker_peak_rss(),
             "out_of_core_iterations": est.history_["out_of_core_iterations"],
-            "support": est.support_.tolist()}
+            "support": est.get_support(indices=True).tolist()}
 
 
 def make_figure(out, path):

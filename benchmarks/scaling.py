@@ -226,7 +226,7 @@ def grid_job(n, m, k, loss, repeats, seed):
     fits = []
     for r in range(repeats):
         est, rec = _fit(loss, k, X, y, seed + r)
-        rec["pcd"] = _pcd(est.support_, true)
+        rec["pcd"] = _pcd(est.get_support(indices=True), true)
         fits.append(rec)
     out["fits"] = fits
     out["peak_rss"] = _peak_rss_bytes()
@@ -248,7 +248,7 @@ def eq_job(n, m, k, loss, seed, n_test):
     est, rec = _fit(loss, k, X, y, seed)
     out["peak_rss"] = _peak_rss_bytes()
     del X
-    rec["pcd"] = _pcd(est.support_, true)
+    rec["pcd"] = _pcd(est.get_support(indices=True), true)
     rec["auc"] = _test_auc(est, m, k, n_test, seed + 1_000_003)
     out["fits"] = [rec]
     return out
@@ -282,7 +282,7 @@ def h5_job(path, mode, k, loss, seed, max_memory, n_test):
             out["max_memory"] = max_memory
             est, rec = _fit(loss, k, dX, y, seed, max_memory=max_memory)
     out["peak_rss"] = _peak_rss_bytes()
-    rec["pcd"] = _pcd(est.support_, true)
+    rec["pcd"] = _pcd(est.get_support(indices=True), true)
     rec["auc"] = _test_auc(est, m, k, n_test, seed + 1_000_003)
     out["fits"] = [rec]
     return out

@@ -52,7 +52,7 @@ def main(argv=None):
                 found = []
                 for X, y, true in data:
                     est = fsa_estimator(loss, k, 0, learning_rate=lr).fit(X, y)
-                    found.append(100.0 * np.intersect1d(est.support_, true).size / k)
+                    found.append(100.0 * int(est.support_[true].sum()) / k)
                 pcd[(table, n, k, loss, lr)] = float(np.mean(found))
     headers = ["loss", "step", *[f"{t} {n}/{k}" for t, n, k, _ in CELLS]]
     rows = [[loss, "default" if lr is None else f"{lr:g}",

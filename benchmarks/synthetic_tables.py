@@ -170,7 +170,7 @@ def fit_fsa(name, X, y, k, seed):
     if "loss" in hist and len(np.atleast_1d(hist["loss"])):
         info["loss_last"] = float(np.atleast_1d(hist["loss"])[-1])
     score = est.predict if FSA_LOSS[name] == "squared" else est.decision_function
-    return np.asarray(est.support_), score, info
+    return est.get_support(indices=True), score, info
 
 
 def _bisect(fit, t_lo, t_hi, k):

@@ -54,7 +54,7 @@ from cvfs.vision import (  # noqa: E402
     hog_level,
     window_centres,
 )
-from cvfs.vision.hog import _hog_into  # noqa: E402
+from cvfs.vision.hog import HogColumns  # noqa: E402
 from cvfs.vision.hog_direct import block_from_cells, block_from_pixels  # noqa: E402
 
 log = logging.getLogger("vision_throughput")
@@ -251,20 +251,21 @@ def main(argv=None):
     cols = np.arange(N_HOG)
     chunk = 20_000
     buf = np.empty((chunk, N_HOG), dtype=np.float32)
+    image_border, window_border = HogColumns(cols, False), HogColumns(cols, True)
 
     def assemble_all():
         for h in hls:
             tl = window_centres(h.shape) - 12
             for s in range(0, len(tl), chunk):
                 part = tl[s:s + chunk]
-                _hog_into(h, part, cols, buf[:len(part)], cols, False)
+                image_border(h, part, buf[:len(part)], cols)
 
     t_asm, _ = _best(assemble_all, 1)
     add("HOG 864 per window, image border", t_asm, n_win / t_asm, "windows/s")
     add("HOG dense total (maps + blocks + 864/window)", t_cells + t_norm + t_asm,
         n_win / (t_cells + t_norm + t_asm), "windows/s")
     tl0 = (window_centres(hls[0].shape) - 12)[:chunk]
-    t_win, _ = _best(lambda: _hog_into(hls[0], tl0, cols, buf, cols, True), 1)
+    t_win, _ = _best(lambda: window_border(hls[0], tl0, buf, cols), 1)
     rate_win = len(tl0) / t_win
     add("HOG 864 per window, window border (skimage-exact)", t_cells + n_win / rate_win, rate_win,
         "windows/s", "per-frame incl. cell maps, extrapolated")

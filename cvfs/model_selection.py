@@ -86,7 +86,7 @@ def staircase(estimator, X, y, ks, sample_weight=None):
         # no copy of the full matrix
         est.fit(X if step == 0 else X[:, cols], y, sample_weight=sample_weight)
         fits.append((int(k), est, cols))
-        cols = cols[np.sort(est.support_)]
+        cols = cols[est.get_support(indices=True)]
     return fits
 
 

@@ -2,7 +2,7 @@
 
 The shipped models were trained with (see ``cvfs/models/README.md`` for hashes and timings)::
 
-    python data_prep/train_keypoints.py --out cvfs/models/keypoints_fsa_lorenz.h5 \\
+    python data_prep/train_keypoints.py --out keypoints_eyes.h5 \\
         --keypoints left_eye_center right_eye_center ... [options of `cvfs keypoints train`]
 
 This script is ``cvfs keypoints train`` with the same arguments; ``main(argv=None)`` so tests can

@@ -69,7 +69,7 @@ def main(argv=None):
     save_ranker(args.out, ranker, settings=pool_settings(), training=training)
     print(f"motion ranker: {len(names)} sequences, {data.X.shape[0]} candidates, "
           f"{data.X.shape[1]} features; fit {elapsed:.1f} s; training error "
-          f"{100 * chosen.mean():.2f}%; selected {ranker.estimator_.support_.size} features; "
+          f"{100 * chosen.mean():.2f}%; selected {ranker.estimator_.support_.sum()} features; "
           f"cluster floor {ranker.cluster_floor_:.3f}")
     print(f"written {args.out}")
     return 0

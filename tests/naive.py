@@ -416,6 +416,19 @@ class PatchTemplatesNumPy(PatchTemplates):
         return _ncc(T, _sample(image, mx, my), self._seen[idx] & _inside(image.shape, mx, my))
 
 
+def poly2_top(X, r, B):
+    """Twin of cvfs.core.fgm_spaces.poly2_top: materialise all n x (m + m(m+1)/2) second-order
+    features, correlate with r, keep the B largest |omega|; rows (j, k), k = -1 for x_j."""
+    m = X.shape[1]
+    pairs = [(j, -1) for j in range(m)] + [(j, k) for j in range(m) for k in range(j, m)]
+    Phi = np.column_stack([X[:, j] if k < 0 else X[:, j] * X[:, k] for j, k in pairs])
+    omega = Phi.T @ r
+    top = np.argsort(-np.abs(omega), kind="stable")[:B]
+    code = np.array([j * (m + 1) + k + 1 for j, k in pairs])[top]
+    order = np.argsort(code)
+    return np.array(pairs, dtype=np.int64)[top][order], omega[top][order]
+
+
 def gram_rows_dot(G, rows, w):
     """Twin of cvfs.core._lasso_kernels.gram_rows_dot: G[rows]^T w."""
     return G[rows].T @ w

@@ -320,12 +320,9 @@ def test_no_false_source_on_a_sky_gradient():
 
 def test_background_map_against_sextractor():
     fits = pytest.importorskip("astropy.io.fits")
-    from pathlib import Path
+    from cvfs.datasets import data_home
 
-    d = Path(__file__).parent.parent / "../shared/data/astro/sep_image"
-    import os
-
-    d = Path(os.environ.get("CVFS_DATA", d)) / "astro" / "sep_image"
+    d = data_home() / "astro" / "sep_image"
     if not (d / "image.fits").exists():
         pytest.skip("sep test image not in the data home")
     img = fits.getdata(d / "image.fits").astype(np.float64)
@@ -378,11 +375,9 @@ def test_uncertainties_are_calibrated():
 def test_sky_coordinates_match_astropy(tmp_path):
     fits = pytest.importorskip("astropy.io.fits")
     wcs_mod = pytest.importorskip("astropy.wcs")
-    import os
-    from pathlib import Path
+    from cvfs.datasets import data_home
 
-    path = Path(os.environ.get("CVFS_DATA", "")) / "astro" / "m17" \
-        / "aK_asky_990502s1350080.fits.gz"
+    path = data_home() / "astro" / "m17" / "aK_asky_990502s1350080.fits.gz"
     if not path.exists():
         pytest.skip("m17 tile not in the data home")
     with fits.open(path) as hdul:
@@ -524,12 +519,11 @@ def test_sep_image_recall_of_sextractor_objects():
     """Real image: SExtractor's objects with SNR >= 10 on sep's test image, each family of the
     catalogue at its matched level."""
     fits = pytest.importorskip("astropy.io.fits")
-    import os
     import warnings
-    from pathlib import Path
 
-    d = Path(os.environ.get("CVFS_DATA", Path(__file__).parents[2] / "shared" / "data"))
-    d = d / "astro" / "sep_image"
+    from cvfs.datasets import data_home
+
+    d = data_home() / "astro" / "sep_image"
     if not (d / "image.cat").exists():
         pytest.skip("sep test image not in the data home")
     with warnings.catch_warnings():

@@ -8,7 +8,7 @@ from cvfs.datasets import data_home
 from cvfs.datasets.uci import load_colon, load_dexter, load_sonar
 
 pytestmark = pytest.mark.skipif(
-    data_home() is None or not (data_home() / "uci").is_dir(), reason="no uci data")
+    not (data_home() / "uci").is_dir(), reason="no uci data")
 
 
 def test_dexter_sparse_shape_and_labels():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from cvfs import FSAClassifier, FSARanker, FSARegressor
+from cvfs import FGMClassifier, FSAClassifier, FSARanker, FSARegressor, InfinitePushRanker
 from cvfs.core.priors import Shrinkage
 from cvfs.datasets.synthetic import make_ar1_classification, make_ar1_regression
 from cvfs.estimators import ranking_pairs
@@ -22,7 +22,7 @@ def test_classifier_recovers_support_with_string_labels():
     X, y, true = make_ar1_classification(1000, 500, k_true=10, random_state=0)
     labels = np.array(["face", "not"])[1 - y]
     clf = FSAClassifier(k=10).fit(X, labels)
-    np.testing.assert_array_equal(clf.support_, true)
+    np.testing.assert_array_equal(clf.get_support(indices=True), true)
     assert clf.score(X, labels) > 0.95
     np.testing.assert_array_equal(clf.get_support(indices=True), true)
     assert clf.transform(X).shape == (1000, 10)
@@ -32,10 +32,39 @@ def test_classifier_recovers_support_with_string_labels():
     assert not hasattr(FSAClassifier(loss="lorenz").fit(X, labels), "predict_proba")
 
 
+@pytest.mark.parametrize("make", [
+    lambda: FSAClassifier(k=4, n_iter=40),
+    lambda: FSAClassifier(k=4, n_iter=40, bins=3),
+    lambda: FSARegressor(k=4, n_iter=40),
+    lambda: FGMClassifier(B=2),
+    lambda: InfinitePushRanker(lam=0.05, max_iter=200),
+])
+def test_support_is_a_mask_for_every_selector(make):
+    """support_ is the boolean mask over X's columns (scikit-learn's RFE), get_support(
+    indices=True) its sorted indices, transform keeps those columns; n_iter_ counts the fit's
+    iterations."""
+    X, y, _ = make_ar1_classification(200, 30, k_true=3, random_state=0)
+    est = make().fit(X, y)
+    assert est.support_.dtype == bool and est.support_.shape == (30,)
+    idx = est.get_support(indices=True)
+    np.testing.assert_array_equal(idx, np.flatnonzero(est.support_))
+    np.testing.assert_array_equal(est.transform(X), X[:, idx])
+    assert isinstance(est.n_iter_, int) and est.n_iter_ >= 1
+
+
+def test_multiclass_support_is_a_mask():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 300)
+    X = rng.standard_normal((300, 20)) + y[:, None] * (np.arange(20) < 3)
+    clf = FSAClassifier(k=3, n_iter=60).fit(X, y)
+    assert clf.support_.dtype == bool and clf.support_.sum() == 3 and clf.n_iter_ == 60
+    np.testing.assert_array_equal(clf.get_support(indices=True), [0, 1, 2])
+
+
 def test_regressor_and_history():
     X, y, true = make_ar1_regression(1000, 1000, k_true=30, random_state=1)
     reg = FSARegressor(k=30).fit(X, y)
-    np.testing.assert_array_equal(reg.support_, true)
+    np.testing.assert_array_equal(reg.get_support(indices=True), true)
     assert reg.score(X, y) > 0.95
     assert reg.history_["n_kept"][-1] == 30 and reg.history_["loss"].shape == (500,)
 
@@ -82,7 +111,7 @@ def test_ranker_group_weights_match_weighted_naive_gradient():
     a = FSARanker(k=2, bins=None, pair_weights="group", n_iter=50).fit(X, q, groups)
     b = fsa_fit(X, q, 2, loss="rank", pairs=pairs, n_iter=50, mu=300, prior=Shrinkage(0.01))
     np.testing.assert_allclose(a.coef_, b.coef[:, 0])
-    assert 2 in a.support_
+    assert 2 in a.get_support(indices=True)
 
 
 def test_ranker_recovers_features_and_orders_groups():
@@ -91,7 +120,7 @@ def test_ranker_recovers_features_and_orders_groups():
     quality = X[:, 5] - 0.5 * X[:, 40] + 0.1 * rng.normal(size=800)
     groups = np.repeat(np.arange(80), 10)
     rk = FSARanker(k=2).fit(X, quality, groups=groups)
-    np.testing.assert_array_equal(rk.support_, [5, 40])
+    np.testing.assert_array_equal(rk.get_support(indices=True), [5, 40])
     assert rk.coef_.shape == (2, 5)
     assert rk.score(X, quality, groups) > 0.9
     # the response of x5 increases, that of x40 decreases
@@ -116,7 +145,7 @@ def test_out_of_core_estimator(tmp_path):
         clf = FSAClassifier(k=6, loss="lorenz", max_memory=X.nbytes // 8).fit(f["X"], y)
         with pytest.raises(ValueError, match="y must be 1-D with X.shape"):
             FSAClassifier().fit(f["X"], y[:-1])
-    np.testing.assert_array_equal(clf.support_, true)
+    np.testing.assert_array_equal(clf.get_support(indices=True), true)
     assert clf.n_features_in_ == 300
 
 

@@ -30,7 +30,7 @@ def make_classes(n=600, m=200, n_classes=5, k_true=10, sep=1.0, random_state=0):
 def test_shared_support_recovers_the_true_features(loss):
     X, y, true = make_classes(random_state=1)
     clf = FSAClassifier(k=10, loss=loss, random_state=0).fit(X, y)
-    np.testing.assert_array_equal(clf.support_, true)
+    np.testing.assert_array_equal(clf.get_support(indices=True), true)
     np.testing.assert_array_equal(clf.get_support(indices=True), true)
     assert clf.coef_.shape == (5, 10) and clf.intercept_.shape == (5,)
     assert clf.decision_function(X).shape == (600, 5)
@@ -51,7 +51,7 @@ def test_classifier_api_with_string_labels():
     np.testing.assert_array_equal(clf.predict(X),
                                   clf.classes_[clf.decision_function(X).argmax(axis=1)])
     assert clf.transform(X).shape == (400, 4)
-    np.testing.assert_array_equal(clf.support_, true)
+    np.testing.assert_array_equal(clf.get_support(indices=True), true)
     assert clf.score(X, labels) > 0.8
     assert not hasattr(FSAClassifier(loss="svm", n_iter=50).fit(X, labels), "predict_proba")
 
@@ -134,14 +134,14 @@ def test_digits_accuracy():
     X, y = load_digits(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
     clf = FSAClassifier(k=20, random_state=0).fit(Xtr, ytr)
-    assert clf.support_.size == 20 and clf.coef_.shape == (10, 20)
+    assert clf.get_support(indices=True).size == 20 and clf.coef_.shape == (10, 20)
     assert clf.score(Xte, yte) > 0.93
 
 
 def test_cv_chooses_k_for_multiclass():
     X, y, true = make_classes(n=400, m=60, n_classes=4, k_true=5, sep=1.5, random_state=7)
     cv = FSAClassifierCV(ks=(2, 5, 10), cv=3, n_iter=200, random_state=0).fit(X, y)
-    assert cv.k_ in (5, 10) and set(true) <= set(cv.support_)
+    assert cv.k_ in (5, 10) and set(true) <= set(cv.get_support(indices=True))
     assert cv.predict_proba(X).shape == (400, 4)
     assert cv.decision_function(X).shape == (400, 4)
 
@@ -191,7 +191,7 @@ def test_class_weight_equals_repeated_rows_and_balanced():
     a = FSAClassifier(k=5, n_iter=200, class_weight=cw).fit(X, y)
     rep = np.repeat(np.arange(300), [cw[c] for c in y])
     b = FSAClassifier(k=5, n_iter=200).fit(X[rep], y[rep])
-    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.get_support(indices=True), b.get_support(indices=True))
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-9)
     keep = np.r_[np.flatnonzero(y == 0)[:20], np.flatnonzero(y > 0)]  # class 0 rare
     counts = np.bincount(y[keep])
@@ -208,7 +208,7 @@ def test_binary_class_weight_uses_one_score_column():
     plain = FSAClassifier(k=3, n_iter=200).fit(X, y)
     even = FSAClassifier(k=3, n_iter=200, class_weight={0: 1, 1: 1}).fit(X, y)
     assert even.coef_.shape == (3,) and isinstance(even.intercept_, float)
-    np.testing.assert_array_equal(even.support_, plain.support_)
+    np.testing.assert_array_equal(even.get_support(indices=True), plain.get_support(indices=True))
     assert np.mean(even.predict(X) == plain.predict(X)) > 0.97
     heavy = FSAClassifier(k=3, n_iter=200, class_weight={0: 100, 1: 1}).fit(X, y)
     assert np.mean(heavy.predict(X) == 0) > 0.8 > np.mean(plain.predict(X) == 0)
@@ -227,7 +227,7 @@ def test_sparse_input_is_densified_within_max_memory():
     y = np.argmax(X[:, :3], axis=1)
     dense = FSAClassifier(k=3).fit(X, y)
     sparse = FSAClassifier(k=3).fit(sp.csr_matrix(X), y)
-    np.testing.assert_array_equal(sparse.support_, dense.support_)
+    np.testing.assert_array_equal(sparse.get_support(indices=True), dense.get_support(indices=True))
     np.testing.assert_allclose(sparse.coef_, dense.coef_)
     with pytest.raises(ValueError, match="makes a sparse X dense"):
         FSAClassifier(k=3, max_memory=1000).fit(sp.csr_matrix(X), y)

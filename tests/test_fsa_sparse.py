@@ -287,7 +287,7 @@ def test_estimators_on_sparse_input_equal_dense_and_predict_sparse():
                 np.testing.assert_array_equal(est.predict(X.asformat(fmt)), labels)
     clf = FSAClassifier(k=6, n_iter=100).fit(X, yc)
     np.testing.assert_allclose(clf.predict_proba(X), clf.predict_proba(A), rtol=1e-12)
-    np.testing.assert_array_equal(clf.transform(X).toarray(), A[:, clf.support_])
+    np.testing.assert_array_equal(clf.transform(X).toarray(), A[:, clf.get_support(indices=True)])
     groups = np.repeat(np.arange(30), 10)
     rk = FSARanker(k=6, bins=None, n_iter=100)
     s_dense = rk.fit(A, yr, groups).predict(A)

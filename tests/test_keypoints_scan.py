@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from skimage import data
 
-from cvfs.keypoints import KeypointDetector, detector, load_detector
+from cvfs.keypoints import KeypointDetector, level_scan, load_detector
 from cvfs.keypoints._additive import AdditiveModel, _rejection_distribution
 from cvfs.keypoints._tiling import (
     MAX_MEMORY,
@@ -66,13 +66,13 @@ def test_detect_threads_full_scan_and_min_scale():
 
 def _count_bands(monkeypatch):
     """Record the number of bands of every level cut into bands by detect."""
-    seen, real = [], detector.level_bands
+    seen, real = [], level_scan.level_bands
 
     def spy(level, rows):
         seen.append(len(rows))
         return real(level, rows)
 
-    monkeypatch.setattr(detector, "level_bands", spy)
+    monkeypatch.setattr(level_scan, "level_bands", spy)
     return seen
 
 

@@ -10,7 +10,8 @@ from skimage import data
 from cvfs.keypoints import load_detector, load_face_model
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints._topdown import band_rows, eye_pairs, level_regions, single_eye_hypotheses
-from cvfs.keypoints.detector import _grid_peaks, _parabolic_offsets, _region_peaks
+from cvfs.keypoints.level_scan import region_peaks
+from cvfs.keypoints.peaks import grid_peaks, parabolic_offsets
 from cvfs.vision import HALF, WINDOW, LevelCache, level_bands, pyramid_level
 
 OTHERS = ["nose_center", "mouth_left_corner", "mouth_right_corner"]
@@ -48,13 +49,13 @@ def test_region_peaks_equal_full_level_peaks(setup):
         plan = ScanPlan(det.pool, [det.classifiers[k]])
         tl = np.argwhere(np.ones(grid, dtype=bool)).astype(np.int64)
         full = plan.scores(cache, tl)[0].reshape(grid)
-        r, cc = _grid_peaks(full, -math.inf)
+        r, cc = grid_peaks(full, -math.inf)
         inside = regions[k][r, cc]
-        got = _region_peaks(plan, cache, scan[k], regions[k], (0, grid[0]), 0)
+        got = region_peaks(plan, cache, scan[k], regions[k], (0, grid[0]), 0)
         assert got is not None and len(got) == inside.sum()
         r, cc = r[inside], cc[inside]
         xy = np.column_stack([cc, r]).astype(np.float64) + HALF
-        xy = level.to_original(xy + _parabolic_offsets(full, r, cc))
+        xy = level.to_original(xy + parabolic_offsets(full, r, cc))
         # the same peaks in the same (row-major) order, scores and sub-pixel positions
         np.testing.assert_array_equal(got[:, 2], full[r, cc])
         np.testing.assert_array_equal(got[:, :2], xy)

@@ -21,7 +21,7 @@ def test_classifier_cv_picks_the_true_k_on_table_ii_data():
     X, y, true = make_ar1_classification(1000, 1000, 10, random_state=0)
     cv = FSAClassifierCV(ks=KS, cv=5, scoring="roc_auc", random_state=0).fit(X, y)
     assert abs(cv.k_ - 10) <= 2
-    assert cv.k_ == 10 and np.array_equal(np.sort(cv.support_), true)
+    assert cv.k_ == 10 and np.array_equal(np.sort(cv.get_support(indices=True)), true)
     res = cv.cv_results_
     assert list(res["param_k"]) == sorted(KS, reverse=True)
     assert res["rank_test_score"][list(res["param_k"]).index(cv.k_)] == 1
@@ -45,7 +45,7 @@ def test_staircase_scores_match_grid_search():
 def test_staircase_supports_are_nested():
     X, y, _ = make_ar1_classification(400, 200, 5, random_state=1)
     fits = staircase(FSAClassifier(random_state=0), X, y, (40, 20, 10, 5))
-    supports = [set(cols[est.support_]) for _, est, cols in fits]
+    supports = [set(cols[est.get_support(indices=True)]) for _, est, cols in fits]
     assert [len(s) for s in supports] == [40, 20, 10, 5]
     assert all(b <= a for a, b in zip(supports, supports[1:]))
 
@@ -53,7 +53,7 @@ def test_staircase_supports_are_nested():
 def test_regressor_cv():
     X, y, true = make_ar1_regression(600, 300, 5, random_state=2)
     cv = FSARegressorCV(ks=(2, 3, 5, 8, 12), cv=KFold(4), random_state=0).fit(X, y)
-    assert cv.k_ in (5, 8) and set(true) <= set(cv.support_)
+    assert cv.k_ in (5, 8) and set(true) <= set(cv.get_support(indices=True))
     assert isinstance(cv.best_estimator_, FSARegressor) and cv.score(X, y) > 0.8
 
 

@@ -138,7 +138,7 @@ def test_estimators_take_sample_weight_and_class_weight():
     rep = np.repeat(np.arange(N), w)
     a = FSARegressor(k=5, n_iter=100).fit(X, y, sample_weight=w)
     b = FSARegressor(k=5, n_iter=100).fit(X[rep], y[rep])
-    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.get_support(indices=True), b.get_support(indices=True))
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-9)
     # class_weight times sample_weight, binary (piecewise linear too) and multiclass
     Xc, yc, _ = _data("logistic", seed=3)
@@ -150,13 +150,13 @@ def test_estimators_take_sample_weight_and_class_weight():
         full = w * np.where(labels == "a", 2, 1)
         rep = np.repeat(np.arange(N), full)
         b = FSAClassifier(k=5, n_iter=100, bins=bins).fit(Xc[rep], labels[rep])
-        np.testing.assert_array_equal(a.support_, b.support_)
+        np.testing.assert_array_equal(a.get_support(indices=True), b.get_support(indices=True))
         np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-9)
     y3 = np.digitize(Xc[:, 1] - Xc[:, 4], [-0.5, 0.5])
     a = FSAClassifier(k=5, n_iter=100).fit(Xc, y3, sample_weight=w)
     rep = np.repeat(np.arange(N), w)
     b = FSAClassifier(k=5, n_iter=100).fit(Xc[rep], y3[rep])
-    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.get_support(indices=True), b.get_support(indices=True))
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-9)
     # the ranker: pairs weighted by w_i w_j, ties among the copies of a row in the normalisation
     groups = np.repeat(np.arange(10), N // 10)
@@ -167,7 +167,7 @@ def test_estimators_take_sample_weight_and_class_weight():
         rep = np.repeat(np.arange(N), w)
         b = FSARanker(k=5, n_iter=60, bins=None, pair_weights=pair_weights).fit(
             X[rep], yi[rep], groups=groups[rep])
-        np.testing.assert_array_equal(a.support_, b.support_)
+        np.testing.assert_array_equal(a.get_support(indices=True), b.get_support(indices=True))
         np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-9)
 
 

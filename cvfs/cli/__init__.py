@@ -1,4 +1,4 @@
-"""The ``cvfs`` console script: ``demo | motion | keypoints | astro`` subcommands.
+"""The ``cvfs`` console script: ``demo | data | warmup | motion | keypoints | astro`` subcommands.
 
 The CLI only parses arguments and calls the library or :mod:`cvfs.cli.commands` (the
 subcommands that open sources and write output sets; the scripts in ``apps/`` call :func:`main`
@@ -7,7 +7,6 @@ too). Every subcommand is a ``_cmd_*`` function taking the parsed arguments.
 """
 
 import argparse
-import ast
 import faulthandler
 import logging
 import sys
@@ -28,6 +27,8 @@ Start with `cvfs demo` (every application on bundled data, figures in ./cvfs-out
 _EPILOG = """\
 examples:
   cvfs demo
+  cvfs data
+  cvfs warmup
   cvfs keypoints detect photo.jpg --out faces-out
   cvfs keypoints detect synth:scene=face --max-frames 5 --out faces-out
   cvfs motion segment video.avi --motions auto --out motion-out
@@ -36,10 +37,10 @@ examples:
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Descriptions as written; every option's help ends with its default.
+    """Descriptions as written; an option's help ends with its default where it has one.
 
     The default is appended unless the help text already states one (e.g. "default: the shipped
-    model" where the value is None).
+    model" where the value is None), the option is a flag, or the default is None.
     """
 
     def _default(self, action):
@@ -49,34 +50,43 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
         text = action.help or ""
         if "default" in text.lower() or action.default is argparse.SUPPRESS or action.required:
             return text
-        if not action.option_strings and action.nargs not in (argparse.OPTIONAL,
-                                                               argparse.ZERO_OR_MORE):
+        flag = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
+        if flag or (not action.option_strings and action.nargs not in (
+                argparse.OPTIONAL, argparse.ZERO_OR_MORE)):
             return text
         value = self._default(action)
+        if value is None or value == []:
+            return text
+        if isinstance(action, argparse.BooleanOptionalAction):  # name the one in effect
+            value = action.option_strings[0 if value else 1]
         if isinstance(value, (list, tuple)):
             value = " ".join(str(v) for v in value)
         return f"{text} (default: {str(value).replace('%', '%%')})"
 
 
-def _train_defaults():
-    """Defaults of ``train_detector``'s keyword arguments, read from its source (no import: the
-    trainer's imports compile numba kernels, too slow for ``--help``)."""
-    path = Path(__file__).resolve().parents[1] / "keypoints" / "train.py"
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.FunctionDef) and node.name == "train_detector":
-            a = node.args
-            return {arg.arg: ast.literal_eval(d) for arg, d in zip(a.kwonlyargs, a.kw_defaults,
-                                                                  strict=True) if d is not None}
-    return {}
-
-
 class _TrainHelpFormatter(_HelpFormatter):
-    """Shows ``train_detector``'s default for the training settings whose CLI default is None."""
+    """Shows the :class:`TrainingRecipe` default of the training settings (their CLI default is
+    None: only the options given change the recipe)."""
 
     def _default(self, action):
         if action.default is None and action.dest in _TRAIN_OPTIONS:
-            value = _train_defaults().get(action.dest)
-            return "None" if value is None else value
+            from cvfs.keypoints.recipe import TrainingRecipe
+
+            return {**TrainingRecipe.defaults(), "max_scale": 2.0}[action.dest]
+        return action.default
+
+
+class _TrackerHelpFormatter(_HelpFormatter):
+    """Shows ``TrackerSettings``' default for the tracker options (CLI default None)."""
+
+    def _default(self, action):
+        if action.default is None and action.dest in _TRACKER_OPTIONS:
+            from dataclasses import fields
+
+            from cvfs.motion.tracking import TrackerSettings
+
+            return {f.name: f.default for f in fields(TrackerSettings)}[
+                _TRACKER_OPTIONS[action.dest]]
         return action.default
 
 
@@ -94,6 +104,68 @@ def _cmd_demo(args):
     print(summary)
     print(f"\ncvfs demo: figures and summary written to {out.resolve()}")
     return 0
+
+
+def _cmd_data(args):
+    from cvfs.datasets import data_home
+    from cvfs.datasets.registry import report
+
+    print(report(data_home(create=True)), end="")
+    return 0
+
+
+def _cmd_warmup(args):
+    import time
+
+    from tqdm.auto import tqdm
+
+    from cvfs.warmup import GROUPS, cold_groups, compile_group
+
+    names = args.groups or list(GROUPS)
+    cold = set(cold_groups(names))
+    rows = []
+    bar = tqdm(names, desc="kernel groups", unit="group", disable=args.quiet)
+    for name in bar:
+        bar.set_postfix_str(name)
+        t0, c0 = time.perf_counter(), time.process_time()
+        compile_group(name)
+        rows.append((name, "compiled" if name in cold else "cached",
+                     time.perf_counter() - t0, time.process_time() - c0))
+    print("group      state      wall s   CPU s  kernels")
+    for name, state, wall, cpu in rows:
+        print(f"{name:10s} {state:8s} {wall:8.1f} {cpu:7.1f}  {GROUPS[name].what}")
+    return 0
+
+
+def _compile_notice(args):
+    """When the command's kernels are not in numba's cache yet (first run after installing or
+    upgrading cvfs), print one line on stderr as numba starts compiling them: what compiles and
+    about how long it takes. Returns a function that stops listening (None if nothing to say)."""
+    from cvfs.warmup import COMMAND_GROUPS, GROUPS
+
+    if args.command == "demo":
+        keys = [f"demo {part}" for part in args.parts]
+    else:
+        keys = [f"{args.command} {getattr(args, f'{args.command}_command', '')}"]
+    groups = [g for k in keys for g in COMMAND_GROUPS.get(k, ())]
+    if args.command == "warmup":
+        groups = args.groups or list(GROUPS)
+    if not groups:
+        return None
+    try:
+        from cvfs.warmup import cold_groups, expected_seconds, on_first_compile, wait_text
+
+        cold = cold_groups(groups)
+    except Exception as exc:  # the notice must never stop a command
+        log.debug("kernel cache check failed: %s", exc)
+        return None
+    if not cold:
+        return None
+    wait = wait_text(expected_seconds(cold))
+    hint = "" if args.command == "warmup" else "; `cvfs warmup` compiles them all ahead"
+    text = (f"cvfs: compiling numba kernels ({', '.join(cold)}), needed once after installing "
+            f"or upgrading cvfs: {wait} on an idle 2-core machine{hint}")
+    return on_first_compile(lambda: print(text, file=sys.stderr, flush=True))
 
 
 def _cmd_motion_evaluate(args):
@@ -123,15 +195,18 @@ def _cmd_motion_segment(args):
     from cvfs.cli.commands import motion_segment
     from cvfs.motion.tracking import TrackerSettings
 
-    given = {"cell": args.cell, "per_cell": args.per_cell, "quality": args.min_quality,
-             "min_distance": args.min_distance, "max_points": args.max_points,
-             "fb_threshold": args.fb_threshold, "min_ncc": args.min_ncc,
-             "partial": args.partial,
-             "min_frames": args.min_frames, "moving_density": args.moving_density}
+    given = {field: getattr(args, dest) for dest, field in _TRACKER_OPTIONS.items()}
     tracker = TrackerSettings(**{k: v for k, v in given.items() if v is not None})
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
                    tracker=tracker, model=args.model, strict=args.strict)
     return 0
+
+
+# `cvfs motion segment` tracker options (dest -> TrackerSettings field), passed when given
+_TRACKER_OPTIONS = {"cell": "cell", "per_cell": "per_cell", "min_quality": "quality",
+                    "min_distance": "min_distance", "max_points": "max_points",
+                    "fb_threshold": "fb_threshold", "min_ncc": "min_ncc", "partial": "partial",
+                    "min_frames": "min_frames", "moving_density": "moving_density"}
 
 
 def _astro_options(args):
@@ -180,7 +255,7 @@ def _cmd_keypoints_train(args):
     import shlex
     import time
 
-    from cvfs.keypoints.train import train_detector
+    from cvfs.keypoints.train import TrainingRecipe, train_detector
 
     if args.aflw_sqlite:
         from cvfs.datasets.aflw import load_aflw
@@ -193,11 +268,11 @@ def _cmd_keypoints_train(args):
         source = args.dataset
     t0 = time.perf_counter()
     given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
-    if "ied_range" in given:
-        given["ied_range"] = tuple(given["ied_range"])
-    det = train_detector(images, args.keypoints, method=args.method,
+    max_scale = given.pop("max_scale", 2.0)
+    recipe = TrainingRecipe(method=args.method, **given)
+    det = train_detector(images, args.keypoints, recipe, max_scale=max_scale,
                          checkpoint_dir=args.checkpoint_dir, random_state=args.seed,
-                         verbose=not args.quiet, **given)
+                         verbose=not args.quiet)
     names = "\n".join(str(im.path.name) for im in images).encode()
     det.info["training"].update({
         "data": source, "n_images": len(images), "seconds": time.perf_counter() - t0,
@@ -255,7 +330,8 @@ def _cmd_keypoints_detect(args):
     return 0
 
 
-# `cvfs keypoints train` options passed to train_detector when given (its defaults otherwise)
+# `cvfs keypoints train` options set in the TrainingRecipe when given (its defaults otherwise),
+# and the detector's max_scale
 _TRAIN_OPTIONS = ("k", "bins", "n_iter", "mu", "annealing_boost", "clip_quantile",
                   "haar_per_channel", "hog_border", "n_rounds", "n_hard", "neg_per_image",
                   "max_positives", "ied_range", "pos_radius", "neg_radius", "negative_levels",
@@ -309,11 +385,12 @@ def _add_keypoints_parser(sub):
 
     p = _parser(ksub, "train", "train detectors with hard-negative mining",
                 description="Train keypoint detectors with hard-negative mining. Training "
-                "settings not given take the defaults of\ncvfs.keypoints.train.train_detector "
+                "settings not given take the defaults of\ncvfs.keypoints.TrainingRecipe "
                 "(the shipped models' recipe), shown below.", formatter=_TrainHelpFormatter)
     p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-train",
                    help="annotated face images to train on")
-    p.add_argument("--data", default=None, help="dataset folder (default: in $CVFS_DATA)")
+    p.add_argument("--data", default=None, help="dataset folder (default: in the data home, "
+                   "see cvfs data)")
     p.add_argument("--aflw-sqlite", default=None,
                    help="train on AFLW single-face images from this aflw.sqlite (default: use "
                    "--dataset)")
@@ -326,19 +403,18 @@ def _add_keypoints_parser(sub):
     p.add_argument("--method", default="fsa-lorenz",
                    choices=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"],
                    help="learner of each detector")
-    # training settings default to None: train_detector's signature holds the defaults (the
-    # shipped models' recipe; _TrainHelpFormatter shows them), and only the options given are
-    # passed on
+    # training settings default to None: TrainingRecipe holds the defaults (the shipped models'
+    # recipe; _TrainHelpFormatter shows them), and only the options given change it
     p.add_argument("--k", type=int, help="selected features (paper: 1500)")
     p.add_argument("--bins", type=int, help="bins of each piecewise-linear response")
     p.add_argument("--n-iter", type=int, help="FSA iterations")
     p.add_argument("--mu", type=float, help="FSA annealing rate mu (paper eq. 3)")
     p.add_argument("--annealing-boost", type=float,
-                   help="FSA step factor while features are removed (None: the loss's own, "
-                   "Lorenz 10; 1: the plain 1/L step)")
+                   help="FSA step factor while features are removed (1: the plain 1/L step; "
+                   "default: the loss's own, Lorenz 10)")
     p.add_argument("--clip-quantile", type=float,
-                   help="clip each feature to its [q, 1-q] quantiles before fitting (None: no "
-                   "clipping)")
+                   help="clip each feature to its [q, 1-q] quantiles before fitting (default: "
+                   "no clipping)")
     p.add_argument("--haar-per-channel", type=int,
                    help="Haar features per RGB channel in the feature pool")
     p.add_argument("--hog-border", choices=["image", "window"],
@@ -349,7 +425,7 @@ def _add_keypoints_parser(sub):
     p.add_argument("--neg-per-image", type=int,
                    help="random negatives per image in the first round")
     p.add_argument("--max-positives", type=int,
-                   help="subsample the positives to at most this many (None: all)")
+                   help="subsample the positives to at most this many (default: all)")
     p.add_argument("--ied-range", type=float, nargs=2, metavar=("MIN", "MAX"),
                    help="IED range (px) of the pyramid levels positives come from")
     p.add_argument("--pos-radius", type=float,
@@ -382,7 +458,8 @@ def _add_keypoints_parser(sub):
     p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
     p.add_argument("--dataset", choices=_KP_DATASETS, default="mtfl-test",
                    help="annotated face images to evaluate on")
-    p.add_argument("--data", default=None, help="dataset folder (default: in $CVFS_DATA)")
+    p.add_argument("--data", default=None, help="dataset folder (default: in the data home, "
+                   "see cvfs data)")
     p.add_argument("--n-images", type=int, default=None,
                    help="use the first N images (default: all)")
     p.add_argument("--keypoints", nargs="+", default=None,
@@ -506,11 +583,30 @@ def _build_parser():
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_demo)
 
+    p = _parser(sub, "data", "the data home and the datasets found there",
+                description="Print the data home ($CVFS_DATA, else ~/cvfs_data; created if "
+                "missing), the datasets found there\nwith their counts, and where to get each "
+                "missing one with the folder layout its loader expects.")
+    p.set_defaults(func=_cmd_data)
+
+    from cvfs.warmup import GROUPS
+
+    p = _parser(sub, "warmup", "compile every numba kernel once (minutes; then cached)",
+                description="Compile the numba kernels of every command into numba's cache "
+                "(cvfs/__pycache__, or $NUMBA_CACHE_DIR),\nso that no later command waits for "
+                "them. Needed once after installing or upgrading cvfs; prints\nthe seconds each "
+                "kernel group took.")
+    p.add_argument("--groups", nargs="+", choices=list(GROUPS), default=None,
+                   help="kernel groups to compile (default: all)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_warmup)
+
     p = _parser(sub, "motion", "motion segmentation by learned ranking (FSA-Rank): evaluate | "
                 "segment")
     msub = p.add_subparsers(dest="motion_command", required=True, metavar="COMMAND")
     q = _parser(msub, "evaluate", "Table VII: 10-fold cross-validation on Hopkins155")
-    q.add_argument("--data", default=None, help="Hopkins155 folder (default: in $CVFS_DATA)")
+    q.add_argument("--data", default=None, help="Hopkins155 folder (default: in the data "
+                   "home, see cvfs data)")
     q.add_argument("--json", default=None, help="write the results here (JSON; default: print "
                    "only)")
     q.add_argument("--figures", default=None, help="folder for motion_cdf.png "
@@ -523,6 +619,7 @@ def _build_parser():
     q.add_argument("--quiet", action="store_true", help="no progress bars")
     q.set_defaults(func=_cmd_motion_evaluate)
     q = _parser(msub, "segment", "track a video and segment its trajectories by motion",
+                formatter=_TrackerHelpFormatter,
                 description="Track points through a video (pyramidal Lucas-Kanade; full "
                 "trajectories, or with --partial\nlost tracks kept and new ones detected) and "
                 "segment them by motion with the shipped ranker.\nWith --out, writes "
@@ -543,10 +640,8 @@ def _build_parser():
     q.add_argument("--max-frames", type=_positive_int, default=None,
                    help="at most this many frames (default: all)")
     # defaults (None) are TrackerSettings' own, filled in when the command runs
-    t = q.add_argument_group("tracker", "corner detection and Lucas-Kanade tracking; defaults: "
-                             "cvfs.motion.tracking.TrackerSettings (cell 40, per-cell 8, "
-                             "min-quality 0.01,\nmin-distance 6, max-points 2000, fb-threshold 1, "
-                             "min-ncc 0.5, min-frames 0.5, moving-density 3)")
+    t = q.add_argument_group("tracker", "corner detection and Lucas-Kanade tracking (defaults: "
+                             "cvfs.motion.tracking.TrackerSettings)")
     t.add_argument("--cell", type=int, default=None,
                    help="corners are detected in square cells of CELL pixels, up to PER_CELL "
                    "each (0: the strongest corners of the whole frame)")
@@ -634,6 +729,7 @@ def main(argv=None):
         format="%(levelname)s %(name)s: %(message)s",
     )
     name = _command_name(args)
+    stop_notice = _compile_notice(args)
     try:
         with signals_raise():
             return args.func(args)
@@ -651,6 +747,9 @@ def main(argv=None):
     except _errors() as exc:
         print(f"{name}: error: {_message(exc, args)}", file=sys.stderr)
         return 2
+    finally:
+        if stop_notice is not None:
+            stop_notice()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,10 @@ by accelerated proximal gradient with backtracking (Algorithm 4) and the closed-
 projection of the squared l1 norm of group norms (Algorithm 3). Only the selected columns are kept
 (dense, ``n x TB``, the cache of section 5.3); line-search trials reuse the per-group products
 ``X_t v_t`` and ``X_t grad_t`` so a trial costs ``O(nT)``. Input may be dense or scipy.sparse; the
-full matrix is touched only by ``X.T @ r`` products in the worst-case analysis.
+full matrix is touched only by ``X.T @ r`` products in the worst-case analysis. ``fgm_fit`` also
+takes a feature space object (``worst_case(r, B)``, ``columns(idx)``, see
+:mod:`cvfs.core.fgm_spaces`) whose features are generated on demand, such as the implicit
+second-order products.
 
 References
 ----------
@@ -28,7 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-__all__ = ["FGMResult", "apg_l1sq", "fgm_fit", "moreau_l1sq", "worst_case"]
+__all__ = ["ColumnSpace", "FGMResult", "apg_l1sq", "fgm_fit", "moreau_l1sq", "top_units",
+           "worst_case"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +45,15 @@ class FGMResult:
 
     Attributes
     ----------
-    coef : ndarray of shape (n_features,)
+    coef : ndarray of shape (n_features,) or None
+        Dense weights over the space's features (None for spaces without a dense index, such as
+        :class:`cvfs.core.fgm_spaces.Poly2Space`).
     intercept : float
+    features : ndarray of int of shape (n_generated,)
+        Sorted indices (codes) of the generated features; ``feature_coef`` their weights.
+    feature_coef : ndarray of shape (n_generated,)
     blocks : list of ndarray of int
-        Feature indices of each generated constraint ``d_t``.
+        Feature indices (codes) of each generated constraint ``d_t``.
     block_norms : ndarray of shape (T,)
         ``||w_t||``; ``mu_t = ||w_t|| / sum_s ||w_s||`` are the constraint weights.
     history : dict
@@ -53,8 +62,10 @@ class FGMResult:
     converged : bool
     """
 
-    coef: np.ndarray
+    coef: np.ndarray | None
     intercept: float
+    features: np.ndarray
+    feature_coef: np.ndarray
     blocks: list
     block_norms: np.ndarray
     history: dict = field(default_factory=dict)
@@ -99,7 +110,12 @@ def worst_case(X, r, B, groups=None):
     top_score : float
         Sum of the scores of the chosen units (``||X_d' r||^2``).
     """
-    omega = np.asarray(X.T @ r).ravel()
+    return top_units(np.asarray(X.T @ r).ravel(), B, groups)
+
+
+def top_units(omega, B, groups=None):
+    """The B features (or groups) with the largest ``omega_j^2`` (summed over a group), given the
+    correlations ``omega = X' r``; returns (chosen feature indices sorted, summed score)."""
     c = omega * omega
     if groups is not None:
         c = np.bincount(groups, weights=c)
@@ -110,6 +126,33 @@ def worst_case(X, r, B, groups=None):
     else:
         chosen = np.sort(top)
     return chosen, float(c[top].sum())
+
+
+class ColumnSpace:
+    """The columns of X as FGM's feature space (optionally grouped).
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    groups : ndarray of shape (n_features,) of int in [0, n_groups), optional
+    """
+
+    dense_coef = True
+
+    def __init__(self, X, groups=None):
+        self.X = X
+        self.groups = groups
+        self.n_features = X.shape[1]
+
+    def worst_case(self, r, B):
+        """Algorithm 2 over the columns: see :func:`worst_case`."""
+        return worst_case(self.X, r, B, self.groups)
+
+    def columns(self, idx):
+        """Dense float64 columns ``idx`` of X, ndarray of shape (n_samples, len(idx))."""
+        if sp.issparse(self.X):
+            return np.asarray(self.X[:, idx].toarray(), dtype=np.float64)
+        return np.asarray(self.X[:, idx], dtype=np.float64)
 
 
 # ---------------------------------------------------------------- Algorithm 3
@@ -214,15 +257,13 @@ def apg_l1sq(Xc, starts, y, C, loss, w0, b0, tau0, max_iter=1000, tol=1e-8,
 
 
 # ---------------------------------------------------------------- Algorithm 1
-def _columns(X, idx):
-    if sp.issparse(X):
-        return np.asarray(X[:, idx].toarray(), dtype=np.float64)
-    return np.asarray(X[:, idx], dtype=np.float64)
-
-
 def fgm_fit(X, y, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, groups=None,
             fit_intercept=True, apg_max_iter=1000, apg_tol=1e-8):
-    """Fit FGM on X (dense or scipy.sparse, n x m) and labels y in {-1, +1}.
+    """Fit FGM on X (dense or scipy.sparse, n x m, or a feature space) and labels y in {-1, +1}.
+
+    ``X`` may be a feature space object (``n_features``, ``dense_coef``, ``worst_case(r, B)``,
+    ``columns(idx)``; :class:`ColumnSpace` or one from :mod:`cvfs.core.fgm_spaces`); ``groups``
+    applies to a plain matrix only.
 
     Stops when the newest constraint is not violated beyond ``1 + tol`` (worst-case score
     ``<= (1 + tol) gamma^2``, ``gamma = sum_t ||w_t||``), when the relative objective decrease is
@@ -232,8 +273,9 @@ def fgm_fit(X, y, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, gro
     -------
     FGMResult
     """
-    n, m = X.shape
+    space = X if hasattr(X, "worst_case") else ColumnSpace(X, groups)
     y = np.asarray(y, dtype=np.float64)
+    n = y.size
     blocks, starts = [], np.zeros(0, dtype=np.int64)
     Xc = np.zeros((n, 0))
     w = np.zeros(0)
@@ -246,7 +288,7 @@ def fgm_fit(X, y, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, gro
     converged = False
     seen = set()
     for _ in range(max_iter):
-        chosen, score = worst_case(X, alpha * y, B, groups)
+        chosen, score = space.worst_case(alpha * y, B)
         gamma = float(_block_norms(w, starts).sum()) if w.size else 0.0
         viol = score / (gamma * gamma) if gamma > 0 else float("inf")
         hist["violation"].append(viol)
@@ -257,7 +299,7 @@ def fgm_fit(X, y, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, gro
         seen.add(key)
         blocks.append(chosen)
         starts = np.append(starts, Xc.shape[1])
-        Xc = np.hstack([Xc, _columns(X, chosen)])
+        Xc = np.hstack([Xc, space.columns(chosen)])
         w = np.concatenate([w, np.zeros(chosen.size)])  # warm start: new block at zero
         w, b, tau, n_apg, F = apg_l1sq(Xc, starts, y, C, loss, w, b, tau,
                                        apg_max_iter, apg_tol, fit_intercept)
@@ -273,9 +315,14 @@ def fgm_fit(X, y, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, gro
             converged = True
             break
         F_old = F
-    coef = np.zeros(m)
-    if blocks:
-        np.add.at(coef, np.concatenate(blocks), w)
-    return FGMResult(coef=coef, intercept=float(b), blocks=blocks,
+    idx = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+    features, inv = np.unique(idx, return_inverse=True)
+    feature_coef = np.bincount(inv, weights=w, minlength=features.size)  # repeats add up
+    coef = None
+    if space.dense_coef:
+        coef = np.zeros(space.n_features)
+        coef[features] = feature_coef
+    return FGMResult(coef=coef, intercept=float(b), features=features,
+                     feature_coef=feature_coef, blocks=blocks,
                      block_norms=_block_norms(w, starts) if w.size else np.zeros(0),
                      history=hist, converged=converged)

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets.faces import KEYPOINTS, AnnotatedImage
+from cvfs.datasets.faces import AnnotatedImage
+from cvfs.datasets.landmarks import KEYPOINTS
 
 __all__ = ["load_aflw", "snake_case"]
 

@@ -1,8 +1,9 @@
-"""Annotated face images: one keypoint vocabulary and loaders of MTFL, Caltech WebFaces, AFLW2000.
+"""Annotated face images: loaders of MTFL, Caltech WebFaces and AFLW2000 on one vocabulary.
 
 Every loader returns a list of :class:`AnnotatedImage`, one per image, whose ``points`` array holds
-all faces of the image on the common 21-point vocabulary :data:`KEYPOINTS` (AFLW's points in
-AFLW's order, snake_case). A point a dataset does not annotate, or marks invisible, is NaN.
+all faces of the image on the common 21-point vocabulary of :mod:`cvfs.datasets.landmarks`
+(AFLW's points in AFLW's order, snake_case; re-exported here). A point a dataset does not
+annotate, or marks invisible, is NaN.
 :data:`ANNOTATED` says which points each dataset annotates. Coordinates are ``(x, y)`` = (column,
 row) in original-image pixels, pixel centres at integers starting at 0. MTFL and Caltech WebFaces
 count pixels from 1 (MATLAB style: their eye labels sit one pixel right of the
@@ -26,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets._home import require_path
+from cvfs.datasets.landmarks import KEYPOINTS, MIRROR_INDEX, inter_eye_distance, keypoint_index
+from cvfs.datasets.registry import DATASETS, require_path
 
 __all__ = [
     "ANNOTATED",
@@ -43,43 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: AFLW's 21 points in AFLW's order (``FeatureCoordTypes.feature_id`` 1..21), snake_case.
-KEYPOINTS = (
-    "left_brow_left_corner",
-    "left_brow_center",
-    "left_brow_right_corner",
-    "right_brow_left_corner",
-    "right_brow_center",
-    "right_brow_right_corner",
-    "left_eye_left_corner",
-    "left_eye_center",
-    "left_eye_right_corner",
-    "right_eye_left_corner",
-    "right_eye_center",
-    "right_eye_right_corner",
-    "left_ear",
-    "nose_left",
-    "nose_center",
-    "nose_right",
-    "right_ear",
-    "mouth_left_corner",
-    "mouth_center",
-    "mouth_right_corner",
-    "chin_center",
-)
-
-def _mirror_name(name):
-    """The vocabulary point a horizontal flip turns ``name`` into (left <-> right, and a
-    left/right corner of a left/right feature swaps both words)."""
-    swap = {"left": "right", "right": "left"}
-    return "_".join(swap.get(w, w) for w in name.split("_"))
-
-
-#: ``KEYPOINTS[MIRROR_INDEX[i]]`` is what point i becomes in the horizontally flipped image
-#: (e.g. ``left_eye_center`` <-> ``right_eye_center``, ``left_brow_left_corner`` <->
-#: ``right_brow_right_corner``, ``nose_center`` unchanged).
-MIRROR_INDEX = np.array([KEYPOINTS.index(_mirror_name(n)) for n in KEYPOINTS])
 
 _MTFL = ("left_eye_center", "right_eye_center", "nose_center", "mouth_left_corner",
          "mouth_right_corner")
@@ -98,28 +63,10 @@ ANNOTATED = {
 #: (``benchmarks/keypoints_localisation.py --sections mirror``), as 1-based counting puts them.
 FIRST_PIXEL = {"aflw": 0.0, "aflw2000": 0.0, "mtfl": 1.0, "caltech_webfaces": 1.0}
 
-_HOW_MTFL = ("Download MTFL v1.0 (mmlab.ie.cuhk.edu.hk/projects/TCDCN.html) and put it in "
-             "$CVFS_DATA/faces/mtfl.")
-_HOW_CALTECH = ("Download Caltech 10,000 Web Faces (data.caltech.edu) into "
-                "$CVFS_DATA/faces/caltech_webfaces_dev (images/ + WebFaces_GroundThruth.txt).")
-_HOW_AFLW2000 = ("Download AFLW2000-3D (www.cbsr.ia.ac.cn/users/xiangyuzhu) and put the "
-                 ".jpg/.mat pairs in $CVFS_DATA/faces/aflw2000_sample.")
 
 
-def keypoint_index(name):
-    """Index of a keypoint name in :data:`KEYPOINTS`.
-
-    Raises
-    ------
-    ValueError
-        If ``name`` is not in the vocabulary.
-    """
-    try:
-        return KEYPOINTS.index(name)
-    except ValueError:
-        raise ValueError(
-            f"keypoint must be one of the 21 AFLW names {list(KEYPOINTS)}; got {name!r}"
-        ) from None
+def _how(name):
+    return DATASETS[name].how_to_get()
 
 
 @dataclass
@@ -184,23 +131,6 @@ def mirrored(image, width):
     return AnnotatedImage(image.path, pts, image.dataset, attrs)
 
 
-def inter_eye_distance(points):
-    """Distance between the left and right eye centres.
-
-    Parameters
-    ----------
-    points : ndarray of shape (..., 21, 2)
-
-    Returns
-    -------
-    ied : ndarray of shape (...)
-    """
-    points = np.asarray(points, dtype=np.float64)
-    d = points[..., KEYPOINTS.index("left_eye_center"), :] - points[
-        ..., KEYPOINTS.index("right_eye_center"), :]
-    return np.hypot(d[..., 0], d[..., 1])
-
-
 def _empty_points(n_faces):
     return np.full((n_faces, len(KEYPOINTS), 2), np.nan)
 
@@ -225,7 +155,7 @@ def load_mtfl(split="train", root=None):
     split : {"train", "test"}
     root : str or Path, optional
         The MTFL folder (holding ``training.txt``, ``testing.txt``, ``lfw_5590/``, ``AFLW/``);
-        default ``$CVFS_DATA/faces/mtfl``.
+        default ``faces/mtfl`` in the data home.
 
     Returns
     -------
@@ -250,10 +180,10 @@ def load_mtfl(split="train", root=None):
     files = {"train": "training.txt", "test": "testing.txt"}
     if split not in files:
         raise ValueError(f"split must be 'train' or 'test'; got {split!r}")
-    root = Path(root) if root is not None else require_path("faces/mtfl", "MTFL", _HOW_MTFL)
+    root = Path(root) if root is not None else require_path("faces/mtfl")
     ann = root / files[split]
     if not ann.is_file():
-        raise FileNotFoundError(f"MTFL: {ann} does not exist. {_HOW_MTFL}")
+        raise FileNotFoundError(f"MTFL: {ann} does not exist. {_how('faces/mtfl')}")
     cols = [KEYPOINTS.index(n) for n in _MTFL]
     images, missing = [], 0
     with open(ann, encoding="utf-8") as fh:
@@ -283,7 +213,7 @@ def load_caltech_webfaces(root=None):
     ----------
     root : str or Path, optional
         Folder holding ``WebFaces_GroundThruth.txt`` and ``images/`` (or the images directly);
-        default ``$CVFS_DATA/faces/caltech_webfaces_dev``.
+        default ``faces/caltech_webfaces_dev`` in the data home.
 
     Returns
     -------
@@ -303,10 +233,11 @@ def load_caltech_webfaces(root=None):
     Profile and very small faces are not annotated, so some true faces have no labels.
     """
     root = (Path(root) if root is not None
-            else require_path("faces/caltech_webfaces_dev", "Caltech WebFaces", _HOW_CALTECH))
+            else require_path("faces/caltech_webfaces_dev"))
     ann = root / "WebFaces_GroundThruth.txt"
     if not ann.is_file():
-        raise FileNotFoundError(f"Caltech WebFaces: {ann} does not exist. {_HOW_CALTECH}")
+        raise FileNotFoundError(f"Caltech WebFaces: {ann} does not exist. "
+                                f"{_how('faces/caltech_webfaces_dev')}")
     img_dir = root / "images" if (root / "images").is_dir() else root
     cols = [KEYPOINTS.index(n) for n in _CALTECH]
     faces = {}
@@ -337,7 +268,7 @@ def load_aflw2000(root=None):
     ----------
     root : str or Path, optional
         Folder of ``imageNNNNN.jpg`` + ``imageNNNNN.mat`` pairs; default
-        ``$CVFS_DATA/faces/aflw2000_sample``.
+        ``faces/aflw2000_sample`` in the data home.
 
     Returns
     -------
@@ -355,10 +286,11 @@ def load_aflw2000(root=None):
     from scipy.io import loadmat
 
     root = (Path(root) if root is not None
-            else require_path("faces/aflw2000_sample", "AFLW2000", _HOW_AFLW2000))
+            else require_path("faces/aflw2000_sample"))
     mats = sorted(root.glob("*.mat"))
     if not mats:
-        raise FileNotFoundError(f"AFLW2000: no .mat files in {root}. {_HOW_AFLW2000}")
+        raise FileNotFoundError(f"AFLW2000: no .mat files in {root}. "
+                                f"{_how('faces/aflw2000_sample')}")
     images = []
     for mat in mats:
         pt = loadmat(mat).get("pt2d")

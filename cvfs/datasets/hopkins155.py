@@ -20,13 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets._home import dataset_folder
+from cvfs.datasets.registry import DATASETS, dataset_folder
 
 __all__ = ["Sequence", "category_of", "hopkins155_home", "list_sequences", "load_hopkins155",
            "load_sequence", "video_of"]
 
-_HOW = ("Hopkins155 is public: http://www.vision.jhu.edu/data/hopkins155/ ; unpack it so that "
-        "<DIR>/<SEQ>/<SEQ>_truth.mat exists and pass DIR (or set CVFS_DATA to its parent).")
+_HOME = DATASETS["hopkins155"]
 _SUBSET = re.compile(r"_g\d\d$")
 _TRAFFIC = ("cars", "truck", "kanatani1", "kanatani2")
 _ARTICULATED = ("arm", "articulated", "head", "people", "two_cranes", "kanatani3", "dancing")
@@ -86,7 +85,7 @@ def hopkins155_home(root=None):
     FileNotFoundError
         If the folder does not exist.
     """
-    return dataset_folder(root, "hopkins155", "Hopkins155", _HOW)
+    return dataset_folder(root, "hopkins155")
 
 
 def video_of(name):
@@ -138,7 +137,8 @@ def list_sequences(root=None):
     names = sorted(p.name for p in root.iterdir()
                    if p.is_dir() and (p / f"{p.name}_truth.mat").is_file())
     if not names:
-        raise FileNotFoundError(f"Hopkins155: no <SEQ>/<SEQ>_truth.mat under {root}. {_HOW}")
+        raise FileNotFoundError(f"Hopkins155: no <SEQ>/<SEQ>_truth.mat under {root}. "
+                                f"{_HOME.how_to_get()}")
     return names
 
 
@@ -176,7 +176,7 @@ def load_sequence(path, *, index_row=None):
     if path.is_dir():
         path = path / f"{path.name}_truth.mat"
     if not path.is_file():
-        raise FileNotFoundError(f"Hopkins155: {path} does not exist. {_HOW}")
+        raise FileNotFoundError(f"Hopkins155: {path} does not exist. {_HOME.how_to_get()}")
     name = path.name[: -len("_truth.mat")] if path.name.endswith("_truth.mat") else path.stem
     try:
         mat = loadmat(path)

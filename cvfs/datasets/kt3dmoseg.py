@@ -19,13 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.datasets._home import dataset_folder
+from cvfs.datasets.registry import DATASETS, dataset_folder
 
 __all__ = ["Clip", "kt3dmoseg_home", "list_clips", "load_clip", "load_kt3dmoseg"]
 
-_HOW = ("KT3DMoSeg is public: https://github.com/alex-xun-xu/MultiViewMoSeg (Data/); unpack it so "
-        "that <DIR>/<CLIP>_Tracks/<CLIP>_Tracks.mat exists and pass DIR (or set CVFS_DATA to the "
-        "folder holding motion_kt3dmoseg/).")
+_HOME = DATASETS["motion_kt3dmoseg"]
 
 
 @dataclass
@@ -74,7 +72,7 @@ def kt3dmoseg_home(root=None):
     FileNotFoundError
         If the folder does not exist.
     """
-    return dataset_folder(root, "motion_kt3dmoseg", "KT3DMoSeg", _HOW)
+    return dataset_folder(root, "motion_kt3dmoseg")
 
 
 def _clip_file(root, name):
@@ -116,7 +114,7 @@ def list_clips(root=None):
                        if p.is_dir() and p.name.endswith("_Tracks"))
     if not names:
         raise FileNotFoundError(f"KT3DMoSeg: no <CLIP>_Tracks/<CLIP>_Tracks.mat under {root}. "
-                                f"{_HOW}")
+                                f"{_HOME.how_to_get()}")
     return names
 
 
@@ -145,7 +143,7 @@ def load_clip(path):
     if path.is_dir():
         path = path / f"{path.name}.mat"
     if not path.is_file():
-        raise FileNotFoundError(f"KT3DMoSeg: {path} does not exist. {_HOW}")
+        raise FileNotFoundError(f"KT3DMoSeg: {path} does not exist. {_HOME.how_to_get()}")
     stem = path.stem
     name = stem[: -len("_Tracks")] if stem.endswith("_Tracks") else stem
     try:

@@ -11,12 +11,9 @@ recognition", Proc. IEEE 86(11), 1998.
 
 import numpy as np
 
-from cvfs.datasets._home import require_path
+from cvfs.datasets.registry import require_path
 
 __all__ = ["load_mnist"]
-
-_HOW = ("MNIST is public (http://yann.lecun.com/exdb/mnist/); save it as mnist/mnist.npz with "
-        "arrays x_train, y_train, x_test, y_test in the data home (CVFS_DATA).")
 
 
 def load_mnist(subset="train", *, flatten=False):
@@ -44,7 +41,7 @@ def load_mnist(subset="train", *, flatten=False):
     """
     if subset not in ("train", "test"):
         raise ValueError(f"subset must be 'train' or 'test'; got {subset!r}")
-    path = require_path("mnist/mnist.npz", "MNIST", _HOW)
+    path = require_path("mnist", "mnist.npz")
     with np.load(path) as data:
         X = data[f"x_{subset}"]
         y = data[f"y_{subset}"].astype(np.int64)

@@ -8,11 +8,9 @@ DEXTER (NIPS 2003 challenge, sparse ``index:value`` lines), colon cancer (Alon e
 import numpy as np
 import scipy.sparse as sp
 
-from cvfs.datasets._home import require_path
+from cvfs.datasets.registry import require_path
 
 __all__ = ["load_colon", "load_dexter", "load_sonar"]
-
-_HOW = "the original public files (see the data README, section uci/)"
 
 
 def load_dexter(root=None, n_features=20000):
@@ -37,7 +35,7 @@ def load_dexter(root=None, n_features=20000):
     """
     from pathlib import Path
 
-    root = Path(root) if root is not None else require_path("uci/dexter", "DEXTER", _HOW)
+    root = Path(root) if root is not None else require_path("uci", "dexter")
     indptr, indices, data = [0], [], []
     with open(root / "dexter_train.data") as f:
         for line in f:
@@ -65,7 +63,7 @@ def load_colon(root=None):
     """
     from pathlib import Path
 
-    root = Path(root) if root is not None else require_path("uci/colon", "colon", _HOW)
+    root = Path(root) if root is not None else require_path("uci", "colon")
     X = np.loadtxt(root / "I2000.txt").T
     tissue = np.loadtxt(root / "tissue.txt", dtype=np.int64)
     return np.ascontiguousarray(X), np.where(tissue < 0, 1, -1).astype(np.int64)
@@ -81,6 +79,6 @@ def load_sonar(root=None):
     """
     from pathlib import Path
 
-    root = Path(root) if root is not None else require_path("uci/sonar", "sonar", _HOW)
+    root = Path(root) if root is not None else require_path("uci", "sonar")
     raw = np.loadtxt(root / "sonar.all-data", delimiter=",", dtype=str)
     return raw[:, :-1].astype(np.float64), np.where(raw[:, -1] == "M", 1, -1).astype(np.int64)

@@ -117,9 +117,9 @@ def load_estimator(path, *, kind=None):
 _S = _SCALAR
 _FITTED = {  # class -> (required, optional) array names
     "_FSA": ({"support_", "coef_", "response_table_", _S + "intercept_", _S + "n_features_in_"},
-             set()),
+             {_S + "n_iter_"}),
     "FSAClassifier": ({"support_", "coef_", "response_table_", "classes_", _S + "intercept_",
-                       _S + "n_features_in_"}, set()),
+                       _S + "n_features_in_"}, {_S + "n_iter_"}),
     "SBLRegressor": ({"coef_", "gamma_", _S + "intercept_", _S + "n_features_in_",
                       _S + "n_iter_"}, {"screening_", "dual_gaps_", _S + "noise_variance_",
                                         "active_", "sigma_", "X_offset_"}),
@@ -177,13 +177,21 @@ def _check_fitted(path, est, kind):
             est.active_ = a.astype(np.int64)
         return
     support = est.support_
-    if support.ndim != 1 or support.dtype.kind not in "iu" or support.size > n:
-        fail(f"support_ must be a 1-D integer array of at most {n} indices; got "
-             f"{support.dtype} {support.shape}")
+    if support.dtype.kind == "b":
+        if support.shape != (n,):
+            fail(f"support_ must be a boolean mask of shape ({n},); got {support.shape}")
+        support = np.flatnonzero(support)
+    # files written by cvfs 0.1.0 hold the sorted selected indices
+    elif support.ndim != 1 or support.dtype.kind not in "iu" or support.size > n:
+        fail(f"support_ must be a boolean mask of shape ({n},) or a 1-D integer array of at "
+             f"most {n} indices; got {support.dtype} {support.shape}")
     if support.size and (support.min() < 0 or support.max() >= n
                          or (np.diff(support) <= 0).any()):
         fail(f"support_ must hold sorted unique indices in [0, n_features_in_={n})")
-    est.support_ = support.astype(np.int64)
+    est.support_ = np.zeros(n, dtype=bool)
+    est.support_[support] = True
+    if hasattr(est, "n_iter_") and (not _is_int(est.n_iter_) or est.n_iter_ < 0):
+        fail(f"n_iter_ must be an int >= 0; got {est.n_iter_!r}")
     k = support.size
     bins = 0 if est.bins is None else est.bins
     G = 1 if bins == 0 else bins + 1

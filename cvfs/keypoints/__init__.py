@@ -11,12 +11,15 @@ Public API::
 Faces (a shape model fitted to the detections, calibrated scores): :mod:`cvfs.keypoints.faces`;
 their keypoints refined by a dense rescan at the face's scale: :mod:`cvfs.keypoints.refine`;
 tracking faces across video frames: :mod:`cvfs.keypoints.tracking`.
-Training: :func:`cvfs.keypoints.train.train_detector` (training faces degraded like small web
-faces: :mod:`cvfs.keypoints.degrade`); evaluation with the paper's criteria:
+Training: :func:`cvfs.keypoints.train.train_detector` with a :class:`TrainingRecipe` (training
+faces degraded like small web faces: :mod:`cvfs.keypoints.degrade`); evaluation with the paper's
+criteria:
 :mod:`cvfs.keypoints.evaluate`; the LogitBoost baseline: :mod:`cvfs.keypoints.boosting`.
 """
 
 from cvfs.keypoints.detector import KeypointDetector, load_detector
 from cvfs.keypoints.faces import Face, FaceModel, load_face_model
+from cvfs.keypoints.recipe import TrainingRecipe
 
-__all__ = ["Face", "FaceModel", "KeypointDetector", "load_detector", "load_face_model"]
+__all__ = ["Face", "FaceModel", "KeypointDetector", "TrainingRecipe", "load_detector",
+           "load_face_model"]

@@ -39,7 +39,7 @@ MAX_MEMORY = 640 << 20
 
 _LEVEL_PIXEL = 12  # float32 RGB
 _BAND_FIXED = 16 << 20  # scan kernel group buffers and HOG block store (a few MB)
-_FULL_CHUNK = 16384  # windows per feature chunk of the full scan (detector._CHUNK)
+_FULL_CHUNK = 16384  # windows per feature chunk of the full scan (level_scan.CHUNK)
 
 
 def check_max_memory(max_memory):

@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from cvfs._jit import njit
@@ -98,7 +100,7 @@ def _best_learner(codes, cols, w, wz, bins):
     return cols[c], vals
 
 
-class LogitBoostClassifier(ClassifierMixin, BaseEstimator):
+class LogitBoostClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     """Two-class LogitBoost on piecewise-constant univariate regressors.
 
     Parameters
@@ -116,8 +118,8 @@ class LogitBoostClassifier(ClassifierMixin, BaseEstimator):
     ----------
     model_ : AdditiveModel
         The classifier with repeated features merged (``kind="step"``); scores are F(x).
-    support_ : ndarray of int
-        Sorted distinct features used.
+    support_ : ndarray of bool of shape (n_features_in_,)
+        Mask of the distinct features used (``get_support(indices=True)``: their indices).
     classes_ : ndarray of shape (2,)
     fit_time_ : float
         Seconds spent in :meth:`fit`.
@@ -212,12 +214,17 @@ class LogitBoostClassifier(ClassifierMixin, BaseEstimator):
         order = np.argsort(first, kind="stable")
         self.model_ = AdditiveModel(feats[order], lo[feats[order]], scale[feats[order]],
                                     table[order], 0.0, kind="step")
-        self.support_ = feats
         self.n_features_in_ = m
+        self.support_ = np.zeros(m, dtype=bool)
+        self.support_[feats] = True
         self.fit_time_ = time.perf_counter() - t0
         log.debug("LogitBoost: %d rounds, %d distinct features, %.1f s", self.n_estimators,
                   feats.size, self.fit_time_)
         return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
 
     def decision_function(self, X):
         """F(x) for every row of X (all pool columns).

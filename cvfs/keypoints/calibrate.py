@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cvfs.base import check_random_state
-from cvfs.datasets.faces import keypoint_index
+from cvfs.datasets.landmarks import keypoint_index
 from cvfs.io.images import read_image
 from cvfs.keypoints._additive import best_of_bags
 from cvfs.keypoints.degrade import degrade_pixels

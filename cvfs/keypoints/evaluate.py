@@ -215,7 +215,7 @@ def evaluate_detections(detections, images, keypoints, *, detect_radius=0.05, fp
     ValueError
         If the lists differ in length or a keypoint is missing from a detection dict.
     """
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     if len(detections) != len(images):
         raise ValueError(
@@ -255,7 +255,7 @@ def evaluate_merged(detections, images, keypoints, *, detect_radius=0.05, fp_rad
     -------
     curve : PRCurve
     """
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     idx = [keypoint_index(k) for k in keypoints]
     pts = [im.points[:, idx].reshape(-1, 2) for im in images]
@@ -381,7 +381,7 @@ def evaluate_faces(faces, images, *, radius=0.10):
     ValueError
         If the lists differ in length or ``radius`` is not positive.
     """
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     _check_face_lists(faces, images, radius=radius)
     le, re = keypoint_index("left_eye_center"), keypoint_index("right_eye_center")
@@ -443,7 +443,7 @@ def face_keypoint_errors(faces, images, keypoints=("left_eye_center", "right_eye
     ValueError
         If the lists differ in length or ``max_distance`` is not positive.
     """
-    from cvfs.datasets.faces import keypoint_index
+    from cvfs.datasets.landmarks import keypoint_index
 
     _check_face_lists(faces, images, max_distance=max_distance)
     eyes = [keypoint_index("left_eye_center"), keypoint_index("right_eye_center")]

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from cvfs.datasets import models_dir
-from cvfs.datasets.faces import KEYPOINTS
+from cvfs.datasets.landmarks import KEYPOINTS
 from cvfs.io import load_model, save_model
 
 __all__ = [

@@ -36,13 +36,14 @@ from pathlib import Path
 import numpy as np
 
 from cvfs.base import check_random_state, seed_from
-from cvfs.datasets.faces import keypoint_index, mirrored
+from cvfs.datasets.faces import mirrored
+from cvfs.datasets.landmarks import keypoint_index
 from cvfs.io.images import read_image
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints.boosting import LogitBoostClassifier
 from cvfs.keypoints.degrade import degrade_pixels, with_degraded
-from cvfs.keypoints.detector import KeypointDetector, cascade_hardness
+from cvfs.keypoints.detector import KeypointDetector
 from cvfs.keypoints.examples import (
     EXAMPLE_DTYPE,
     face_levels,
@@ -50,22 +51,16 @@ from cvfs.keypoints.examples import (
     positive_examples,
     random_negatives,
 )
+from cvfs.keypoints.level_scan import cascade_hardness
 from cvfs.keypoints.mining import run_mining
+from cvfs.keypoints.recipe import METHODS, NEGATIVE_LEVELS, TrainingRecipe
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level, pyramid_scales
 
-__all__ = ["METHODS", "NEGATIVE_LEVELS", "ExampleFeatures", "additive_from_fsa",
-           "data_description", "fit_classifier", "train_detector", "with_cascade",
-           "with_mirrored"]
+__all__ = ["METHODS", "NEGATIVE_LEVELS", "ExampleFeatures", "TrainingRecipe",
+           "additive_from_fsa", "data_description", "fit_classifier", "train_detector",
+           "with_cascade", "with_mirrored"]
 
 log = logging.getLogger(__name__)
-
-#: Training methods: FSA with piecewise-linear learners on a loss, or the LogitBoost baseline.
-METHODS = ("fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost")
-
-#: Where negatives come from: the levels where a face's IED is in ``ied_range`` ("training"),
-#: or every level of the image at scale <= 1 ("all", the levels a detector scans).
-NEGATIVE_LEVELS = ("training", "all")
-
 
 class ExampleFeatures:
     """Feature rows of examples recomputed from their positions.
@@ -143,8 +138,8 @@ def with_mirrored(images):
 
 def additive_from_fsa(est):
     """A fitted piecewise-linear :class:`cvfs.FSAClassifier` as an :class:`AdditiveModel` on
-    its selected columns (``support_`` order; ``response_table_`` rows hold each selected
-    feature's bin origin and bins per unit).
+    its selected columns (``get_support(indices=True)`` order; ``response_table_`` rows hold
+    each selected feature's bin origin and bins per unit).
 
     Raises
     ------
@@ -154,8 +149,9 @@ def additive_from_fsa(est):
     if not est.bins:
         raise ValueError("FSAClassifier must be fitted with piecewise-linear learners "
                          f"(bins >= 1); got bins={est.bins!r}")
-    coef = np.asarray(est.coef_).reshape(est.support_.size, -1)
-    return AdditiveModel(est.support_, est.response_table_[:, 0], est.response_table_[:, 1],
+    support = est.get_support(indices=True)
+    coef = np.asarray(est.coef_).reshape(support.size, -1)
+    return AdditiveModel(support, est.response_table_[:, 0], est.response_table_[:, 1],
                          coef, est.intercept_, "linear")
 
 
@@ -266,7 +262,7 @@ def with_cascade(model, X, y, is_hog, miss_rate, *, front_load=10.0, hog_cost=8.
     feature while negatives are alive.
 
     Mining ranks windows by how far they get through this cascade, then by score
-    (:func:`cvfs.keypoints.detector.cascade_hardness`), so it takes the windows that pass, by
+    (:func:`cvfs.keypoints.level_scan.cascade_hardness`), so it takes the windows that pass, by
     score, and fills up with those rejected last. A cascade of only a few stages (e.g. after
     10/30/100 features) lets most windows of a training image reach all 1,500 features, which
     makes the mining scans about 20x slower."""
@@ -353,22 +349,7 @@ def data_description(images):
             "images_sha256": hashlib.sha256(names).hexdigest(), "points_sha256": h.hexdigest()}
 
 
-# train_detector arguments left out of the mining checkpoints' config: the images enter as
-# their data_description, the keypoints one per checkpoint, random_state as the keypoint's seed;
-# max_scale sets only the returned detector's scan range; the others do not change the result
-_NOT_IN_CHECKPOINT = ("images", "keypoints", "random_state", "max_scale", "checkpoint_dir",
-                      "verbose")
-
-
-def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_iter=1000,
-                   mu=300, annealing_boost=None, clip_quantile=None, haar_per_channel=20000,
-                   hog_border="window",
-                   n_rounds=3, n_hard=3000,
-                   neg_per_image=20, max_positives=None, ied_range=(20.0, 40.0),
-                   pos_radius=1.0, neg_radius=0.5, negative_levels="training", mirror=False,
-                   degrade=0.0, degrade_recipe=None, scales_per_octave=4, max_scale=2.0,
-                   scan_stride=2,
-                   cascade_miss_rate=0.001, cascade_front_load=10.0, checkpoint_dir=None,
+def train_detector(images, keypoints, recipe=None, *, max_scale=2.0, checkpoint_dir=None,
                    random_state=None, verbose=False):
     """Train a :class:`KeypointDetector` with hard-negative mining.
 
@@ -378,101 +359,57 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         Training images (their ``points`` must annotate ``keypoints`` and both eye centres).
     keypoints : list of str
         Keypoint names to train (one classifier each).
-    method : str
-        One of :data:`METHODS`.
-    k, bins, n_iter, mu, annealing_boost, clip_quantile
-        Classifier size, FSA settings and learner ranges (see :func:`fit_classifier`; the
-        default ``annealing_boost=None`` is the loss's own, 10 for Lorenz). 1,000 iterations
-        (the paper: 500): on the nose tip (300 faces) 500 left FSA-Lorenz behind LogitBoost
-        (AP 0.087 vs 0.099) and 1,000 put it ahead (``docs/methods.md``, "Face keypoints").
-    haar_per_channel : int
-        Haar features per RGB channel in the pool (the paper's pool: 20,000 -> 60,864 columns).
-    hog_border : {"image", "window"}
-        HOG gradients on the window border from the level or from the crop alone
-        (:class:`cvfs.vision.FeaturePool`; "window" equals skimage on each crop and is slower to
-        scan).
-    n_rounds : int
-        Training rounds (mining happens between them; the paper uses 10).
-    n_hard : int
-        Hard negatives added per mining round (the paper: ~20,000).
-    neg_per_image : int
-        Random negatives per image in the first round.
-    max_positives : int, optional
-        Subsample the positives to at most this many.
-    ied_range, pos_radius, neg_radius, scales_per_octave
-        Example rules (:mod:`cvfs.keypoints.examples`).
-    negative_levels : {"training", "all"}
-        Levels the random and mined negatives come from (:data:`NEGATIVE_LEVELS`): only the
-        training levels of the faces (the paper), or every level at scale <= 1 (the
-        distribution the detector meets when it scans a pyramid).
-    mirror : bool
-        Add the horizontally mirrored copy of every image (left and right points swapped, see
-        :func:`cvfs.datasets.faces.mirrored`): twice the positives and random negatives. Mining
-        scans the original images only.
-    degrade : float in [0, 1]
-        Share of the training images replaced by versions degraded like small web faces
-        (:func:`cvfs.keypoints.degrade.with_degraded`: shrunk to an IED of 8-16 px, blurred,
-        JPEG-compressed; their training levels are upsampled pyramid levels). Their positives,
-        random negatives and mined negatives all come from the degraded pixels; the other
-        images stay sharp. 0: none (no random draw).
-    degrade_recipe : dict, optional
-        Parameter ranges of the degradation (:data:`cvfs.keypoints.degrade.DEGRADE_RECIPE`).
-    max_scale : float
+    recipe : TrainingRecipe, optional
+        The training settings (default: ``TrainingRecipe()``, the shipped models' recipe).
+    max_scale : float, default=2.0
         Largest pyramid scale the returned detector scans.
-    scan_stride : int
-        Grid step of the mining scan on each training level (1 = every window; 2 scans a
-        quarter of them, a speed/coverage trade-off).
-    cascade_miss_rate, cascade_front_load : float
-        Soft cascade of every fitted classifier (:func:`with_cascade`, used by the mining
-        scans and kept in the returned detector until ``calibrate_keypoints`` replaces it):
-        fraction of the training positives the whole cascade may reject, and the exponent of
-        its rejection distribution. ``cascade_miss_rate=None``: no cascade. Mining ranks the
-        windows by how far they get through it, then by score
-        (:func:`cvfs.keypoints.detector.cascade_hardness`): taking only the windows that
-        pass starved the mining (300 faces, second round: 122-145 of the 3,000 negatives
-        asked for LogitBoost's mouth corners, 933-3,000 for FSA's).
     checkpoint_dir : str or Path, optional
         Folder of per-keypoint mining checkpoints (``<keypoint>.h5``); resumed when present.
-        A checkpoint stores the keypoint's full configuration: every argument here but
-        ``images`` (stored as :func:`data_description`), ``keypoints``, ``random_state`` (the
-        keypoint's seed drawn from it), ``max_scale``, ``checkpoint_dir`` and ``verbose``. A
-        resume with any of these different, or a checkpoint lacking one, is refused.
+        A checkpoint stores the keypoint's recipe, the images (as :func:`data_description`)
+        and its seed; a resume with any of these different, or a checkpoint lacking one, is
+        refused.
     random_state : None, int or Generator
     verbose : bool
 
     Returns
     -------
     detector : KeypointDetector
-        ``detector.info["training"]`` records per-keypoint example counts, rounds and times.
-        Its classifiers carry the mining cascades, set on the training positives only; before
-        use, calibrate them on held-out faces and negatives from whole pyramids
-        (``data_prep/calibrate_keypoints.py``, :func:`cvfs.keypoints.calibrate.calibrate_detector`),
-        as the shipped files were.
+        ``detector.info["params"]`` holds the recipe, ``detector.info["training"]`` per-keypoint
+        example counts, rounds and times. Its classifiers carry the mining cascades, set on the
+        training positives only; before use, calibrate them on held-out faces and negatives
+        from whole pyramids (``data_prep/calibrate_keypoints.py``,
+        :func:`cvfs.keypoints.calibrate.calibrate_detector`), as the shipped files were.
 
     Raises
     ------
     ValueError
-        For an unknown method, keypoint or ``negative_levels``, no images, or no positives for
-        a keypoint; or a checkpoint made with other settings or images (the message names
-        each differing key with both values).
+        For an unknown keypoint, no images, or no positives for a keypoint; or a checkpoint
+        made with another recipe or images (the message names each differing key with both
+        values).
+    TypeError
+        If ``recipe`` is not a :class:`TrainingRecipe`.
+
+    Notes
+    -----
+    Mining ranks the windows by how far they get through each classifier's soft cascade, then
+    by score (:func:`cvfs.keypoints.level_scan.cascade_hardness`): taking only the windows that
+    pass starved the mining (300 faces, second round: 122-145 of the 3,000 negatives asked for
+    LogitBoost's mouth corners, 933-3,000 for FSA's).
     """
-    settings = {k: v for k, v in locals().items() if k not in _NOT_IN_CHECKPOINT}
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if negative_levels not in NEGATIVE_LEVELS:
-        raise ValueError(f"negative_levels must be one of {NEGATIVE_LEVELS}; got "
-                         f"{negative_levels!r}")
+    r = TrainingRecipe() if recipe is None else recipe
+    if not isinstance(r, TrainingRecipe):
+        raise TypeError(f"recipe must be a TrainingRecipe; got {type(recipe).__name__}")
     if not images:
         raise ValueError("images must hold at least one annotated image")
     for name in keypoints:
         keypoint_index(name)
     rng = check_random_state(random_state)
-    pool = FeaturePool(haar_per_channel=haar_per_channel, hog_border=hog_border)
-    if degrade:
-        images = with_degraded(list(images), [_image_shape(im) for im in images], degrade,
-                               recipe=degrade_recipe, random_state=seed_from(rng))
-    examples_from = with_mirrored(images) if mirror else list(images)
-    feats = ExampleFeatures.from_images(examples_from, pool, scales_per_octave)
+    pool = FeaturePool(haar_per_channel=r.haar_per_channel, hog_border=r.hog_border)
+    if r.degrade:
+        images = with_degraded(list(images), [_image_shape(im) for im in images], r.degrade,
+                               recipe=r.degrade_recipe, random_state=seed_from(rng))
+    examples_from = with_mirrored(images) if r.mirror else list(images)
+    feats = ExampleFeatures.from_images(examples_from, pool, r.scales_per_octave)
     classifiers, record = {}, {}
     data = data_description(images)
     for name in keypoints:
@@ -482,36 +419,37 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
         for i, im in enumerate(examples_from):
             shape = _image_shape(im)
             pts, ieds = im.points[:, kidx], im.ied()
-            pos.append(positive_examples(pts, ieds, shape, image_index=i, ied_range=ied_range,
-                                         pos_radius=pos_radius,
-                                         scales_per_octave=scales_per_octave))
+            pos.append(positive_examples(pts, ieds, shape, image_index=i,
+                                         ied_range=r.ied_range, pos_radius=r.pos_radius,
+                                         scales_per_octave=r.scales_per_octave))
             neg.append(random_negatives(
-                pts, ieds, shape, neg_per_image, image_index=i, ied_range=ied_range,
-                neg_radius=neg_radius, scales_per_octave=scales_per_octave,
-                levels=_negative_levels(im, kidx, negative_levels, ied_range, scales_per_octave),
+                pts, ieds, shape, r.neg_per_image, image_index=i, ied_range=r.ied_range,
+                neg_radius=r.neg_radius, scales_per_octave=r.scales_per_octave,
+                levels=_negative_levels(im, kidx, r.negative_levels, r.ied_range,
+                                        r.scales_per_octave),
                 random_state=rng))
         pos, neg = np.concatenate(pos), np.concatenate(neg)
         if pos.size == 0:
             raise ValueError(f"no positive examples for {name!r}: is it annotated in the images?")
-        if max_positives is not None and pos.size > max_positives:
-            pos = pos[np.sort(rng.choice(pos.size, max_positives, replace=False))]
+        if r.max_positives is not None and pos.size > r.max_positives:
+            pos = pos[np.sort(rng.choice(pos.size, r.max_positives, replace=False))]
         seed = seed_from(rng)
-        n_keep = max(1, int(np.ceil(4 * n_hard / len(images))))
-        config = {**settings, "keypoint": name, "seed": seed, "data": data}
+        n_keep = max(1, int(np.ceil(4 * r.n_hard / len(images))))
+        config = {**r.to_dict(), "keypoint": name, "seed": seed, "data": data}
         ckpt = Path(checkpoint_dir) / f"{name}.h5" if checkpoint_dir is not None else None
         state = run_mining(
             pos, neg,
             features=feats,
             fit=lambda X, y, _s=seed: fit_classifier(
-                X, y, method, k=k, bins=bins, n_iter=n_iter, mu=mu,
-                annealing_boost=annealing_boost, clip_quantile=clip_quantile, random_state=_s,
-                verbose=verbose),
+                X, y, r.method, k=r.k, bins=r.bins, n_iter=r.n_iter, mu=r.mu,
+                annealing_boost=r.annealing_boost, clip_quantile=r.clip_quantile,
+                random_state=_s, verbose=verbose),
             cascade=lambda m, X, y, _s=seed: with_cascade(
-                m, X, y, pool.is_hog, cascade_miss_rate, front_load=cascade_front_load,
+                m, X, y, pool.is_hog, r.cascade_miss_rate, front_load=r.cascade_front_load,
                 random_state=_s),
-            scan=_scanner(feats, images, name, n_keep, neg_radius, ied_range, scales_per_octave,
-                          scan_stride, negative_levels),
-            n_images=len(images), n_rounds=n_rounds, n_hard=n_hard, checkpoint=ckpt,
+            scan=_scanner(feats, images, name, n_keep, r.neg_radius, r.ied_range,
+                          r.scales_per_octave, r.scan_stride, r.negative_levels),
+            n_images=len(images), n_rounds=r.n_rounds, n_hard=r.n_hard, checkpoint=ckpt,
             config=config, verbose=verbose,
         )
         classifiers[name] = state.model
@@ -523,18 +461,9 @@ def train_detector(images, keypoints, *, method="fsa-lorenz", k=1500, bins=8, n_
                                                      for h in state.history))}
         log.info("%s: %d positives, %d negatives, %.0f s", name, state.positives.size,
                  state.negatives.size, record[name]["seconds"])
-    params = {"method": method, "k": k, "bins": bins, "n_iter": n_iter, "mu": mu,
-              "clip_quantile": clip_quantile, "annealing_boost": annealing_boost,
-              "n_rounds": n_rounds, "n_hard": n_hard, "neg_per_image": neg_per_image,
-              "scan_stride": scan_stride, "cascade_miss_rate": cascade_miss_rate,
-              "cascade_front_load": cascade_front_load,
-              "max_positives": max_positives, "ied_range": list(ied_range),
-              "pos_radius": pos_radius, "neg_radius": neg_radius,
-              "negative_levels": negative_levels, "mirror": bool(mirror),
-              "degrade": float(degrade), "degrade_recipe": degrade_recipe}
-    info = {"params": params, "training": {"n_images": len(images), "keypoints": record},
+    info = {"params": r.to_dict(), "training": {"n_images": len(images), "keypoints": record},
             "random_state": random_state if isinstance(random_state, int) else None}
-    return KeypointDetector(classifiers, pool.get_params(), scales_per_octave=scales_per_octave,
+    return KeypointDetector(classifiers, pool.get_params(), scales_per_octave=r.scales_per_octave,
                             max_scale=max_scale, info=info)
 
 

@@ -382,7 +382,7 @@ class MotionRanker:
     Attributes
     ----------
     estimator_ : cvfs.estimators.FSARanker
-        The fitted ranker (``.support_`` = selected feature columns).
+        The fitted ranker (``.get_support(indices=True)``: the selected feature columns).
     cluster_floor_ : float or None
         The learned floor (None if ``cluster_floor=False``).
 

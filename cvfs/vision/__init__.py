@@ -9,7 +9,8 @@ Public API (shapes in the docstrings of each function):
   equal to ``skimage.feature.hog`` per RGB channel); :func:`hog_direct` (the same features from
   the pixels of only the blocks a window needs, for the few windows a soft cascade keeps);
 - :func:`haar_features`, :func:`select_haar`, :func:`integral_image`, :func:`haar_windows`;
-- :class:`FeaturePool` (one column space ``[HOG 864 | Haar 3 x n]``) with :class:`LevelCache`,
+- :class:`FeaturePool` (one column space ``[HOG 864 | Haar 3 x n]``; :meth:`FeaturePool.column_plan`
+  gives a :class:`ColumnPlan` of fixed columns for many levels) with :class:`LevelCache`,
   :func:`window_centres`, :func:`valid_centres`; :func:`level_bands` (:class:`LevelBand`: rows of
   a level with maps equal to the whole level's, to scan large levels in pieces);
 - :func:`as_float_rgb`: the image check every public function applies.
@@ -33,7 +34,15 @@ from cvfs.vision.haar import (
     integral_image,
     select_haar,
 )
-from cvfs.vision.hog import N_HOG, WINDOW, HogLevel, hog_level, hog_names, hog_windows
+from cvfs.vision.hog import (
+    N_HOG,
+    WINDOW,
+    HogColumns,
+    HogLevel,
+    hog_level,
+    hog_names,
+    hog_windows,
+)
 from cvfs.vision.hog_direct import hog_direct
 from cvfs.vision.pyramid import (
     PyramidLevel,
@@ -44,6 +53,7 @@ from cvfs.vision.pyramid import (
 )
 from cvfs.vision.windows import (
     HALF,
+    ColumnPlan,
     FeaturePool,
     LevelBand,
     LevelCache,
@@ -58,7 +68,9 @@ __all__ = [
     "HALF",
     "N_HOG",
     "WINDOW",
+    "ColumnPlan",
     "FeaturePool",
+    "HogColumns",
     "HogLevel",
     "LevelBand",
     "LevelCache",

@@ -48,6 +48,7 @@ from cvfs.vision._checks import as_float_rgb
 
 __all__ = [
     "CELL",
+    "HogColumns",
     "N_HOG",
     "N_HOG_PER_CHANNEL",
     "N_ORIENT",
@@ -174,6 +175,13 @@ def _orient_bin(g_col, g_row, cs, sn):
          + np.int64(y * cs[4] - x * sn[4] >= 0.0) + np.int64(y <= -x)
          + np.int64(y * cs[6] - x * sn[6] >= 0.0))
     return 0 if (x == 0.0) & (y == 0.0) else b
+
+
+#: Orientation bins of a pixel on a window's border whose gradient across the border is zeroed:
+#: row gradient zeroed (bin 0), column gradient zeroed (bin 4). From the kernel's Python source
+#: (``py_func``), so importing compiles nothing.
+_B_ROW0 = int(_orient_bin.py_func(1.0, 0.0, _COS, _SIN))
+_B_COL0 = int(_orient_bin.py_func(0.0, 1.0, _COS, _SIN))
 
 
 @njit(cache=True, nogil=True)
@@ -561,27 +569,50 @@ def _hog_plan(columns):
             (b % N_BLOCKS).astype(np.int64), slot.astype(np.int64), off.astype(np.int64))
 
 
-def _hog_into(hl, top_left, columns, out, out_cols, window_border):
-    """Fill ``out[:, out_cols]`` with HOG ``columns`` (no validation)."""
-    if len(columns) == 0 or len(top_left) == 0:
-        return
-    tl = np.ascontiguousarray(top_left, dtype=np.int64)
-    out_cols = np.asarray(out_cols, dtype=np.int64)
-    if window_border:
-        b_ch, b_i, b_j, slot, off = _hog_plan(columns)
-        b_row0 = _orient_bin(1.0, 0.0, _COS, _SIN)  # g_row zeroed
-        b_col0 = _orient_bin(0.0, 1.0, _COS, _SIN)  # g_col zeroed
-        _windows_kernel(hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col, tl, b_ch, b_i,
-                        b_j, slot, off, out, out_cols, b_row0, b_col0)
-    else:
-        ch, dr, dc, o, br, bc = _hog_offsets(columns)
+class HogColumns:
+    """Selected HOG columns of 24x24 windows, with the column plan built once.
+
+    Build it once for a fixed set of columns and call it on many levels or bands
+    (:class:`cvfs.vision.FeaturePool` and the keypoint scanners do).
+
+    Parameters
+    ----------
+    columns : array_like of int of shape (m,)
+        HOG column indices in ``[0, N_HOG)``.
+    window_border : bool
+        True: the gradient across the window's own border is zeroed (``hog_border='window'``);
+        False: the level's gradients are used (``hog_border='image'``).
+    """
+
+    def __init__(self, columns, window_border):
+        self.columns = np.asarray(columns, dtype=np.int64)
+        self.window_border = bool(window_border)
+        if self.window_border:
+            self._plan = _hog_plan(self.columns)
+        else:
+            ch, dr, dc, o, br, bc = _hog_offsets(self.columns)
+            self._offsets = (ch, dr, dc, o, br, bc)
+            self._n_channels = len(np.unique(ch))
+
+    def __call__(self, hl, top_left, out, out_cols):
+        """Fill ``out[:, out_cols]`` with the columns of the windows at ``top_left`` (n, 2) of
+        the level's :class:`HogLevel` ``hl`` (no validation)."""
+        if len(self.columns) == 0 or len(top_left) == 0:
+            return
+        tl = np.ascontiguousarray(top_left, dtype=np.int64)
+        out_cols = np.asarray(out_cols, dtype=np.int64)
+        if self.window_border:
+            _windows_kernel(hl.cells, hl.bins, hl.mag, hl.abs_g_row, hl.abs_g_col, tl,
+                            *self._plan, out, out_cols, _B_ROW0, _B_COL0)
+            return
+        ch, dr, dc, o, br, bc = self._offsets
         _, hc, wc, _ = hl.cells.shape
         blk = (ch * hc + br) * wc + bc  # block key (channel, block offset in the window)
         order = np.argsort(blk, kind="stable")
         keys, first, counts = np.unique(blk[order], return_index=True, return_counts=True)
         blk_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         first = order[first]
-        if hl._use_maps(len(tl) * len(keys), len(np.unique(ch))):
+        if hl._use_maps(len(tl) * len(keys), self._n_channels):
             inv1, inv2 = hl.block_factors()
             _, hb, wb = inv1.shape
             col_off = ((ch * hc + dr) * wc + dc) * N_ORIENT + o
@@ -639,7 +670,7 @@ def hog_windows(level, top_left, *, columns=None, border="image"):
     tl = _check_top_left(top_left, hl.shape)
     cols = _check_columns(columns, N_HOG)
     out = np.empty((len(tl), len(cols)), dtype=np.float32)
-    _hog_into(hl, tl, cols, out, np.arange(len(cols)), window_border)
+    HogColumns(cols, window_border)(hl, tl, out, np.arange(len(cols)))
     return out
 
 

@@ -27,6 +27,8 @@ import numpy as np
 from cvfs._jit import njit
 from cvfs.vision._checks import as_float_rgb
 from cvfs.vision.hog import (
+    _B_COL0,
+    _B_ROW0,
     _COS,
     _SIN,
     BLOCK_LEN,
@@ -108,10 +110,6 @@ def _normalize(cell_buf, out32):
                 out32[k] = cell_buf[i, j, o] * inv
                 k += 1
     l2hys(out32, _sum_squares(out32))
-
-
-_B_ROW0 = _orient_bin(1.0, 0.0, _COS, _SIN)  # bin of a pixel whose row gradient is zeroed (0)
-_B_COL0 = _orient_bin(0.0, 1.0, _COS, _SIN)  # ... whose column gradient is zeroed (4)
 
 
 @njit(cache=True)

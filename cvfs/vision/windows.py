@@ -46,9 +46,9 @@ from cvfs.vision.haar import (
 from cvfs.vision.hog import (
     N_HOG,
     WINDOW,
+    HogColumns,
     _check_border,
     _check_columns,
-    _hog_into,
     _hog_level,
     hog_names,
 )
@@ -56,6 +56,7 @@ from cvfs.vision.pyramid import PyramidLevel
 
 __all__ = [
     "HALF",
+    "ColumnPlan",
     "FeaturePool",
     "LevelBand",
     "LevelCache",
@@ -403,13 +404,53 @@ class FeaturePool:
             )
         if len(tl) == 0 or len(cols) == 0:
             return out
-        hog_pos = np.flatnonzero(cols < N_HOG)
-        if hog_pos.size:
-            _hog_into(cache.hog, tl, cols[hog_pos], out, hog_pos, self._window_border)
-        haar_pos = np.flatnonzero(cols >= N_HOG)
-        if haar_pos.size:
-            plan = self._haar_plan.take(cols[haar_pos] - N_HOG)
-            plan.run(cache.integral, tl, out, haar_pos)
+        return self.column_plan(cols)(cache, tl, out)
+
+    def column_plan(self, columns):
+        """A :class:`ColumnPlan` of ``columns``: their features for many windows and levels,
+        with the per-column tables built once.
+
+        Parameters
+        ----------
+        columns : array_like of int of shape (m,)
+            Columns in ``[0, n_features)``.
+
+        Returns
+        -------
+        ColumnPlan
+
+        Raises
+        ------
+        ValueError
+            If a column is out of range.
+        """
+        return ColumnPlan(self, _check_columns(columns, self.n_features))
+
+
+class ColumnPlan:
+    """Fixed columns of a :class:`FeaturePool` for windows of any level, their HOG and Haar
+    tables built once (:meth:`FeaturePool.column_plan`); values equal
+    :meth:`FeaturePool.compute`'s."""
+
+    def __init__(self, pool, columns):
+        self.columns = columns
+        self.hog_pos = np.flatnonzero(columns < N_HOG)
+        self.haar_pos = np.flatnonzero(columns >= N_HOG)
+        self._hog = HogColumns(columns[self.hog_pos], pool._window_border)
+        self._haar = pool._haar_plan.take(columns[self.haar_pos] - N_HOG)
+
+    def __call__(self, cache, top_left, out=None):
+        """Features ``(n, m)`` float32 of the windows with top-left corners ``top_left``
+        (int64 (n, 2), inside the level; not checked) of a :class:`LevelCache` or
+        :class:`LevelBand`, written into ``out`` when given."""
+        if out is None:
+            out = np.empty((len(top_left), len(self.columns)), dtype=np.float32)
+        if len(top_left) == 0:
+            return out
+        if self.hog_pos.size:
+            self._hog(cache.hog, top_left, out, self.hog_pos)
+        if self.haar_pos.size:
+            self._haar.run(cache.integral, top_left, out, self.haar_pos)
         return out
 
 

@@ -143,10 +143,11 @@ def plot_response_functions(estimator, names=None, max_plots=12, ax=None):
     order = np.argsort(-np.ptp(coef, axis=1))[:max_plots]
     lo = table[:, 0]
     hi = lo + np.where(table[:, 1] > 0, B / np.where(table[:, 1] > 0, table[:, 1], 1), 0)
+    support = estimator.get_support(indices=True)
     if ax is not None:
         for i in order:
             ax.plot(np.linspace(0, 1, B + 1), coef[i], marker="o", ms=3,
-                    label=_name(names, estimator.support_[i]))
+                    label=_name(names, support[i]))
         ax.set_xlabel("feature value (normalised to its training range)")
         ax.set_ylabel("response")
         ax.legend(fontsize=6)
@@ -157,7 +158,7 @@ def plot_response_functions(estimator, names=None, max_plots=12, ax=None):
     fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False)
     for a, i in zip(axes.ravel(), order):
         a.plot(np.linspace(lo[i], hi[i], B + 1), coef[i], marker="o", ms=3)
-        a.set_title(_name(names, estimator.support_[i]), fontsize=8)
+        a.set_title(_name(names, support[i]), fontsize=8)
         a.tick_params(labelsize=6)
     for a in axes.ravel()[n:]:
         a.axis("off")
