@@ -666,18 +666,20 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
     ----------
     lam : float or "auto", default=1e-2
         Noise variance lambda > 0; it also sets the L1 weights of each reweighted lasso (eq. 18).
-        "auto" learns it with MacKay's fixed point (as scikit-learn's ARDRegression), starting
-        from 1e-2 times the variance of y; the value found is ``noise_variance_``.
+        "auto" learns it first by maximising the evidence with the fast marginal-likelihood
+        algorithm, guarded against pure-noise atoms so that it holds with more atoms than
+        samples (:func:`cvfs.core.sbl_evidence.evidence_noise`), then fits at that value; the
+        value found is ``noise_variance_``.
     screening : {"wtht", "dome", "sphere", "gap", None}, default="wtht"
         Static safe test before each weighted lasso (W-THT, dome, sphere), dynamic gap-safe
         screening during it ("gap"), or none. Every rule returns the same solution.
     positive : bool, default=False
         Constrain the coefficients to be nonnegative.
-    max_iter : int, default=20
-        Reweighting steps.
+    max_iter : int, default=50
+        Reweighting steps (with more atoms than samples the reweighting takes 20-30 steps to
+        settle at a learned noise variance, ``benchmarks/sbl_noise.py``).
     tol : float, default=1e-4
-        Relative change of gamma (and of the noise variance with ``lam="auto"``) at which the
-        reweighting stops.
+        Relative change of gamma at which the reweighting stops.
     lasso_tol : float, default=1e-8
         Relative duality gap of each weighted lasso.
     fit_intercept : bool, default=False
@@ -709,7 +711,8 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
     References
     ----------
     Jiang & Chen, "Accelerated sparse Bayesian learning via screening test", Alg. 1 and 2,
-    eq. (9); Tipping, "Sparse Bayesian learning and the relevance vector machine", JMLR 2001.
+    eq. (9); Tipping & Faul, "Fast marginal likelihood maximisation for sparse Bayesian models",
+    AISTATS 2003 (``lam="auto"``).
 
     Examples
     --------
@@ -722,7 +725,7 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
     [5, 17]
     """
 
-    def __init__(self, lam=1e-2, screening="wtht", positive=False, max_iter=20, tol=1e-4,
+    def __init__(self, lam=1e-2, screening="wtht", positive=False, max_iter=50, tol=1e-4,
                  lasso_tol=1e-8, fit_intercept=False):
         self.lam = lam
         self.screening = screening
@@ -854,6 +857,10 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
         return mean, np.sqrt(np.maximum(var, 0.0))
 
 
+# the Gram matrix of up to 16,384 atoms takes at most 2 GiB (benchmarks/sbl_mnist.py)
+_SBL_GRAM_MAX_ATOMS = 16_384
+
+
 class SBLClassifier(ClassifierMixin, BaseEstimator):
     """Classification by sparse Bayesian coding over a dictionary of training samples.
 
@@ -886,7 +893,11 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
         Relative duality gap of each weighted lasso (looser than SBLRegressor's: the class
         scores do not need more, and near-collinear atoms make tight gaps slow).
     n_jobs : int or None, default=None
-        Processes coding the test samples (joblib; None: 1, -1: all cores).
+        Processes coding the test samples (joblib; None: 1, -1: all cores). With one process
+        and at most 16,384 atoms the samples are coded in atom space over the dictionary's
+        Gram matrix (n_atoms^2 float64, built by ``fit``, not pickled;
+        :mod:`cvfs.core.sbl_batch`), which is several times faster than coding each sample
+        through the dictionary; several processes code through the dictionary.
     random_state : None, int or numpy.random.Generator, default=None
         Draws the dictionary subset.
 
@@ -989,9 +1000,27 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
         idx = ok[balanced_subsample(labels[ok], self.n_atoms, rng)]
         self.classes_ = classes
         self.dictionary_ = np.ascontiguousarray((X[idx] / norms[idx, None]).T)
+        self._gram_dictionary = None
+        if self.dictionary_.shape[1] <= _SBL_GRAM_MAX_ATOMS:
+            self._gram()
         self.atom_labels_ = labels[idx].astype(np.int64)
         self.atom_index_ = idx
         return self
+
+    def _gram(self):
+        """The dictionary with its Gram matrix: built by ``fit``, rebuilt at the first prediction
+        of an unpickled or loaded model (it is not stored)."""
+        from cvfs.core.sbl_batch import GramDictionary
+
+        gd = getattr(self, "_gram_dictionary", None)
+        if gd is None or gd.Phi is not self.dictionary_:
+            gd = self._gram_dictionary = GramDictionary(self.dictionary_)
+        return gd
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_gram_dictionary", None)
+        return state
 
     def _scores(self, X):
         from joblib import Parallel, delayed
@@ -1004,7 +1033,9 @@ class SBLClassifier(ClassifierMixin, BaseEstimator):
         kw = dict(screening=self.screening, max_iter=self.max_reweight, tol=self.tol,
                   lasso_tol=self.lasso_tol)
         n_jobs = 1 if self.n_jobs is None else self.n_jobs
-        if n_jobs == 1 or X.shape[0] < 2:
+        if n_jobs == 1 and self.dictionary_.shape[1] <= _SBL_GRAM_MAX_ATOMS:
+            codes, lams = sbl_codes(self.dictionary_, X, self.lam, gram=self._gram(), **kw)
+        elif n_jobs == 1 or X.shape[0] < 2:
             codes, lams = sbl_codes(self.dictionary_, X, self.lam, **kw)
         else:
             parts = Parallel(n_jobs=n_jobs)(

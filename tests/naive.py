@@ -514,3 +514,8 @@ def poly2_top(X, r, B):
     code = np.array([j * (m + 1) + k + 1 for j, k in pairs])[top]
     order = np.argsort(code)
     return np.array(pairs, dtype=np.int64)[top][order], omega[top][order]
+
+
+def gram_rows_dot(G, rows, w):
+    """Twin of cvfs.core._lasso_kernels.gram_rows_dot: G[rows]^T w."""
+    return G[rows].T @ w

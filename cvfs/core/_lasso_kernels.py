@@ -15,7 +15,7 @@ import numpy as np
 
 from cvfs._jit import njit
 
-__all__ = ["gram_cd_epoch", "gram_gap", "gram_cd_solve"]
+__all__ = ["gram_cd_epoch", "gram_gap", "gram_cd_solve", "gram_rows_dot"]
 
 
 @njit(cache=True)
@@ -128,3 +128,16 @@ def gram_cd_solve(G, b, pen, t, yy, tol, max_epochs, positive):
             if gap <= tol:
                 break
     return epoch, gap
+
+
+@njit(cache=True)
+def gram_rows_dot(G, rows, w):
+    """sum_j w_j G[rows_j, :] without copying the rows: G theta for a theta supported on
+    ``rows`` (G symmetric). Returns ndarray of shape (G.shape[1],)."""
+    out = np.zeros(G.shape[1])
+    for j in range(rows.shape[0]):
+        wj = w[j]
+        r = rows[j]
+        for i in range(G.shape[1]):
+            out[i] += wj * G[r, i]
+    return out

@@ -15,11 +15,12 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, cholesky, solve_triangular
 from scipy.optimize import nnls
 
 from cvfs.base import ConvergenceWarning
 from cvfs.core._lasso_kernels import gram_cd_solve
+from cvfs.core.sbl_evidence import evidence_noise
 from cvfs.core.screening import as_operator, gap_safe_test, gram_columns, static_test
 
 __all__ = ["LassoResult", "SBLResult", "SCREENING_RULES", "sbl_fit", "weighted_lasso"]
@@ -79,6 +80,8 @@ class SBLResult:
         Atoms with gamma_i > 0.
     sigma : ndarray of shape (n_active, n_active)
         Posterior covariance of theta on ``active`` (eq. 9; zero elsewhere).
+    converged : bool
+        Whether gamma settled (to ``tol``) within ``max_iter`` steps.
     """
 
     coef: np.ndarray
@@ -90,6 +93,7 @@ class SBLResult:
     lam: float = 0.0
     active: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     sigma: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    converged: bool = False
 
 
 def _primal_dual(y, yy, r, corr, th, pen, positive):
@@ -280,8 +284,10 @@ def _gamma_h(op, norms, gamma, lam):
         return gh
     B = gram_columns(op, S)  # Phi^T Phi_S, (n_atoms, |S|)
     M = lam * np.diag(1.0 / gamma[S]) + B[S]
-    fac = cho_factor(M, check_finite=False)
-    quad = np.einsum("ij,ij->i", B, cho_solve(fac, B.T, check_finite=False).T)
+    Linv = solve_triangular(cholesky(M, lower=True, check_finite=False), np.eye(S.size),
+                            lower=True, check_finite=False)
+    W = B @ Linv.T  # b_i^T M^-1 b_i = ||L^-1 b_i||^2, one GEMM
+    quad = np.einsum("ij,ij->i", W, W)
     return np.maximum(gh - quad / lam, 1e-12 * gh)
 
 
@@ -322,26 +328,6 @@ def _posterior_mean(op, y, gamma, lam, positive):
     return _posterior(op, y, gamma, lam, positive)[0]
 
 
-def _noise_update(op, y, coef, S, sigma, gamma):
-    """MacKay's fixed point for the noise variance: ||y - Phi mu||^2 / (N - sum_i g_i).
-
-    g_i = 1 - Sigma_ii / gamma_i in [0, 1] counts how well theta_i is determined by the data
-    (Tipping 2001, eq. 18; scikit-learn's ARDRegression uses the same update).
-    """
-    r = y - op.columns(S) @ coef[S] if S.size else y
-    dof = float(np.sum(1.0 - np.diag(sigma) / gamma[S])) if S.size else 0.0
-    return float(r @ r) / max(y.size - dof, 1.0)
-
-
-def _noise_step(op, y, gamma, lam, tol):
-    """MacKay's update of the noise variance ``lam`` at ``gamma`` (:func:`_noise_update`, kept
-    above 1e-12 of the mean square of y). Returns (new lam, whether it moved by more than
-    ``tol`` relative)."""
-    mu, S, sig = _posterior(op, y, gamma, lam, False)
-    lam_new = max(_noise_update(op, y, mu, S, sig, gamma), 1e-12 * float(y @ y) / y.size, 1e-300)
-    return lam_new, abs(lam_new - lam) > tol * lam
-
-
 def _screened_lasso(op, y, pen, theta, screen, positive, lasso, res):
     """One weighted lasso of :func:`sbl_fit` from ``theta``, after the static safe test of
     ``screen`` = (rule, Phi^T y, column norms) or with dynamic gap-safe screening; appends the
@@ -361,7 +347,8 @@ def _screened_lasso(op, y, pen, theta, screen, positive, lasso, res):
 
 
 def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e-4,
-            lasso_tol=1e-8, lasso_max_iter=200, update_noise=False, callback=None):
+            lasso_tol=1e-8, lasso_max_iter=200, update_noise=False, step_budget=False,
+            callback=None):
     """Sparse Bayesian learning by reweighted weighted lasso (Alg. 1, Lemma 2.1).
 
     Starting from gamma = 0 (Sigma_Y = lam I, so gamma_h,i = ||phi_i||^2 / lam), each step solves
@@ -392,9 +379,15 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
     lasso_max_iter : int
         Outer iterations of each weighted lasso.
     update_noise : bool
-        Learn the noise variance: after each reweighting step ``lam`` is replaced by MacKay's
-        fixed point ||y - Phi mu||^2 / (N - sum_i (1 - Sigma_ii / gamma_i)) (``lam`` is then the
-        starting value), and the loop also waits for ``lam`` to settle.
+        Learn the noise variance first, by the fast marginal-likelihood algorithm with an
+        evidence guard (:func:`cvfs.core.sbl_evidence.evidence_noise`; ``lam`` is ignored),
+        then run the screened reweighting at that fixed value, so every safe test applies
+        unchanged.
+    step_budget : bool
+        ``max_iter`` is the stopping rule itself (a fixed budget of reweighting steps, as for
+        detection or classification, where each step only sparsifies a code that already
+        answers): no ConvergenceWarning when it is used up; ``converged`` still tells whether
+        gamma settled earlier.
     callback : callable, optional
         Called as ``callback(step, theta_tmp)`` after each weighted lasso.
 
@@ -412,15 +405,20 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
     ----------
     Jiang & Chen, "Accelerated sparse Bayesian learning via screening test", Alg. 1, eq. (16),
     (18), (20); Wipf & Nagarajan, "A new view of automatic relevance determination", NIPS 2008;
-    Tipping, "Sparse Bayesian learning and the relevance vector machine", JMLR 2001 (noise update).
+    Tipping & Faul, "Fast marginal likelihood maximisation for sparse Bayesian models", AISTATS
+    2003 (noise variance).
     """
     op = as_operator(Phi)
     y = np.asarray(y, dtype=np.float64)
     n = op.shape[1]
     norms = op.column_norms()
-    rho = op.rmatvec(y) if screening in ("wtht", "dome", "sphere") else None
-    gamma_h = norms**2 / lam
     gamma = np.zeros(n)
+    if update_noise:  # start the reweighting from the evidence maximiser's prior variances
+        ev = evidence_noise(op, y)
+        lam = ev.lam
+        gamma[ev.active] = 1.0 / ev.alpha
+    rho = op.rmatvec(y) if screening in ("wtht", "dome", "sphere") else None
+    gamma_h = _gamma_h(op, norms, gamma, lam)
     theta = np.zeros(n)
     res = SBLResult(coef=theta, gamma=gamma, times={"screen": 0.0, "lasso": 0.0, "reweight": 0.0})
     yy = float(y @ y)
@@ -439,7 +437,6 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         gamma_new = np.abs(theta) / u
         delta = float(np.max(np.abs(gamma_new - gamma)))
         gamma = gamma_new
-        lam, lam_moved = _noise_step(op, y, gamma, lam, tol) if update_noise else (lam, False)
         gamma_h = _gamma_h(op, norms, gamma, lam)
         t3 = time.perf_counter()
         res.times["screen"] += t1 - t0
@@ -447,12 +444,13 @@ def sbl_fit(Phi, y, lam, *, screening="gap", positive=False, max_iter=20, tol=1e
         res.times["reweight"] += t3 - t2
         log.debug("SBL step %d: %d atoms, screened %.3f, gap %.2e", step,
                   np.count_nonzero(gamma), res.screening[-1], res.gaps[-1])
-        if not lam_moved and delta <= tol * max(float(np.max(gamma)), np.finfo(float).tiny):
+        if delta <= tol * max(float(np.max(gamma)), np.finfo(float).tiny):
             converged = True
             break
-    if not converged:
+    if not converged and not step_budget:
         warnings.warn(f"SBL did not converge in {max_iter} reweighting steps",
                       ConvergenceWarning, stacklevel=2)
+    res.converged = converged
     res.n_iter = step
     res.gamma = gamma
     res.coef, res.active, res.sigma = _posterior(op, y, gamma, lam, positive)

@@ -13,11 +13,10 @@ lambda_max(y) = max_i |phi_i^T y|, so the first weighted lasso of SBL has the L1
 ratio * lambda_max (the thesis' lambda / lambda_max axis); ratio >= 1 codes nothing.
 """
 
-import warnings
-
 import numpy as np
 
 from cvfs.core.sbl import sbl_fit
+from cvfs.core.sbl_batch import batch_gap_safe_keep, gram_sbl
 from cvfs.core.screening import as_operator
 
 __all__ = ["balanced_subsample", "class_scores", "sbl_codes"]
@@ -58,7 +57,8 @@ def balanced_subsample(labels, n_atoms, rng):
     return np.sort(np.concatenate(picked)).astype(np.int64)
 
 
-def sbl_codes(Phi, Y, ratio, *, screening="gap", max_iter=5, tol=1e-4, lasso_tol=1e-8):
+def sbl_codes(Phi, Y, ratio, *, screening="gap", max_iter=5, tol=1e-4, lasso_tol=1e-8,
+              gram=None):
     """Sparse Bayesian codes of the rows of ``Y`` over the columns of ``Phi``.
 
     Parameters
@@ -71,6 +71,10 @@ def sbl_codes(Phi, Y, ratio, *, screening="gap", max_iter=5, tol=1e-4, lasso_tol
         lambda / lambda_max of each sample (module docstring).
     screening, max_iter, tol, lasso_tol
         Passed to :func:`cvfs.core.sbl.sbl_fit`.
+    gram : cvfs.core.sbl_batch.GramDictionary, optional
+        ``Phi`` with its Gram matrix: the samples are then coded in atom space
+        (:func:`cvfs.core.sbl_batch.gram_sbl`), the first weighted lasso after the gap-safe test
+        of the whole batch (any ``screening`` but None); same codes to the lasso tolerance.
 
     Returns
     -------
@@ -84,17 +88,25 @@ def sbl_codes(Phi, Y, ratio, *, screening="gap", max_iter=5, tol=1e-4, lasso_tol
     Y = np.asarray(Y, dtype=np.float64)
     norms = np.linalg.norm(Y, axis=1)
     U = Y / np.where(norms > 0, norms, 1.0)[:, None]
-    lam_max = np.max(np.abs(op.rmatvec(U.T)), axis=0) if U.size else np.zeros(0)  # one GEMM
-    codes, lams = [], np.zeros(U.shape[0])
+    C = op.rmatvec(U.T) if U.size else np.zeros((op.shape[1], 0))  # Phi^T Y: one GEMM
+    lam_max = np.max(np.abs(C), axis=0) if U.size else np.zeros(0)
+    codes, lams = [], (ratio * lam_max) ** 2
+    if gram is not None:
+        keep = None if screening is None else \
+            batch_gap_safe_keep(C, gram.column_norms(), ratio * lam_max)
     for i, y in enumerate(U):
-        lams[i] = (ratio * lam_max[i]) ** 2
         if lams[i] <= 0.0:  # a zero sample (or a dictionary orthogonal to it) codes to 0
             codes.append((np.zeros(0, np.int64), np.zeros(0)))
             continue
-        with warnings.catch_warnings():  # a few reweighting steps are the method, not a failure
-            warnings.simplefilter("ignore")
-            res = sbl_fit(op, y, lams[i], screening=screening, max_iter=max_iter, tol=tol,
-                          lasso_tol=lasso_tol)
+        if gram is not None:
+            coef = gram_sbl(gram, C[:, i], float(y @ y), lams[i], max_iter=max_iter, tol=tol,
+                            lasso_tol=lasso_tol, keep=None if keep is None else keep[:, i])
+            nz = np.flatnonzero(coef)
+            codes.append((nz.astype(np.int64), coef[nz]))
+            continue
+        # a few reweighting steps are the method (class scores), not a failure
+        res = sbl_fit(op, y, lams[i], screening=screening, max_iter=max_iter, tol=tol,
+                      lasso_tol=lasso_tol, step_budget=True)
         nz = np.flatnonzero(res.coef)
         codes.append((nz.astype(np.int64), res.coef[nz]))
     return codes, lams
