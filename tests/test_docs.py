@@ -13,7 +13,8 @@ from cvfs.cli import _build_parser
 ROOT = Path(__file__).resolve().parents[1]
 MARKDOWN = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "cvfs" / "models" / "README.md",
             *sorted((ROOT / "docs").glob("*.md"))]
-SCRIPTS = [p for d in ("benchmarks", "data_prep", "apps") for p in sorted((ROOT / d).glob("*.py"))]
+SCRIPTS = [p for d, g in (("benchmarks", "**/*.py"), ("data_prep", "*.py"), ("apps", "*.py"))
+           for p in sorted((ROOT / d).glob(g))]
 
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 # a path inside the repository: starts with one of its top-level folders
