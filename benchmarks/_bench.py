@@ -208,24 +208,34 @@ def _git_commit():
 
 
 def run_info():
-    """The ``"run"`` record of every result file: machine, command line, cvfs version, commit."""
-    import cvfs
+    """The ``"run"`` record of every result file: machine, command line, cvfs version, commit.
 
-    return {**machine_info(), "command": [sys.executable, *sys.argv],
-            "cvfs_version": cvfs.__version__, "git_commit": _git_commit(),
-            "loadavg_end": list(os.getloadavg())}
+    The version is the imported package's when cvfs is loaded, else the installed one's (a peer
+    environment without cvfs, e.g. the dlib baselines, records None).
+    """
+    cvfs = sys.modules.get("cvfs")
+    info = machine_info()
+    version = getattr(cvfs, "__version__", None) or info["versions"]["cvfs"]
+    return {**info, "command": [sys.executable, *sys.argv], "cvfs_version": version,
+            "git_commit": _git_commit(), "loadavg_end": list(os.getloadavg())}
 
 
 def write_json(path, obj):
-    """Write ``obj`` as indented JSON, atomically (``cvfs.io.atomic_write_text``); return the path.
+    """Write ``obj`` as indented JSON, atomically; return the path.
 
     A dict gets the ``"run"`` record (:func:`run_info`) in front of its own keys; anything else is
     written as ``{"run": ..., "results": obj}``. Missing folders are made.
     """
-    from cvfs.io import atomic_write_text
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = obj if isinstance(obj, dict) else {"results": obj}
-    atomic_write_text(path, json.dumps(to_jsonable({"run": run_info(), **body}), indent=1) + "\n")
+    text = json.dumps(to_jsonable({"run": run_info(), **body}), indent=1) + "\n"
+    try:
+        from cvfs.io import atomic_write_text
+    except ImportError:  # a peer environment without cvfs's dependencies: same temp + rename
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    else:
+        atomic_write_text(path, text)
     return path

@@ -40,7 +40,6 @@ from benchmarks._bench import (
     format_table,
     fsa_estimator,
     limit_threads,
-    machine_info,
     result_path,
     timed,
     write_json,
@@ -195,7 +194,7 @@ def main(argv=None):
             [[r["method"], str(r["n_selected"]), f"{r['precision']:.3f}", f"{r['recall']:.3f}",
               f"{r['train_acc']:.3f}", f"{r['cpu']:.2f}"] for r in sparse],
             title=f"Sparse: n={args.n}, m={args.sparse_m}, nnz={sparse[0]['nnz']}, k=50"))
-    write_json(args.out, {"machine": machine_info(), "args": vars(args), "results": results,
+    write_json(args.out, {"args": vars(args), "results": results,
                           "sparse": sparse})
     return 0
 

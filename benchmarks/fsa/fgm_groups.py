@@ -44,7 +44,6 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 from benchmarks._bench import (
     format_table,
     limit_threads,
-    machine_info,
     result_path,
     timed,
     write_json,
@@ -218,7 +217,7 @@ def main(argv=None):
                         "path CPU s"], rows,
                        title=f"Synthetic groups: n = {args.n}, {args.n_groups} groups of "
                              f"{GROUP_SIZE}, {N_TRUE} true"))
-    write_json(args.out, {"machine": machine_info(), "args": vars(args), "results": results})
+    write_json(args.out, {"args": vars(args), "results": results})
     return 0
 
 

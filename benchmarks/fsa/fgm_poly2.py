@@ -35,7 +35,6 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 from benchmarks._bench import (
     format_table,
     limit_threads,
-    machine_info,
     result_path,
     timed,
     write_json,
@@ -127,7 +126,7 @@ def main(argv=None):
     print(format_table(["budget", "method", "selected", "test err %", "/ FGM linear", "CPU s",
                         "L1 fits"], rows[:-1],
                        title=f"MNIST 3-vs-8, {len(ytr)} training digits, C = {args.C} (FGM)"))
-    write_json(args.out, {"machine": machine_info(), "args": vars(args), "results": results})
+    write_json(args.out, {"args": vars(args), "results": results})
     return 0
 
 

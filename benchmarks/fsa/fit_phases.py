@@ -26,8 +26,13 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # run as a script: the repository root, for benchmarks.*
+    sys.path.insert(0, str(REPO))
 
 PHASES = ("estimator", "validate", "fsa_fit", "setup", "statistics", "start", "iterate", "loop",
           "finish", "dispatch")
@@ -131,8 +136,7 @@ def _run(tree, fits):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--trees", nargs="+", default=[os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))])
+    ap.add_argument("--trees", nargs="+", default=[str(REPO)])
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--fits", type=int, default=20)
     ap.add_argument("--child")
@@ -184,10 +188,10 @@ def main():
                 line += (f" {ratio[0]:8.3f} {ratio[1]:8.3f} {per['paired'][0]:8.3f}"
                          f" {per['paired'][1]:8.3f}")
             print(line)
-    from benchmarks._bench import machine_info, result_path, write_json
+    from benchmarks._bench import result_path, write_json
 
     write_json(result_path(__file__),
-               {"machine": machine_info(), "trees": a.trees, "rounds": a.rounds, "fits": a.fits,
+               {"trees": a.trees, "rounds": a.rounds, "fits": a.fits,
                 "load": [load0[0], load1[0]], "ms_min_median": table})
 
 

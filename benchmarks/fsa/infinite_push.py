@@ -35,7 +35,6 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 from benchmarks._bench import (
     format_table,
     limit_threads,
-    machine_info,
     result_path,
     timed,
     write_json,
@@ -228,7 +227,7 @@ def main(argv=None):
     root = Path(args.data) if args.data else data_home()
     from sklearn.model_selection import StratifiedShuffleSplit
 
-    results = {"machine": machine_info(), "splits": args.splits, "toy_repeats": args.toy_repeats}
+    results = {"splits": args.splits, "toy_repeats": args.toy_repeats}
 
     # toy: top-of-list accuracy against the number of selected features
     rng = np.random.default_rng(0)

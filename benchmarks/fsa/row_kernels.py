@@ -28,7 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # run as a script: the repository root, for benchmarks.*
     sys.path.insert(0, str(REPO))
-from benchmarks._bench import best_time, format_table, limit_threads, machine_info, write_json
+from benchmarks._bench import best_time, format_table, limit_threads, write_json
 
 
 def _blas_pass():
@@ -124,7 +124,7 @@ def main(argv=None):
                         "X @ b GB/s", "BLAS time / row-kernel time"], rows,
                        title="One linear row pass (logistic), single thread, best of repeats"))
     if args.out:
-        write_json(args.out, {"meta": machine_info(), "argv": sys.argv[1:], "results": results})
+        write_json(args.out, {"argv": sys.argv[1:], "results": results})
         print(f"wrote {args.out}")
 
 

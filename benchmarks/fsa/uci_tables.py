@@ -61,7 +61,6 @@ from benchmarks._bench import (
     format_table,
     fsa_estimator,
     limit_threads,
-    machine_info,
     result_path,
     timed,
     write_json,
@@ -243,7 +242,7 @@ def main(argv=None):
         print(format_table(["dataset", "method", "chosen by the inner CV (share of fits)"],
                            tuned_summary(results, args.datasets),
                            title="Settings chosen by the inner CV, over all folds and k"))
-    out = {"machine": machine_info(), "args": vars(args), "results": results, "checks": checks}
+    out = {"args": vars(args), "results": results, "checks": checks}
     if "dexter" in args.datasets and not args.no_table6:
         out["table6"] = table6(args.table6_repeats)
     write_json(args.out, out)

@@ -294,7 +294,7 @@ def main(argv=None):
               f"{memory['max_scale']:g}): {memory['faces']} faces, peak RSS "
               f"{memory['peak_rss_mb']:.0f} MB, {memory['wall_s']:.1f} s wall")
     write_json(args.out, {"keypoints": det.keypoints, "rows": rows,
-                                            "profiles": profiles, "memory": memory})
+                          "profiles": profiles, "memory": memory})
     print(f"written {args.out}")
     return 0
 

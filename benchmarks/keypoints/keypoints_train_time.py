@@ -104,9 +104,9 @@ def main(argv=None):
         print(f"median CPU s: FSA-Lorenz {med['fsa-lorenz']:.1f}, LogitBoost "
               f"{med['logitboost']:.1f}: FSA-Lorenz {ratio:.1f}x faster")
     write_json(args.out, {"keypoint": st.config["keypoint"], "rows": rows,
-                                            "median_cpu_seconds": med,
-                                            "speed_ratio_logitboost_over_fsa": ratio,
-                                            "checkpoint_config": st.config})
+                          "median_cpu_seconds": med,
+                          "speed_ratio_logitboost_over_fsa": ratio,
+                          "checkpoint_config": st.config})
     print(f"written {args.out}")
     return 0
 

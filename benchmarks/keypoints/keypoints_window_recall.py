@@ -37,7 +37,7 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
     sys.path.insert(0, str(REPO))
 from tqdm.auto import tqdm
 
-from benchmarks._bench import format_table, limit_threads, machine_info, result_path, write_json
+from benchmarks._bench import format_table, limit_threads, result_path, write_json
 from cvfs.datasets.faces import keypoint_index, load_caltech_webfaces, load_mtfl
 from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
@@ -149,7 +149,7 @@ def main(argv=None):
     print(format_table(["set", "IED px", "eyes", "cascade", "score > 0", "median score"],
                        table, title="Eyes with a window within 10% IED at the ideal scale "
                                     "(IED 28 level px)"))
-    write_json(args.out, {"args": vars(args), "machine": machine_info(), "results": res,
+    write_json(args.out, {"args": vars(args), "results": res,
                           "seconds": time.perf_counter() - t0})
     print(f"written {args.out}")
     return 0

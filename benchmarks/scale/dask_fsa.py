@@ -38,7 +38,6 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 from benchmarks._bench import (
     format_table,
     limit_threads,
-    machine_info,
     result_path,
     timed,
     write_json,
@@ -147,7 +146,7 @@ def main(argv=None):
               None if r["bytes_total"] is None else f"{r['bytes_total']}"] for r in rows]
     print(format_table(headers, table, title=f"FSA logistic, {args.n} x {args.m} float32, "
                                               f"k = {args.k}, max_memory = X/8"))
-    write_json(args.out, {"machine": machine_info(), "args": vars(args), "rows": rows})
+    write_json(args.out, {"args": vars(args), "rows": rows})
     return 0
 
 

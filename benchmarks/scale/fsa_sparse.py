@@ -43,7 +43,6 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 from benchmarks._bench import (
     format_table,
     limit_threads,
-    machine_info,
     result_path,
     timed,
     write_json,
@@ -188,7 +187,7 @@ def main(argv=None):
           str(r["sparse_iterations"]), f"{r['precision']:.2f}"] for r in rows],
         title=f"FSARegressor(k={args.k}, bins={args.bins}) on {args.format.upper()} float64, "
               f"density {args.density:g}"))
-    write_json(args.out, {"machine": machine_info(), "args": vars(args), "results": rows})
+    write_json(args.out, {"args": vars(args), "results": rows})
     return 0
 
 
