@@ -41,13 +41,22 @@ from benchmarks._bench import format_table, limit_threads, result_path, write_js
 from cvfs.datasets.faces import keypoint_index, load_caltech_webfaces, load_mtfl
 from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
-from cvfs.keypoints.refine import _level
-from cvfs.vision import HALF, WINDOW, as_float_rgb
+from cvfs.keypoints.refine import _sub_level
+from cvfs.vision import HALF, WINDOW, PyramidLevel, as_float_rgb
 from cvfs.vision.windows import LevelCache
 
 EYES = ("left_eye_center", "right_eye_center")
 BINS = ((0, 10), (10, 14), (14, 20), (20, math.inf))
 SETS = ("caltech", "mtfl-test", "mtfl-train")
+
+
+def _level(crop, scale):
+    """The crop resampled by ``scale`` on the pyramid's grid, as the local rescan does."""
+    h, w = crop.shape[:2]
+    size = (max(WINDOW, round(h * scale)), max(WINDOW, round(w * scale)))
+    img = _sub_level(crop, scale, 0, 0, *size)
+    return PyramidLevel(image=img, index=0, scale=float(scale), scale_y=float(scale),
+                        scale_x=float(scale))
 
 
 def probe(det, rgb, xy, ied, name, scale, radius=0.1):
