@@ -16,7 +16,7 @@ import pytest
 
 from cvfs.io import OUTPUT_MARKER, _atomic, atomic_dir, check_output_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write_set(out, names, text):
