@@ -64,7 +64,7 @@ def _child(tree, fits):
     from scaling import _ar1_classification_blocks
 
     import cvfs.core.fsa as F
-    import cvfs.estimators as E
+    import cvfs.estimators.fsa as E
 
     limit_threads()
     acc = {}
