@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cvfs.cli import _build_parser
+from cvfs.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKDOWN = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "cvfs" / "models" / "README.md",
@@ -71,7 +71,7 @@ def _parsers(parser, name="cvfs"):
 
 def test_help_shows_only_meaningful_defaults():
     bad = []
-    for name, parser in _parsers(_build_parser()):
+    for name, parser in _parsers(build_parser()):
         text = " ".join(parser.format_help().split())  # undo the line wrapping
         bad += [f"{name}: {m}" for m in re.findall(r"default: (?:None|False|\[\]|\))", text)]
         bad += [f"{name}: {m}" for m in MACHINE.findall(text)]
@@ -83,7 +83,7 @@ def test_tracker_help_shows_the_tracker_settings_defaults():
 
     from cvfs.motion.tracking import TrackerSettings
 
-    parser = dict(_parsers(_build_parser()))["cvfs motion segment"]
+    parser = dict(_parsers(build_parser()))["cvfs motion segment"]
     text = " ".join(parser.format_help().split())
     defaults = {f.name: f.default for f in fields(TrackerSettings)}
     for option, field in (("--cell", "cell"), ("--min-quality", "quality"),

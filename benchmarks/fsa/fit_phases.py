@@ -65,7 +65,7 @@ def _child(tree, fits):
     warnings.filterwarnings("ignore")
     sys.path.insert(0, tree)
     import cvfs.core.fsa as F
-    import cvfs.estimators as E
+    import cvfs.estimators.fsa as E
 
     try:  # the tree's benchmarks by area
         from benchmarks._bench import fsa_estimator, limit_threads

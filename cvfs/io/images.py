@@ -135,6 +135,8 @@ def image_size(path):
     Image.init()
     with open(path, "rb") as fh:
         prefix = fh.read(16)
+        if len(prefix) < 16:  # too short for any header (Pillow's checks read 4-16 bytes)
+            return None
         # the format plugins directly: Image.open would apply Pillow's own decompression-bomb
         # limit (a process-wide setting) before the size can be compared with ours
         for fmt in Image.ID:

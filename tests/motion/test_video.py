@@ -425,16 +425,3 @@ def test_motion_segment_camera_like_source_draws_from_kept_frames(tmp_path, monk
     s = commands.motion_segment("synth:motions=2,frames=8,seed=3", n_motions=2, out=out)
     assert s["frames"] == 8 and (out / "synth_motion.avi").stat().st_size > 1000
 
-
-def test_segment_help_states_the_tracker_defaults(capsys):
-    from cvfs.motion.tracking import TrackerSettings
-
-    with pytest.raises(SystemExit):
-        main(["motion", "segment", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    d = TrackerSettings()
-    for flag, value in (("cell", d.cell), ("per-cell", d.per_cell), ("min-quality", d.quality),
-                        ("min-distance", d.min_distance), ("max-points", d.max_points),
-                        ("fb-threshold", d.fb_threshold), ("min-ncc", d.min_ncc),
-                        ("min-frames", d.min_frames)):
-        assert f"{flag} {value:g}" in text, flag

@@ -16,7 +16,7 @@ import pytest
 
 from cvfs.io import OUTPUT_MARKER, _atomic, atomic_dir, check_output_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write_set(out, names, text):
@@ -236,6 +236,7 @@ def test_signal_inside_a_compiled_kernel(tmp_path, monkeypatch, capsys, signum):
     """A signal handled while a numba kernel runs surfaces as a SystemError chained to the
     KeyboardInterrupt / Interrupted: the command still cleans up and exits 128 + signal."""
     import cvfs.cli as cli
+    from cvfs.cli import handlers
     from cvfs.io import Interrupted
 
     out = tmp_path / "out"
@@ -249,7 +250,7 @@ def test_signal_inside_a_compiled_kernel(tmp_path, monkeypatch, capsys, signum):
                 raise SystemError("CPUDispatcher returned a result with an exception set") \
                     from exc
 
-    monkeypatch.setattr(cli, "_cmd_astro_denoise", command)
+    monkeypatch.setattr(handlers, "astro_denoise", command)
     code = cli.main(["astro", "denoise", "x.fits", "--out", str(out)])
     assert code == (130 if signum is None else 128 + signum)
     assert "temporary outputs removed" in capsys.readouterr().err

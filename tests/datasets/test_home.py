@@ -32,7 +32,7 @@ def test_data_home_defaults_to_a_per_user_folder(tmp_path, monkeypatch):
 
 
 def test_checkout_data_is_used_by_the_tests_only_through_the_variable():
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
+    shared = Path(__file__).resolve().parents[3] / "shared" / "data"
     if shared.is_dir():
         assert data_home().is_dir()
     # the library itself no longer looks beside the source tree

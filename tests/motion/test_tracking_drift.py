@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cvfs.motion.tracking import PatchTemplates, TrackerSettings, patch_ncc, track_points
-from tests.test_motion_tracking import _blobs
+from tests.motion.test_tracking import _blobs
 
 
 def _occluder_scene(n_frames=12, pan=(0.0, 0.0), occluder=True, seed=0, speed=3.0):

@@ -5,7 +5,8 @@ import argparse
 import pytest
 
 import cvfs
-from cvfs.cli import _build_parser, main
+from cvfs.cli import main
+from cvfs.cli.parser import build_parser
 
 
 def _parsers(parser, path=("cvfs",)):
@@ -22,7 +23,7 @@ def test_every_option_has_help_with_its_default():
     nor for options whose default None means "not given")."""
     missing = []
     n = 0
-    for path, parser in _parsers(_build_parser()):
+    for path, parser in _parsers(build_parser()):
         assert "``" not in (parser.description or ""), path  # plain text, no rst markup
         assert issubclass(parser.formatter_class, argparse.ArgumentDefaultsHelpFormatter), path
         formatter = parser._get_formatter()

@@ -9,7 +9,9 @@ import pytest
 from numba.core import event
 
 from cvfs import warmup
-from cvfs.cli import _build_parser, _compile_notice, main
+from cvfs.cli import main
+from cvfs.cli.app import compile_notice
+from cvfs.cli.parser import build_parser
 
 
 def test_groups_name_cached_kernels_and_commands_name_groups():
@@ -18,7 +20,7 @@ def test_groups_name_cached_kernels_and_commands_name_groups():
         for probe in group.probes:
             disp = warmup._dispatcher(probe)
             assert disp._cache._cache_file is not None, probe  # njit(cache=True)
-    parser = _build_parser()
+    parser = build_parser()
     for key, groups in warmup.COMMAND_GROUPS.items():
         assert set(groups) <= set(warmup.GROUPS), key
         argv = key.split()
@@ -101,7 +103,7 @@ def test_compile_notice_names_the_cold_groups_and_the_wait(argv, groups, monkeyp
         return list(names)
 
     monkeypatch.setattr(warmup, "cold_groups", cold)
-    stop = _compile_notice(_build_parser().parse_args(argv))
+    stop = compile_notice(build_parser().parse_args(argv))
     try:
         assert asked == [groups] and capsys.readouterr().err == ""  # nothing compiled yet
         for _ in range(2):  # printed once, as numba starts compiling
@@ -121,14 +123,14 @@ def test_compile_notice_names_the_cold_groups_and_the_wait(argv, groups, monkeyp
 
 def test_no_notice_when_warm_or_without_kernels(monkeypatch, capsys):
     monkeypatch.setattr(warmup, "cold_groups", lambda names: [])
-    assert _compile_notice(_build_parser().parse_args(["demo"])) is None
+    assert compile_notice(build_parser().parse_args(["demo"])) is None
     assert capsys.readouterr().err == ""
 
     def fail(names):
         raise AssertionError("cvfs data compiles nothing")
 
     monkeypatch.setattr(warmup, "cold_groups", fail)
-    assert _compile_notice(_build_parser().parse_args(["data"])) is None
+    assert compile_notice(build_parser().parse_args(["data"])) is None
     assert capsys.readouterr().err == ""
 
 
@@ -137,7 +139,7 @@ def test_cache_check_failure_never_stops_a_command(monkeypatch, capsys):
         raise OSError("unreadable cache")
 
     monkeypatch.setattr(warmup, "cold_groups", broken)
-    assert _compile_notice(_build_parser().parse_args(["astro", "denoise", "f.fits"])) is None
+    assert compile_notice(build_parser().parse_args(["astro", "denoise", "f.fits"])) is None
     assert capsys.readouterr().err == ""
 
 

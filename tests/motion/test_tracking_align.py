@@ -8,8 +8,8 @@ import cvfs.motion.tracking as tracking
 from cvfs.motion import _patch_align as pa
 from cvfs.motion.tracking import PatchTemplates, _inside, _ncc, _sample, _warp_maps, track_points
 from tests import naive
-from tests.test_motion_tracking import _walker_scene
-from tests.test_motion_tracking_drift import _occluder_scene
+from tests.motion.test_tracking import _walker_scene
+from tests.motion.test_tracking_drift import _occluder_scene
 
 
 def _same(a, b):

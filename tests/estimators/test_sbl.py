@@ -13,7 +13,7 @@ from cvfs.core import _lasso_kernels as K
 from cvfs.core.sbl import _gamma_h, _posterior_mean, sbl_fit, weighted_lasso
 from cvfs.core.screening import as_operator
 from tests import naive
-from tests.test_screening import psf_dictionary, random_dictionary
+from tests.core.test_screening import psf_dictionary, random_dictionary
 
 
 def _gram_problem(seed, k=12):
