@@ -8,13 +8,21 @@ shared machine the CPU time is the steadier of the two.
 
 FSA is built in one place, ``fsa_estimator``: ``cvfs.FSAClassifier`` / ``FSARegressor`` with
 default parameters.
+
+One results format: every script writes its JSON through ``write_json``, which puts a ``"run"``
+record (``run_info``: machine, command line, cvfs version, git commit, time) beside the script's
+own keys; the default file of ``benchmarks/<area>/<script>.py`` is
+``benchmarks/results/<area>/<script>.json`` (``result_path``).
 """
 
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -25,10 +33,16 @@ __all__ = [
     "format_table",
     "limit_threads",
     "machine_info",
+    "result_path",
+    "run_info",
     "timed",
     "to_jsonable",
     "write_json",
 ]
+
+ROOT = Path(__file__).resolve().parent
+#: where the scripts write by default: one folder per area (not part of the repository)
+RESULTS = ROOT / "results"
 
 THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -175,8 +189,53 @@ def to_jsonable(obj):
     return obj
 
 
-def write_json(path, obj):
-    """Write ``obj`` as indented JSON, atomically (``cvfs.io.atomic_write_text``)."""
-    from cvfs.io import atomic_write_text
+def result_path(script, name=None, suffix=".json"):
+    """Default output of the script file ``script``: ``results/<area>/<name or stem><suffix>``."""
+    script = Path(script).resolve()
+    return RESULTS / script.parent.relative_to(ROOT) / f"{name or script.stem}{suffix}"
 
-    atomic_write_text(path, json.dumps(to_jsonable(obj), indent=1) + "\n")
+
+def _git_commit():
+    """The checked-out commit of the repository (``+dirty`` with uncommitted changes), or None."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
+def run_info():
+    """The ``"run"`` record of every result file: machine, command line, cvfs version, commit.
+
+    The version is the imported package's when cvfs is loaded, else the installed one's (a peer
+    environment without cvfs, e.g. the dlib baselines, records None).
+    """
+    cvfs = sys.modules.get("cvfs")
+    info = machine_info()
+    version = getattr(cvfs, "__version__", None) or info["versions"]["cvfs"]
+    return {**info, "command": [sys.executable, *sys.argv], "cvfs_version": version,
+            "git_commit": _git_commit(), "loadavg_end": list(os.getloadavg())}
+
+
+def write_json(path, obj):
+    """Write ``obj`` as indented JSON, atomically; return the path.
+
+    A dict gets the ``"run"`` record (:func:`run_info`) in front of its own keys; anything else is
+    written as ``{"run": ..., "results": obj}``. Missing folders are made.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = obj if isinstance(obj, dict) else {"results": obj}
+    text = json.dumps(to_jsonable({"run": run_info(), **body}), indent=1) + "\n"
+    try:
+        from cvfs.io import atomic_write_text
+    except ImportError:  # a peer environment without cvfs's dependencies: same temp + rename
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    else:
+        atomic_write_text(path, text)
+    return path

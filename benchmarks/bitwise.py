@@ -8,6 +8,7 @@ stored in an ``.npz`` file; ``--compare`` reruns the fits and reports each array
 
     python benchmarks/bitwise.py --save ref.npz          # before a change
     python benchmarks/bitwise.py --compare ref.npz       # after it: exit 1 on any difference
+    python benchmarks/run.py bitwise --compare ref.npz   # the same through the runner
 
 Outputs are read through the public API only (``get_support(indices=True)``, ``coef_``,
 ``decision_function``), so the check survives changes of internal names.
@@ -23,8 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import limit_threads  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: the repository root, for benchmarks.*
+    sys.path.insert(0, str(REPO))
+from benchmarks._bench import limit_threads  # noqa: E402
 
 limit_threads()
 

@@ -7,7 +7,7 @@ Usage::
 
 Candidates and features come from the feature cache (built when missing or stale); the ranker is
 trained with the paper's settings (B=4, k=40, N_iter=300, mu=300, lambda=0.01, all pairs of
-candidates of a sequence with r = 1, 1/2, 0; see ``benchmarks/motion_fold_seeds.py``), learns
+candidates of a sequence with r = 1, 1/2, 0; see ``benchmarks/motion/motion_fold_seeds.py``), learns
 the cluster floor (``cluster_floor=True``) and is written with
 :func:`cvfs.motion.ranking.save_ranker` together with the candidate pool it expects.
 """

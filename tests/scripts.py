@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script(relpath, name=None):
-    """The module of the script ``ROOT / relpath`` (e.g. ``"benchmarks/motion_k.py"``)."""
+    """The module of the script ``ROOT / relpath`` (e.g. ``"benchmarks/motion/motion_k.py"``)."""
     path = ROOT / relpath
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     mod = importlib.util.module_from_spec(spec)

@@ -13,11 +13,14 @@ from cvfs.cli.parser import build_parser
 ROOT = Path(__file__).resolve().parents[1]
 MARKDOWN = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "cvfs" / "models" / "README.md",
             *sorted((ROOT / "docs").glob("*.md"))]
-SCRIPTS = [p for d in ("benchmarks", "data_prep", "apps") for p in sorted((ROOT / d).glob("*.py"))]
+SCRIPTS = [p for d, g in (("benchmarks", "**/*.py"), ("data_prep", "*.py"), ("apps", "*.py"))
+           for p in sorted((ROOT / d).glob(g))]
 
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 # a path inside the repository: starts with one of its top-level folders
 PATH = re.compile(r"(?<![\w./$-])((?:benchmarks|docs|cvfs|tests|data_prep|apps|\.ci)/[\w./<>*-]*)")
+# a benchmark named to the runner: benchmarks/run.py <area>/<script> (or a top-level script)
+RUNNER = re.compile(r"benchmarks/run\.py ([\w]+(?:/[\w]+)?)")
 MACHINE = re.compile(r"(?<![\w.])(/tmp/|/work/|/home/|/root/|/Users/|\.\./shared)")
 # written when the code runs, not part of the repository
 OUTPUTS = ("benchmarks/results/", "cvfs/__pycache__")
@@ -45,8 +48,10 @@ def test_every_repository_path_exists(path, text):
     base = path.parent if path.suffix == ".md" else ROOT
     links = [m.group(1) for m in LINK.finditer(text) if "://" not in m.group(1)]
     named = [m.group(1) for m in PATH.finditer(text)]
+    scripts = [m.group(1) for m in RUNNER.finditer(text)]
     missing = [r for r in links if not _exists(base, r)] + \
-        [r for r in named if not _exists(ROOT, r)]
+        [r for r in named if not _exists(ROOT, r)] + \
+        [f"run.py {s}" for s in scripts if not (ROOT / "benchmarks" / f"{s}.py").is_file()]
     assert not missing, f"{path.relative_to(ROOT)} names paths not in the repository: {missing}"
 
 

@@ -106,8 +106,9 @@ def fit_sources(patch, weights, src, bg, s_lo, s_hi, margin, tol=1e-6):
     lo, hi = _bounds(k, patch.shape, s_lo, s_hi, margin)
     p0[:-1] = np.clip(p0[:-1], lo[:-1] + 1e-9, hi[:-1] - 1e-9)
     # tolerance 1e-6 and a cap on iterations: positions converge to ~1e-3 px well before tighter
-    # tolerances (same F1/RMSE on benchmarks/astro_localisation.py); borderline model-selection
-    # decisions are re-fitted with a tight ``tol`` (see _prune) and four times the iterations
+    # tolerances (same F1/RMSE on benchmarks/astro/astro_localisation.py); borderline
+    # model-selection decisions are re-fitted with a tight ``tol`` (see _prune) and four times the
+    # iterations
     max_iter = (40 + 5 * k) * (1 if tol >= 1e-6 else 4)
     p, _, _ = lm_fit(np.ascontiguousarray(patch, dtype=np.float64),
                      np.ascontiguousarray(weights, dtype=np.float64), p0, lo, hi, float(tol),

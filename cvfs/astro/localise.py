@@ -56,9 +56,10 @@ _model_and_jac = model_and_jac
 #: lambda = LAMBDA_FACTOR * sigma^2. The Bayesian choice lambda = sigma^2 fits noise peaks (F1 of
 #: the raw SBL atoms 0.45 on held-out scenes); with our gamma = 0 start the first penalty is
 #: sqrt(lambda) per unit-norm atom, i.e. a matched-filter detection threshold of
-#: sqrt(LAMBDA_FACTOR) sigma. Chosen on 20 held-out synthetic scenes (benchmarks/astro_lambda.py,
-#: seeds 3000-3019): the full pipeline's F1 is flat (0.989-0.990) for factors 4-256 and its RMSE
-#: is lowest (0.109 px) for factors <= 16; 16 is the largest such factor (fewest atoms).
+#: sqrt(LAMBDA_FACTOR) sigma. Chosen on 20 held-out synthetic scenes
+#: (benchmarks/astro/astro_lambda.py, seeds 3000-3019): the full pipeline's F1 is flat (0.989-0.990)
+#: for factors 4-256 and its RMSE is lowest (0.109 px) for factors <= 16; 16 is the largest such
+#: factor (fewest atoms).
 LAMBDA_FACTOR = 16.0
 
 #: smallest noise sigma relative to max |pixel| (float64 resolves 2.2e-16 of it): an estimate

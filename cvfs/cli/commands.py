@@ -26,7 +26,7 @@ __all__ = ["VIDEO_MAX_SCALE", "astro_denoise", "astro_localise", "keypoints_dete
 
 #: Largest pyramid scale scanned on video frames (no upsampled levels: faces with an inter-eye
 #: distance of at least ~20 px, about 4 times fewer windows than scale 2; measured by
-#: ``benchmarks/keypoints_speed.py``).
+#: ``benchmarks/keypoints/keypoints_speed.py``).
 VIDEO_MAX_SCALE = 1.0
 
 

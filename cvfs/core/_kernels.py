@@ -113,19 +113,19 @@ CACHED_BYTES = 1 << 22
 # the row stay in L1; several rows per sweep stream short rows from memory at half the rate)
 # and four rows per sweep above it (w and v come from L2 once per four rows): measured on
 # N x W float32 matrices of 0.6 GB, tracked pass, GB/s one row / four rows: W = 2000 16.9 /
-# 12.5, 3000 11.0 / 12.7, 10788 9.5 / 14.9, 45546 9.7 / 16.2 (benchmarks/row_kernels.py
+# 12.5, 3000 11.0 / 12.7, 10788 9.5 / 14.9, 45546 9.7 / 16.2 (benchmarks/fsa/row_kernels.py
 # compares the pass with the equivalent BLAS products)
 ROW_SWEEP_WIDTH = 2048
 # the row pass sums d_i x_i in X's dtype over at least this many rows (whole row blocks) before
 # adding them to the float64 accumulators: flushing after every ~512 KiB block costs two
 # read-modify-writes of W float64 per block, a quarter of a pass at 10,000 float32 columns (13-row
-# blocks); at 1,779 columns (73-row blocks) it makes no difference (benchmarks/row_kernels.py
+# blocks); at 1,779 columns (73-row blocks) it makes no difference (benchmarks/fsa/row_kernels.py
 # times the pass against `X @ b` on the same rows)
 FLUSH_ROWS = 64
 # page faults of fresh memory, per element written, in units of an element streamed: filling
 # 1.8 GB of fresh memory (4 KiB pages) takes about 8-10x as long as refilling or reading it
-# (benchmarks/scaling.py's large cells exercise it). Matrices above FRESH_BYTES (glibc's largest
-# mmap threshold) are mapped afresh by every allocation; smaller ones reuse the heap's pages
+# (benchmarks/scale/scaling.py's large cells exercise it). Matrices above FRESH_BYTES (glibc's
+# largest mmap threshold) are mapped afresh by every allocation; smaller ones reuse the heap's pages
 # after the first fit. At N x M = 1e5 x 1e4 and 1.5e4 x 1e5 (float32) this defers the first
 # compaction from iteration 0 (45.8% of the columns) to iteration 3 (17.8%)
 FRESH_COST = 8.0

@@ -350,7 +350,7 @@ def _exp_neg_abs(u, out):
     (error 5e-9), evaluated in float32; 2^-n is applied by subtracting n from the exponent
     bits. No library call and no branch, so the loops vectorise with eight float32 lanes per
     AVX2 register: 2-2.5x faster than an all-float64 version (exp(-a/64)^64, degree 14); the
-    exp is a large part of a logistic FSA fit at N = M = 1000 (benchmarks/synthetic_tables.py
+    exp is a large part of a logistic FSA fit at N = M = 1000 (benchmarks/fsa/synthetic_tables.py
     times that fit). The derivatives and the loss of the logistic rows inherit the 2e-7
     (their sums are float64). Only "contract" fastmath: reassociation could fold the rounding
     (x + _ROUND) - _ROUND away.

@@ -16,7 +16,7 @@ Feature-major S (W, N) of bin coordinates
     e[b] + s dd[b] (dd[b] = c[b + 1] - c[b], e[b] = c[b] - b dd[b]: two table reads, no
     offset); its gradient sums are sums of d u_b(s) with the basis as hat functions
     u_b(s) = max(0, 1 - |s - b|), one vectorised sweep per knot b over row chunks in L1
-    (:func:`_pl_sums_t`). ``benchmarks/pl_kernels.py`` times both layouts per element; the
+    (:func:`_pl_sums_t`). ``benchmarks/fsa/pl_kernels.py`` times both layouts per element; the
     feature-major passes cost a fraction of the row-major one (docs/benchmarks.md).
 """
 
@@ -109,7 +109,7 @@ def basis_sums(X, fp, bins, sums, d, gsums):
     is added to ``sums`` every 256 rows. Scattering each element into its two basis columns of
     the (M, B + 1) float64 table instead misses the cache once that table outgrows L2 (60,864
     features: 4.4 MB); the weighted sums replace a row-major pass of FSA's first iteration
-    (``benchmarks/pl_kernels.py``)."""
+    (``benchmarks/fsa/pl_kernels.py``)."""
     N, M = X.shape
     ty = X.dtype.type
     zero = ty(0.0)
@@ -307,7 +307,7 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
     vectorised sweep over a chunk of SUM_CHUNK rows (in L1), summed in S's dtype within the
     chunk and then added in float64. The B + 1 sweeps do more arithmetic than one scatter of
     each row into its two basis columns, but a scatter's read-modify-writes of the
-    accumulators serialise (``benchmarks/pl_kernels.py`` times the sweep per element)."""
+    accumulators serialise (``benchmarks/fsa/pl_kernels.py`` times the sweep per element)."""
     n = d.size
     ty = S.dtype.type
     zero = ty(0.0)
@@ -321,7 +321,7 @@ def _pl_sums_t(S, cols, bins, d, t, g, h, track):
         for i0 in range(0, n, SUM_CHUNK):
             # slices indexed from 0: over range(i0, i1) numba's negative-index wraparound is
             # not provably dead, and on AVX-512 LLVM vectorises the loads as gathers (about 10x
-            # slower per element in benchmarks/pl_kernels.py)
+            # slower per element in benchmarks/fsa/pl_kernels.py)
             rs = row[i0:min(n, i0 + SUM_CHUNK)]
             ds = dx[i0:i0 + rs.size]
             ts = tx[i0:i0 + rs.size]

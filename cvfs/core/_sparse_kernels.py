@@ -75,7 +75,7 @@ def csr_column_stats(indptr, indices, data, d, shift, s1, s2, graw, count):
     filling ``count`` with the stored entries per column. The
     per-column accumulators are interleaved, so the scattered update of an entry touches one
     cache line instead of five (about twice as fast on the 3e4 x 3e5 matrix of
-    ``benchmarks/fsa_sparse.py``)."""
+    ``benchmarks/scale/fsa_sparse.py``)."""
     N = indptr.size - 1
     M = s1.size
     acc = np.zeros((M, 5))  # shift, s1, s2, graw, count

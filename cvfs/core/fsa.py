@@ -29,8 +29,8 @@ orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels` and
   copies the kept columns (peak ~1.5x the size of X), later ones move them within that buffer.
 
 The rationale of each choice (why the step size, the boost values, the compaction rule and the
-layouts) is in ``docs/methods.md``, section "FSA solver"; ``benchmarks/synthetic_tables.py``,
-``benchmarks/scaling.py`` and ``benchmarks/pl_kernels.py`` measure it.
+layouts) is in ``docs/methods.md``, section "FSA solver"; ``benchmarks/fsa/synthetic_tables.py``,
+``benchmarks/scale/scaling.py`` and ``benchmarks/fsa/pl_kernels.py`` measure it.
 """
 
 import logging

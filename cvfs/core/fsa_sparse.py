@@ -23,7 +23,7 @@ as the in-memory solver on a sparse layout:
 
 Linear and piecewise-linear responses, every row-separable loss and the pairwise ranking loss.
 The rationale is in ``docs/methods.md``, section "FSA on sparse input";
-``benchmarks/fsa_sparse.py`` measures it.
+``benchmarks/scale/fsa_sparse.py`` measures it.
 """
 
 import logging
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 
 # kept blocks of at most this many cells are handed to the in-memory loop even when denser
 # than their sparse form: a dense pass over them costs less than the fixed per-iteration cost
-# of the sparse loop (benchmarks/uci_tables.py, Table VI)
+# of the sparse loop (benchmarks/fsa/uci_tables.py, Table VI)
 _DENSE_CELLS = 1 << 16
 
 

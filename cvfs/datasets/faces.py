@@ -60,7 +60,8 @@ ANNOTATED = {
 
 #: The pixel each dataset's files number as the first; loaders subtract it so every dataset is
 #: 0-based. MTFL's and Caltech's labels sit ~1 px right of the mirror-symmetric eye position
-#: (``benchmarks/keypoints_localisation.py --sections mirror``), as 1-based counting puts them.
+#: (``benchmarks/keypoints/keypoints_localisation.py --sections mirror``), as 1-based counting puts
+#: them.
 FIRST_PIXEL = {"aflw": 0.0, "aflw2000": 0.0, "mtfl": 1.0, "caltech_webfaces": 1.0}
 
 

@@ -125,13 +125,13 @@ DATASETS = {d.name: d for d in (
             + " (the sequences' original videos)",
             "cars1.avi, people2.avi, 1RT2RCR.avi, 2T3RCR.avi, three-cars.avi; their truth in "
             "hopkins155/", (("videos", _glob("*.avi")),),
-            ("cvfs.datasets.hopkins155_videos", "benchmarks/motion_videos.py")),
+            ("cvfs.datasets.hopkins155_videos", "benchmarks/motion/motion_videos.py")),
     Dataset("motion_kt3dmoseg", "KT3DMoSeg",
             "KT3DMoSeg motion segmentation with missing data (Xu, Cheong "
             "& Li, CVPR 2018; from KITTI)", "https://github.com/alex-xun-xu/MultiViewMoSeg (Data/)",
             "<CLIP>_Tracks/<CLIP>_Tracks.mat per clip; SeqList.mat",
             (("clips", _glob("*_Tracks/*_Tracks.mat")),),
-            ("cvfs.datasets.kt3dmoseg", "benchmarks/motion_kt3dmoseg.py")),
+            ("cvfs.datasets.kt3dmoseg", "benchmarks/motion/motion_kt3dmoseg.py")),
     Dataset("faces/mtfl", "MTFL",
             "MTFL facial landmarks v1.0 (Zhang, Luo, Loy & Tang, ECCV 2014)",
             "http://mmlab.ie.cuhk.edu.hk/projects/TCDCN.html",
@@ -160,13 +160,13 @@ DATASETS = {d.name: d for d in (
             "https://github.com/kbarbary/sep (data/), https://irsa.ipac.caltech.edu (2MASS "
             "Atlas), https://archive.stsci.edu/dss",
             "sep_image/{image,back,rms}.fits and image.cat; m17/*.fits.gz; M6707HH.fits",
-            (("FITS images", _glob("**/*.fits*")),), ("benchmarks/astro_real.py",)),
+            (("FITS images", _glob("**/*.fits*")),), ("benchmarks/astro/astro_real.py",)),
     Dataset("mnist", "MNIST",
             "MNIST handwritten digits (LeCun et al., Proc. IEEE 1998)",
             "http://yann.lecun.com/exdb/mnist/ (save the four arrays with numpy.savez_compressed)",
             "mnist.npz with arrays x_train, y_train, x_test, y_test",
             (("digits", _npz_rows("mnist.npz", "x_train", "x_test")),),
-            ("cvfs.datasets.load_mnist", "benchmarks/sbl_mnist.py")),
+            ("cvfs.datasets.load_mnist", "benchmarks/sbl/sbl_mnist.py")),
     Dataset("uci", "UCI and NIPS 2003 sets",
             "feature-selection benchmarks: DEXTER (NIPS 2003 challenge), colon (Alon et "
             "al. 1999) and the UCI sonar, ionosphere, SPECTF and WPBC sets",
@@ -174,7 +174,8 @@ DATASETS = {d.name: d for d in (
             "dexter/dexter_train.{data,labels}, colon/{I2000,tissue}.txt, sonar/sonar.all-data, "
             "ionosphere/ionosphere.data, spectf/SPECTF.{train,test}, wpbc/wpbc.data",
             ((f"of {len(_UCI)} sets", _uci_sets),),
-            ("cvfs.datasets.uci", "benchmarks/uci_tables.py", "benchmarks/infinite_push.py")),
+            ("cvfs.datasets.uci", "benchmarks/fsa/uci_tables.py",
+             "benchmarks/fsa/infinite_push.py")),
 )}
 
 

@@ -34,7 +34,7 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
         Constrain the coefficients to be nonnegative.
     max_iter : int, default=50
         Reweighting steps (with more atoms than samples the reweighting takes 20-30 steps to
-        settle at a learned noise variance, ``benchmarks/sbl_noise.py``).
+        settle at a learned noise variance, ``benchmarks/sbl/sbl_noise.py``).
     tol : float, default=1e-4
         Relative change of gamma at which the reweighting stops.
     lasso_tol : float, default=1e-8
@@ -214,7 +214,7 @@ class SBLRegressor(RegressorMixin, BaseEstimator):
         return mean, np.sqrt(np.maximum(var, 0.0))
 
 
-# the Gram matrix of up to 16,384 atoms takes at most 2 GiB (benchmarks/sbl_mnist.py)
+# the Gram matrix of up to 16,384 atoms takes at most 2 GiB (benchmarks/sbl/sbl_mnist.py)
 _SBL_GRAM_MAX_ATOMS = 16_384
 
 

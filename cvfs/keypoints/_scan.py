@@ -14,7 +14,7 @@ after every feature). Features are computed only when reached:
   window, when a classifier first needs it, and shared by all classifiers of the window, from the
   level's cell-histogram maps (:attr:`cvfs.vision.LevelCache.hog`, built once per level when a
   classifier has HOG columns: cheaper than computing the blocks from the pixels on every level,
-  measured in ``benchmarks/keypoints_speed.py``).
+  measured in ``benchmarks/keypoints/keypoints_speed.py``).
 
 Feature values are rounded to float32 before the classifier reads them, as
 :meth:`cvfs.vision.FeaturePool.compute` returns them, so a window's score equals

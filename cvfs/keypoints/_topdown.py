@@ -32,7 +32,7 @@ __all__ = ["MARGIN", "band_rows", "eye_pairs", "level_regions", "single_eye_hypo
 
 #: Inter-eye distances added to a keypoint's search radius: room for the refit of the face
 #: model (similarity and shape modes through every inlier) to move the prediction. With 0.25
-#: the face AP equals the full scan's (``benchmarks/keypoints_evaluate.py --faces``).
+#: the face AP equals the full scan's (``benchmarks/keypoints/keypoints_evaluate.py --faces``).
 MARGIN = 0.25
 EYES = ("left_eye_center", "right_eye_center")
 

@@ -21,8 +21,8 @@ cap bounds what a face with one occluded eye can lose.
 
 The default :class:`PairModel` was chosen on training data only (MTFL training images
 1,000-2,499, the LFW part, which the shipped eye detector was not trained on, scanned at their
-size and downscaled 2x and 3x; ``benchmarks/keypoints_context.py``): ``spacing`` is the median
-left-to-right offset of true pairs in level pixels (27.3 with the position merged over every
+size and downscaled 2x and 3x; ``benchmarks/keypoints/keypoints_context.py``): ``spacing`` is the
+median left-to-right offset of true pairs in level pixels (27.3 with the position merged over every
 suppressed peak, 25.9 with ``merge_radius=3``; both give mean eye AP 0.732 there), ``sigma``
 (0.17 of 0.17 / 0.25; the measured spread is 0.14 / 0.12 per axis), ``weight``, ``tau`` and
 ``cap`` the best mean eye AP of a 36-setting grid (0.699 without pairing -> 0.732).

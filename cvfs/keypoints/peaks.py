@@ -99,7 +99,7 @@ def nms(detections, radius, merge=False, merge_radius=None):
         Move each kept detection to the mean position of itself and the detections it
         suppressed (the peaks of neighbouring pyramid levels), weighted by the positive part
         of their scores; scores are unchanged. The merge raises the shipped eye detector's AP
-        on the MTFL test crops (``benchmarks/keypoints_evaluate.py``).
+        on the MTFL test crops (``benchmarks/keypoints/keypoints_evaluate.py``).
     merge_radius : ndarray of shape (n,), optional
         With ``merge``: a suppressed detection joins the mean only if it lies within its own
         ``merge_radius`` of the kept one (default: every suppressed detection).

@@ -35,8 +35,8 @@ __all__ = ["DEFAULT_LEVEL_IED", "LEVEL_IED", "quadratic_peak", "refine_face_keyp
 #: IED (level pixels) of the middle rescan scale: the middle of the detectors' training range.
 DEFAULT_LEVEL_IED = 28.0
 #: The same per keypoint in :func:`refine_face_keypoints` (others: ``DEFAULT_LEVEL_IED``).
-#: Chosen on held-out MTFL training faces (``benchmarks/keypoints_refine.py --level-ied``): the
-#: nose tip, a smooth blob, localises better on a finer level.
+#: Chosen on held-out MTFL training faces (``benchmarks/keypoints/keypoints_refine.py
+#: --level-ied``): the nose tip, a smooth blob, localises better on a finer level.
 LEVEL_IED = {"nose_center": 40.0}
 
 

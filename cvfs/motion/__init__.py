@@ -312,8 +312,8 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
     candidates_k : sequence of int, default 2..8
     tau : float, optional
         None uses the robust-cost rule with the parameters of ``cvfs.motion.kselect``
-        (``CAPPED_*``, fitted on Hopkins155, cross-validated in ``benchmarks/motion_k.py``); a
-        float uses the residual-ratio rule :func:`cvfs.motion.kselect.choose_k` with this
+        (``CAPPED_*``, fitted on Hopkins155, cross-validated in ``benchmarks/motion/motion_k.py``);
+        a float uses the residual-ratio rule :func:`cvfs.motion.kselect.choose_k` with this
         threshold instead.
     return_scores : bool, default False
         Also return the best subspace residual ``r_K`` per K tried (K given: the chosen

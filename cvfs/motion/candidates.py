@@ -18,7 +18,7 @@ refined labellings join the pool (9.4 candidates per sequence on Hopkins155). Re
 whitened projection too (``refine=("velocity", "whitened")``) lowers the best achievable
 (oracle) error but gives more candidates that are harder to rank. The oracle and test errors of
 each pool: ``docs/methods.md`` ("Motion segmentation"), measured by ``cvfs motion evaluate`` and
-``benchmarks/motion_fold_seeds.py``.
+``benchmarks/motion/motion_fold_seeds.py``.
 
 References
 ----------

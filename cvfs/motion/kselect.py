@@ -24,7 +24,7 @@ Three rules choose K:
 cluster holds a given fraction of the trajectories (:func:`large_clusters`).
 
 Their parameters are fitted on training sequences and cross-validated by video in
-``benchmarks/motion_k.py``, not chosen per sequence.
+``benchmarks/motion/motion_k.py``, not chosen per sequence.
 """
 
 import numpy as np
@@ -48,19 +48,19 @@ __all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "NOISE_RANK", "SPECTRA
 # residual-ratio threshold of choose_k (fit_threshold gives 0.46 on most Hopkins155 folds)
 DEFAULT_TAU = 0.47
 # fitted together on all 155 Hopkins155 sequences by fit_penalty with the planar residuals
-# (benchmarks/motion_k.py); without q_K pass lam explicitly
+# (benchmarks/motion/motion_k.py); without q_K pass lam explicitly
 DEFAULT_LAMBDA = 65.33
 DEFAULT_MU = 0.281
 # singular values of the centred velocity matrix beyond this rank measure the noise
 # (noise_variance): three rigid motions span at most 12 dimensions
 NOISE_RANK = 12
 # choose_k_capped: capped_cost's cap and dimension cost and the rule's lam and mu, fitted
-# together on all 155 Hopkins155 sequences (benchmarks/motion_k.py, "g + mu q + lam pen")
+# together on all 155 Hopkins155 sequences (benchmarks/motion/motion_k.py, "g + mu q + lam pen")
 CAPPED_CAP = 13.0
 CAPPED_DIM_COST = 50.0
 CAPPED_LAMBDA = 18.22
 CAPPED_MU = 0.067
-# fit_penalty (and benchmarks/motion_k.py) take the centre of the best neighbourhood of this
+# fit_penalty (and benchmarks/motion/motion_k.py) take the centre of the best neighbourhood of this
 # width on the parameter grid, not the single best grid point
 FIT_SMOOTH = 3
 # the K whose spectral candidates join the K-subspaces restarts in k_residuals (the ranked K)
@@ -444,7 +444,7 @@ def large_clusters(labellings, min_fraction):
     real video, tracks that start on the background and are carried off by a passing occluder
     fit a subspace of their own, and the robust cost counts them as one more motion. Every
     motion of Hopkins155 holds at least 5.3 % of its sequence's trajectories. Measured as a K
-    rule in ``benchmarks/motion_k.py --min-fraction`` (``docs/results.md``); not the default.
+    rule in ``benchmarks/motion/motion_k.py --min-fraction`` (``docs/results.md``); not the default.
 
     Parameters
     ----------

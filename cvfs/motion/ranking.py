@@ -5,7 +5,7 @@ Training pairs are formed only within a sequence: for candidates i, j of the sam
 :class:`MotionRanker` uses these targets by default (``min_gap=None``); ``min_gap=0.005`` keeps
 only the pairs whose errors differ by more than half a percentage point. With the default
 candidate pool (K-subspace refined candidates) and the cluster floor the paper's targets test
-better over fold seeds 0-9 (``benchmarks/motion_fold_seeds.py --nested``, which also runs an
+better over fold seeds 0-9 (``benchmarks/motion/motion_fold_seeds.py --nested``, which also runs an
 inner cross-validation choosing between the two; ``docs/results.md``). RankBoost uses the
 strict pairs (``r_ij = 1``), as in Freund et al. A ranker's ``select`` returns, per sequence, the
 row of its best-scored candidate.

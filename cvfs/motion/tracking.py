@@ -97,7 +97,7 @@ class TrackerSettings:
         (NCC = s^2 / (s^2 + n^2) with n = s): below it a patch is more something else than
         itself. Cleanly tracked background stays far above it (median of the per-track minimum
         over the clip 0.91-0.99 on the five shared Hopkins155 videos,
-        ``benchmarks/motion_track_ncc.py``).
+        ``benchmarks/motion/motion_track_ncc.py``).
     partial : bool, default False
         Keep lost tracks up to their loss and re-detect new corners in every frame.
     min_frames : int or float, default 0.5
@@ -199,7 +199,8 @@ def _ncc(a, b, weight=None):
     """Row-wise normalised cross-correlation of two (N, m) arrays, over the entries where
     ``weight`` (N, m, bool; default all) is True (1 where a row is flat). The NumPy form of
     :func:`cvfs.motion._patch_align.ncc_rows`, for unaligned patches
-    (``benchmarks/motion_track_ncc.py --no-warp``) and as the kernel's reference in the tests."""
+    (``benchmarks/motion/motion_track_ncc.py --no-warp``) and as the kernel's reference in the
+    tests."""
     w = np.ones(a.shape, bool) if weight is None else weight
     n = np.maximum(w.sum(axis=1, keepdims=True), 1)
     a = np.where(w, a - (a * w).sum(axis=1, keepdims=True) / n, 0.0)

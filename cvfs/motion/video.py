@@ -1,5 +1,5 @@
 """Track a video and segment its tracks by motion: the one implementation behind
-``cvfs motion segment``, ``apps/motion_video.py`` and ``benchmarks/motion_videos.py``."""
+``cvfs motion segment``, ``apps/motion_video.py`` and ``benchmarks/motion/motion_videos.py``."""
 
 import logging
 import time

@@ -20,9 +20,9 @@ Typical use::
 
 Everything is deterministic (no randomness); values are float32 computed in float64.
 
-Performance (one core, see ``benchmarks/vision_throughput.py``): runs of horizontally adjacent
-centres (as :func:`window_centres` returns them) read contiguous memory, ~4e8 Haar features/s;
-scattered centres (e.g. the survivors of a cascade stage) ~1-3e8/s; HOG columns with
+Performance (one core, see ``benchmarks/keypoints/vision_throughput.py``): runs of horizontally
+adjacent centres (as :func:`window_centres` returns them) read contiguous memory, ~4e8 Haar
+features/s; scattered centres (e.g. the survivors of a cascade stage) ~1-3e8/s; HOG columns with
 ``hog_border='image'`` ~8e5 windows/s for all 864. For large outputs, chunk the centres (e.g. 20,000
 per call) and pass a reused ``out=`` buffer (fresh gigabyte arrays cost page faults).
 

@@ -456,7 +456,8 @@ def test_fit_classifier_fsa_matches_estimator(method):
 @pytest.mark.slow
 def test_shipped_eye_detectors_on_mtfl_aflw_crops(real_data):
     """The shipped eye detectors on the first 40 MTFL AFLW test crops: AP with the paper's
-    criteria stays near what benchmarks/keypoints_evaluate.py measured on 300 (0.41 / 0.36)."""
+    criteria stays near what benchmarks/keypoints/keypoints_evaluate.py measured on 300 (0.41 /
+    0.36)."""
     from cvfs.keypoints.evaluate import evaluate_detector
 
     det = load_detector()

@@ -1,4 +1,4 @@
-"""The perspective (epipolar) residual and the capped fraction of benchmarks/motion_k.py."""
+"""The perspective (epipolar) residual and the capped fraction of benchmarks/motion/motion_k.py."""
 
 
 import numpy as np
@@ -10,7 +10,7 @@ from tests.scripts import load_script
 
 @pytest.fixture(scope="module")
 def bench():
-    return load_script("benchmarks/motion_k.py", "bench_motion_k")
+    return load_script("benchmarks/motion/motion_k.py", "bench_motion_k")
 
 
 def _perspective_scene(rng, n_frames=12):

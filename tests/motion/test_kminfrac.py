@@ -102,7 +102,7 @@ def test_a_cluster_below_the_fraction_is_not_a_motion():
 def test_benchmark_min_fraction_form_drops_labellings_with_a_small_cluster():
     from tests.scripts import load_script
 
-    bench = load_script("benchmarks/motion_k.py", "bench_motion_k")
+    bench = load_script("benchmarks/motion/motion_k.py", "bench_motion_k")
     points, truth = make_rigid_motions(2, 80, 20, noise=0.002, random_state=3)
     split = truth.copy()
     split[np.flatnonzero(truth == 0)[:3]] = 2

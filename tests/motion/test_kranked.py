@@ -1,4 +1,5 @@
-"""The ranked-labelling quantities and the union-pool K choice of benchmarks/motion_k_ranked.py."""
+"""The ranked-labelling quantities and the union-pool K choice of
+benchmarks/motion/motion_k_ranked.py."""
 
 
 import numpy as np
@@ -15,7 +16,7 @@ from tests.scripts import load_script
 
 @pytest.fixture(scope="module")
 def bench():
-    return load_script("benchmarks/motion_k_ranked.py", "bench_motion_k_ranked")
+    return load_script("benchmarks/motion/motion_k_ranked.py", "bench_motion_k_ranked")
 
 
 def test_labelling_quantities_are_the_capped_cost_on_the_grid(bench):
