@@ -80,9 +80,9 @@ def staircase(estimator, X, y, ks, sample_weight=None):
             # every column, half anneal down to k
             n_step = max(n_iter // 4, 2)
             hold = n_step // 2
-            est._schedule = np.r_[np.full(hold, cols.size, np.int64),
-                                  annealing_schedule(cols.size, int(k), n_step - hold,
-                                                     estimator.get_params()["mu"])]
+            est.set_params(schedule=np.r_[np.full(hold, cols.size, np.int64),
+                                          annealing_schedule(cols.size, int(k), n_step - hold,
+                                                             estimator.get_params()["mu"])])
         # no copy of the full matrix
         est.fit(X if step == 0 else X[:, cols], y, sample_weight=sample_weight)
         fits.append((int(k), est, cols))

@@ -168,11 +168,9 @@ class _FSABase(SelectorMixin, BaseEstimator):
 
     def _fit_core(self, X, y, loss, pairs=None, fit_intercept=True, sample_weight=None):
         prior = self._check_params()
-        # a schedule set by cvfs.model_selection.staircase (a fit warm on a previous support)
-        schedule = getattr(self, "_schedule", None)
         res = fsa_fit(
             X, y, self.k, loss=loss, bins=self.bins, prior=prior, n_iter=self.n_iter,
-            mu=self.mu, schedule=schedule, learning_rate=self.learning_rate,
+            mu=self.mu, schedule=self.schedule, learning_rate=self.learning_rate,
             annealing_boost=self.annealing_boost, fit_intercept=fit_intercept,
             pairs=pairs, sample_weight=sample_weight, max_memory=self.max_memory,
             worker_memory=self.worker_memory, random_state=self.random_state,
@@ -265,6 +263,10 @@ _DOC_PARAMS = """
         Seeds the power-iteration start vector; None uses a fixed seed (fits are deterministic).
     verbose : bool, default=False
         Progress bar.
+    schedule : array-like of int or None, default=None
+        Kept features per iteration M_1..M_n (non-increasing, ending at ``k``), replacing the
+        annealing schedule of ``mu`` and ``n_iter`` (:func:`cvfs.model_selection.staircase`
+        uses it to fit warm on a previous support).
 """
 
 _DOC_ATTRS = """
@@ -326,8 +328,7 @@ class FSAClassifier(BinaryScores, ClassifierMixin, _FSABase):
     def __init__(self, k=10, loss="logistic", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
                  smoothness=0.0, max_memory=None, worker_memory=None, random_state=None,
-                 verbose=False,
-                 class_weight=None):
+                 verbose=False, class_weight=None, schedule=None):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -343,6 +344,7 @@ class FSAClassifier(BinaryScores, ClassifierMixin, _FSABase):
         self.random_state = random_state
         self.verbose = verbose
         self.class_weight = class_weight
+        self.schedule = schedule
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X of shape (n_samples, n_features) and labels y of shape (n_samples,).
@@ -393,7 +395,7 @@ class FSAClassifier(BinaryScores, ClassifierMixin, _FSABase):
                              f"np.memmap), got {kind}")
         res = fsa_multiclass_fit(
             X, np.searchsorted(classes, y), classes.size, self.k, loss=self.loss, prior=prior,
-            n_iter=self.n_iter, mu=self.mu, schedule=getattr(self, "_schedule", None),
+            n_iter=self.n_iter, mu=self.mu, schedule=self.schedule,
             learning_rate=self.learning_rate, annealing_boost=self.annealing_boost,
             sample_weight=weight, random_state=self.random_state, verbose=self.verbose)
         self.classes_ = classes
@@ -467,7 +469,7 @@ class FSARegressor(RegressorMixin, _FSABase):
     def __init__(self, k=10, loss="squared", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
                  smoothness=0.0, max_memory=None, worker_memory=None, random_state=None,
-                 verbose=False):
+                 verbose=False, schedule=None):
         self.k = k
         self.loss = loss
         self.n_iter = n_iter
@@ -482,6 +484,7 @@ class FSARegressor(RegressorMixin, _FSABase):
         self.worker_memory = worker_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.schedule = schedule
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X of shape (n_samples, n_features) and real targets y of shape (n_samples,);
@@ -529,7 +532,7 @@ class FSARanker(_FSABase):
     def __init__(self, k=40, n_iter=300, mu=300, learning_rate=None, annealing_boost=None, bins=4,
                  prior="shrinkage", shrinkage=0.01, smoothness=0.0, pair_weights="uniform",
                  min_gap=None, max_memory=None, worker_memory=None, random_state=None,
-                 verbose=False):
+                 verbose=False, schedule=None):
         self.k = k
         self.pair_weights = pair_weights
         self.min_gap = min_gap
@@ -545,6 +548,7 @@ class FSARanker(_FSABase):
         self.worker_memory = worker_memory
         self.random_state = random_state
         self.verbose = verbose
+        self.schedule = schedule
 
     def fit(self, X, y, groups=None, sample_weight=None):
         """Fit on X of shape (n_samples, n_features), relevance y (higher = better) and an

@@ -52,6 +52,22 @@ def test_support_is_a_mask_for_every_selector(make):
     assert isinstance(est.n_iter_, int) and est.n_iter_ >= 1
 
 
+def test_schedule_parameter_replaces_the_annealing_schedule():
+    """schedule= is the kept count per iteration: the fit equals fsa_fit with that schedule,
+    runs len(schedule) iterations, and a schedule that does not end at k is refused."""
+    from cvfs.core.fsa import fsa_fit
+
+    X, y, _ = make_ar1_classification(200, 30, k_true=3, random_state=0)
+    schedule = np.r_[np.full(5, 30), [20, 12, 8, 5, 4, 4, 4]]
+    clf = FSAClassifier(k=4, schedule=schedule).fit(X, y)
+    res = fsa_fit(X, np.where(y == 1, 1.0, -1.0), 4, schedule=schedule)
+    np.testing.assert_array_equal(clf.get_support(indices=True), res.support)
+    np.testing.assert_array_equal(clf.coef_, res.coef[:, 0])
+    assert clf.n_iter_ == schedule.size and clf.history_["n_kept"].tolist() == schedule.tolist()
+    with pytest.raises(ValueError, match="schedule values must lie in"):
+        FSAClassifier(k=4, schedule=[30, 20, 3]).fit(X, y)
+
+
 def test_multiclass_support_is_a_mask():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, 300)
