@@ -24,9 +24,9 @@ ALLOWED = {
     "motion": {"motion", "core", "estimators", "base", "io", "datasets", "viz", "_jit"},
     "astro": {"astro", "core", "estimators", "base", "io", "datasets", "viz", "_jit"},
 }
-# the top layer: the console script, the demo, the kernel warm-up and the package's lazy
+# the top layer: the console script (with its kernel warm-up), the demo and the package's lazy
 # re-exports import anything
-TOP = {"cli", "demo", "warmup", "__main__", "__init__"}
+TOP = {"cli", "demo", "__main__", "__init__"}
 
 
 def _layer(path):

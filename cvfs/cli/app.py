@@ -16,7 +16,7 @@ def compile_notice(args):
     """When the command's kernels are not in numba's cache yet (first run after installing or
     upgrading cvfs), print one line on stderr as numba starts compiling them: what compiles and
     about how long it takes. Returns a function that stops listening (None if nothing to say)."""
-    from cvfs.warmup import COMMAND_GROUPS, GROUPS
+    from cvfs.cli.warmup import COMMAND_GROUPS, GROUPS
 
     if args.command == "demo":
         keys = [f"demo {part}" for part in args.parts]
@@ -28,7 +28,7 @@ def compile_notice(args):
     if not groups:
         return None
     try:
-        from cvfs.warmup import cold_groups, expected_seconds, on_first_compile, wait_text
+        from cvfs.cli.warmup import cold_groups, expected_seconds, on_first_compile, wait_text
 
         cold = cold_groups(groups)
     except Exception as exc:  # the notice must never stop a command

@@ -41,7 +41,7 @@ def warmup(args):
 
     from tqdm.auto import tqdm
 
-    from cvfs.warmup import GROUPS, cold_groups, compile_group
+    from cvfs.cli.warmup import GROUPS, cold_groups, compile_group
 
     names = args.groups or list(GROUPS)
     cold = set(cold_groups(names))

@@ -345,7 +345,7 @@ def build_parser():
                 "missing one with the folder layout its loader expects.")
     p.set_defaults(func=handlers.data)
 
-    from cvfs.warmup import GROUPS
+    from cvfs.cli.warmup import GROUPS
 
     p = _parser(sub, "warmup", "compile every numba kernel once (minutes; then cached)",
                 description="Compile the numba kernels of every command into numba's cache "

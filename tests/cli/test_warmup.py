@@ -8,8 +8,7 @@ import textwrap
 import pytest
 from numba.core import event
 
-from cvfs import warmup
-from cvfs.cli import main
+from cvfs.cli import main, warmup
 from cvfs.cli.app import compile_notice
 from cvfs.cli.parser import build_parser
 
@@ -60,7 +59,7 @@ def test_cache_check_follows_numbas_index(tmp_path):
     code = textwrap.dedent("""
         import sys; sys.path.insert(0, sys.argv[1])
         import kmod
-        from cvfs.warmup import _cached
+        from cvfs.cli.warmup import _cached
         before = _cached(kmod.f)
         if sys.argv[2] == "call":
             kmod.f(1.0)
@@ -80,7 +79,7 @@ def test_cache_check_follows_numbas_index(tmp_path):
 
 
 def test_fresh_cache_makes_every_group_cold(tmp_path):
-    code = "from cvfs.warmup import GROUPS, cold_groups; print(' '.join(cold_groups(GROUPS)))"
+    code = "from cvfs.cli.warmup import GROUPS, cold_groups; print(' '.join(cold_groups(GROUPS)))"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
@@ -153,7 +152,7 @@ def test_notice_comes_with_the_first_real_compile(tmp_path):
     code = textwrap.dedent("""
         import sys; sys.path.insert(0, sys.argv[1])
         import kmod2
-        from cvfs.warmup import on_first_compile
+        from cvfs.cli.warmup import on_first_compile
         stop = on_first_compile(lambda: print("notice", file=sys.stderr))
         kmod2.f(1.0)
         if sys.argv[2] == "both":
