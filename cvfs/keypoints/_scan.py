@@ -62,8 +62,10 @@ def _pl(x, lo, scale, table, nb, step, j):
 def _haar_run(flat, p0, off, weight, nt, val, ng):
     """``val[a]`` = Haar value of the window whose top-left corner is ``flat[p0 + a]``, for a run
     of ``ng`` adjacent windows: every term in one pass (contiguous loads, one store per window),
-    added in :func:`cvfs.vision.haar.haar_terms` order; padding terms have weight 0 and offset
-    0, and adding 0 times a finite integral leaves the sum exact. ``nt`` is unused."""
+    added in :func:`cvfs.vision.haar.haar_terms` order. Only the first 6, 8 or 9 terms are
+    read, the smallest count that holds the feature's ``nt`` terms: the others are padding
+    (weight 0, offset 0), and adding 0 times a finite integral leaves the sum exact, so every
+    count gives the same value."""
     # slices indexed from 0: ``flat[o + a]`` keeps numba's negative-index wraparound, and on
     # AVX-512 LLVM then loads with gathers (about 4x slower per term; keypoints_speed.py)
     s0 = flat[p0 + off[0]:p0 + off[0] + ng]
@@ -72,11 +74,34 @@ def _haar_run(flat, p0, off, weight, nt, val, ng):
     s3 = flat[p0 + off[3]:p0 + off[3] + ng]
     s4 = flat[p0 + off[4]:p0 + off[4] + ng]
     s5 = flat[p0 + off[5]:p0 + off[5] + ng]
+    w0, w1, w2, w3, w4, w5 = weight[0], weight[1], weight[2], weight[3], weight[4], weight[5]
+    if nt <= 6:
+        for a in range(ng):
+            v = w0 * s0[a]
+            v += w1 * s1[a]
+            v += w2 * s2[a]
+            v += w3 * s3[a]
+            v += w4 * s4[a]
+            v += w5 * s5[a]
+            val[a] = v
+        return
     s6 = flat[p0 + off[6]:p0 + off[6] + ng]
     s7 = flat[p0 + off[7]:p0 + off[7] + ng]
+    w6, w7 = weight[6], weight[7]
+    if nt <= 8:
+        for a in range(ng):
+            v = w0 * s0[a]
+            v += w1 * s1[a]
+            v += w2 * s2[a]
+            v += w3 * s3[a]
+            v += w4 * s4[a]
+            v += w5 * s5[a]
+            v += w6 * s6[a]
+            v += w7 * s7[a]
+            val[a] = v
+        return
     s8 = flat[p0 + off[8]:p0 + off[8] + ng]
-    w0, w1, w2, w3, w4, w5, w6, w7, w8 = (weight[0], weight[1], weight[2], weight[3], weight[4],
-                                          weight[5], weight[6], weight[7], weight[8])
+    w8 = weight[8]
     for a in range(ng):
         v = w0 * s0[a]
         v += w1 * s1[a]
@@ -186,8 +211,10 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial):
                 st = step[j]
                 kept = 0
                 if kind[j] == 0:
-                    # all MAX_TERMS (9) terms in registers, unrolled: the padding terms have
-                    # weight 0 and offset 0, and adding 0 * (a finite integral) leaves v exact
+                    # the terms in registers, unrolled; only the first 6, 8 or 9 (enough for
+                    # the feature's terms) are read: the padding terms have weight 0 and
+                    # offset 0, and adding 0 * (a finite integral) leaves v exact
+                    ntj = n_terms[j]
                     oj = off[j]
                     wj = weight[j]
                     o0, o1, o2, o3, o4, o5, o6, o7, o8 = (oj[0], oj[1], oj[2], oj[3], oj[4],
@@ -203,9 +230,11 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial):
                         v += w3 * flat[p + o3]
                         v += w4 * flat[p + o4]
                         v += w5 * flat[p + o5]
-                        v += w6 * flat[p + o6]
-                        v += w7 * flat[p + o7]
-                        v += w8 * flat[p + o8]
+                        if ntj > 6:
+                            v += w6 * flat[p + o6]
+                            v += w7 * flat[p + o7]
+                            if ntj > 8:
+                                v += w8 * flat[p + o8]
                         zi = z[i] + _pl(np.float64(np.float32(v)), lo, scale, table, nb, st, j)
                         z[i] = zi
                         if record and zi < th:
