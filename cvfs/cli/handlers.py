@@ -125,7 +125,8 @@ def astro_denoise(args):
 
 # ---- keypoints ----
 
-KP_DATASETS = ("mtfl-train", "mtfl-test", "caltech", "aflw2000")
+KP_DATASETS = ("mtfl-train", "mtfl-test", "caltech", "aflw2000", "faces68-train",
+               "faces68-test")
 
 
 def _kp_images(name, n_images, root=None):
@@ -137,6 +138,11 @@ def _kp_images(name, n_images, root=None):
         ims = faces.load_mtfl("test", root)
     elif name == "caltech":
         ims = faces.load_caltech_webfaces(root)
+    elif name.startswith("faces68-"):
+        from cvfs.datasets.ibug68 import load_faces68, split_faces68
+
+        train, test = split_faces68(load_faces68(root))
+        ims = train if name == "faces68-train" else test
     else:
         ims = faces.load_aflw2000(root)
     return ims[:n_images] if n_images else ims

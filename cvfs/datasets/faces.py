@@ -10,7 +10,8 @@ count pixels from 1 (MATLAB style: their eye labels sit one pixel right of the
 mirror-symmetric eye position, :data:`FIRST_PIXEL`), so their loaders subtract 1. "Left" is image
 left in every dataset (AFLW, MTFL and Caltech agree).
 
-The AFLW sqlite loader is in :mod:`cvfs.datasets.aflw`.
+The AFLW sqlite loader is in :mod:`cvfs.datasets.aflw`, the iBUG 68-point (300-W) loader in
+:mod:`cvfs.datasets.ibug68`.
 
 References
 ----------
@@ -49,6 +50,8 @@ log = logging.getLogger(__name__)
 _MTFL = ("left_eye_center", "right_eye_center", "nose_center", "mouth_left_corner",
          "mouth_right_corner")
 _CALTECH = ("left_eye_center", "right_eye_center", "nose_center", "mouth_center")
+_FACES68 = ("left_eye_center", "right_eye_center", "nose_left", "nose_center", "nose_right",
+            "mouth_left_corner", "mouth_right_corner", "chin_center")
 
 #: Which vocabulary points each dataset annotates (others are NaN in its ``points``).
 ANNOTATED = {
@@ -56,13 +59,15 @@ ANNOTATED = {
     "aflw2000": KEYPOINTS,
     "mtfl": _MTFL,
     "caltech_webfaces": _CALTECH,
+    "faces_68": _FACES68,
 }
 
 #: The pixel each dataset's files number as the first; loaders subtract it so every dataset is
 #: 0-based. MTFL's and Caltech's labels sit ~1 px right of the mirror-symmetric eye position
 #: (``benchmarks/keypoints/keypoints_localisation.py --sections mirror``), as 1-based counting puts
 #: them.
-FIRST_PIXEL = {"aflw": 0.0, "aflw2000": 0.0, "mtfl": 1.0, "caltech_webfaces": 1.0}
+FIRST_PIXEL = {"aflw": 0.0, "aflw2000": 0.0, "mtfl": 1.0, "caltech_webfaces": 1.0,
+               "faces_68": 1.0}
 
 
 

@@ -153,7 +153,9 @@ DATASETS = {d.name: d for d in (
             "300-W 68-point landmarks of AFW and HELEN (Sagonas et al., ICCV-W "
             "2013)", "https://ibug.doc.ic.ac.uk/resources/300-W/",
             "afw/ and helen_train/: photos with one <photo>[_<k>].pts per face",
-            (("faces", _glob("*/*.pts")),), ()),
+            (("faces", _glob("*/*.pts")),),
+            ("cvfs.datasets.ibug68.load_faces68", "cvfs keypoints train",
+             "cvfs keypoints evaluate")),
     Dataset("astro", "sky images",
             "real sky images: the SEP test image with SExtractor's output, 2MASS M17 "
             "tiles, a DSS plate of M67",

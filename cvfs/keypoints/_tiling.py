@@ -18,7 +18,11 @@
 
 A level is scanned whole when it fits the budget left after the image, the octave bases and
 the level image (divided by the number of threads); otherwise it is cut into overlapping bands
-of rows. A band of ``step`` window rows holds ``step + 2`` rows of window scores (the peaks of
+of rows. Every band of a level also holds one row of integral images (``24 (w + 1)`` bytes) for
+as long as the level is scanned. When the image and the level leave less than
+:func:`band_floor` (an upsampled level of a large photo: 4000 x 3000 at scale 2 is a 576 MB level
+image), the bands get the floor and the call exceeds ``max_memory`` by about the floor and the
+part of the level image beyond the budget, and says so in a warning. A band of ``step`` window rows holds ``step + 2`` rows of window scores (the peaks of
 its ``step`` own rows need the scores of their neighbour rows) and ``step + 25`` level rows;
 bands start ``step`` window rows apart. The integral images and HOG maps of a band equal the
 same rows of the whole level's (:func:`cvfs.vision.level_bands`), so the detections do not
@@ -29,13 +33,19 @@ import numpy as np
 
 from cvfs.vision import HALF, WINDOW
 
-__all__ = ["MAX_MEMORY", "BandPlan", "band_bytes", "check_max_memory", "image_bytes",
-           "level_bytes", "split_rows"]
+__all__ = ["BAND_FLOOR", "MAX_MEMORY", "BandPlan", "band_budget", "band_bytes",
+           "band_floor", "check_max_memory", "image_bytes", "level_bytes", "split_rows"]
 
 #: Default memory budget of one ``detect`` call in bytes (the image, the pyramid and the scan):
 #: 640 MiB, so that with the interpreter, numba and the shipped models (~250 MB resident) a
 #: detecting process stays within 1 GB.
 MAX_MEMORY = 640 << 20
+
+#: Largest floor of the memory of the bands in flight (:func:`band_floor`). Smaller bands
+#: cost more integral-image rows (one per band: bands of one window row on the 8000 x 6000 level
+#: of a 4000 x 3000 photo at scale 2 held 1.2 GB of them) and more per-band overhead; 80 MiB
+#: gives such a level bands of 10 window rows (``benchmarks/keypoints/keypoints_memory.py``).
+BAND_FLOOR = 80 << 20
 
 _LEVEL_PIXEL = 12  # float32 RGB
 _BAND_FIXED = 16 << 20  # scan kernel group buffers and HOG block store (a few MB)
@@ -64,6 +74,33 @@ def level_bytes(shape, scale, blurred):
     px = int(shape[0]) * int(shape[1])
     base = px / 4 ** np.floor(-np.log2(scale) + 1e-9) if blurred else 0.0
     return int(_LEVEL_PIXEL * (px * scale * scale + base))
+
+
+def band_floor(max_memory):
+    """Bytes the bands in flight get at least: ``min(BAND_FLOOR, max_memory / 8)``."""
+    return min(BAND_FLOOR, max_memory / 8)
+
+
+def band_budget(avail, lv_bytes, n_jobs, max_memory):
+    """Bytes each of ``n_jobs`` bands in flight may use on a level of ``lv_bytes``.
+
+    Parameters
+    ----------
+    avail : float
+        ``max_memory`` less the image copy and octave bases (:func:`image_bytes`).
+    lv_bytes : float
+        The level image (:func:`level_bytes`).
+    n_jobs : int
+        Bands scanned at once.
+    max_memory : int
+        The budget of the call.
+
+    Returns
+    -------
+    budget : float
+        ``(avail - lv_bytes) / n_jobs``, but at least ``band_floor(max_memory) / n_jobs``.
+    """
+    return max(avail - lv_bytes, band_floor(max_memory)) / n_jobs
 
 
 def band_bytes(models, haar, hog, cascade):

@@ -30,6 +30,7 @@ from cvfs.io import load_model, save_model
 from cvfs.keypoints._additive import AdditiveModel
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints._tiling import (
+    band_budget,
     band_bytes,
     check_max_memory,
     image_bytes,
@@ -198,9 +199,11 @@ class KeypointDetector:
             Bytes this call may allocate for the image copy, the pyramid and the scan (default
             :data:`cvfs.keypoints._tiling.MAX_MEMORY`, 640 MiB), whatever the image size: the
             levels are built one at a time and a level whose maps do not fit is scanned in
-            overlapping bands of rows (memory model in :mod:`cvfs.keypoints._tiling`; at least
-            the image copy, one level image and one window row of maps). The detections do not
-            depend on it.
+            overlapping bands of rows (memory model in :mod:`cvfs.keypoints._tiling`). It
+            takes at least the image copy, the largest level image and bands of
+            ``min(80 MiB, max_memory / 8)``; a call that needs more (a large photo with
+            upsampled levels: 4000x3000 at ``max_scale=2``) logs a warning with the excess.
+            The detections do not depend on it.
 
         Returns
         -------
@@ -390,7 +393,8 @@ class KeypointDetector:
                     cache.clear()
                     yield scale, out
                     continue
-                budget = avail - level_bytes(rgb.shape, scale, False)
+                budget = band_budget(avail, level_bytes(rgb.shape, scale, False), 1,
+                                     max_memory)
                 # separate bands for row runs further apart than a window: their maps overlap
                 for r0, r1 in band_rows(scan, WINDOW):
                     parts, _ = split_rows((r1 - r0 + WINDOW - 1, w), budget, per_pixel, fixed)

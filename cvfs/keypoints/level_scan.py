@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from cvfs.keypoints._scan import ScanPlan
-from cvfs.keypoints._tiling import band_bytes, image_bytes, level_bytes, split_rows
+from cvfs.keypoints._tiling import band_budget, band_bytes, image_bytes, level_bytes, split_rows
 from cvfs.keypoints.peaks import grid_peaks, parabolic_offsets
 from cvfs.vision import HALF, N_HOG, WINDOW, LevelCache, level_bands, valid_centres
 
@@ -157,7 +157,9 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
     and, per level, its nominal scale and whether building it blurs an octave base. The levels
     are scanned one after another within ``max_memory`` bytes (the memory model of
     :mod:`cvfs.keypoints._tiling`): a level that does not fit whole is scanned in bands of rows,
-    each of at most ``1 / n_jobs`` of the budget left by the image and the level. With
+    each of at most ``1 / n_jobs`` of the budget left by the image and the level, or of
+    :func:`cvfs.keypoints._tiling.band_floor` when that is less (with a warning when the call
+    then exceeds ``max_memory``). With
     ``n_jobs > 1`` that many threads scan bands (of one or several levels; the numba kernels
     release the GIL), and a level or band starts only when the memory of those in flight
     leaves room for it. The peaks do not depend on the bands or on ``n_jobs``.
@@ -175,15 +177,17 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
 
     def split(level, lv_bytes):
         nonlocal warned
-        budget = (avail - lv_bytes) / n_jobs
-        parts, fits = split_rows(level.shape, budget, per_pixel, fixed)
-        if not fits and not warned:
-            log.warning("max_memory=%d bytes is too small for an image of shape %s: levels "
-                        "are scanned in bands of one window row, which may exceed it",
-                        max_memory, tuple(rgb.shape[:2]))
-            warned = True
+        budget = band_budget(avail, lv_bytes, n_jobs, max_memory)
+        parts, _ = split_rows(level.shape, budget, per_pixel, fixed)
         rows = max(p.e - p.s for p in parts) + WINDOW - 1
         b_bytes = per_pixel * rows * level.shape[1] + fixed
+        over = image_bytes(rgb.shape) + lv_bytes + n_jobs * b_bytes - max_memory
+        if over > 0 and not warned:
+            log.warning("max_memory=%d bytes is too small for an image of shape %s at pyramid "
+                        "scale %.3g: the scan takes about %d MiB more (lower max_scale or raise "
+                        "max_memory)", max_memory, tuple(rgb.shape[:2]), level.scale,
+                        over / 2**20)
+            warned = True
         if len(parts) == 1:
             return [(LevelCache(level), parts[0])], b_bytes
         bands = level_bands(level, [p.pixel_rows for p in parts])

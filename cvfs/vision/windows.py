@@ -212,8 +212,9 @@ def level_bands(level, rows):
             raise ValueError(f"rows: band ({a}, {b}) must satisfy 0 <= r0 < r1 <= {h} and "
                              f"r1 - r0 >= {WINDOW}")
     order = np.argsort([a for a, _ in rows], kind="stable")
-    tops = np.empty((len(rows), 3, level.shape[1] + 1))
-    tops[order] = _integral_tops(level.image, [rows[i][0] for i in order])
+    tops = _integral_tops(level.image, [rows[i][0] for i in order])
+    if (order != np.arange(len(rows))).any():  # one copy of the tops only when out of order
+        tops[order] = tops.copy()
     return [LevelBand(level, a, b, tops[i]) for i, (a, b) in enumerate(rows)]
 
 

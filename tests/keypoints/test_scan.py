@@ -9,8 +9,11 @@ from skimage import data
 from cvfs.keypoints import KeypointDetector, level_scan, load_detector
 from cvfs.keypoints._additive import AdditiveModel, _rejection_distribution
 from cvfs.keypoints._tiling import (
+    BAND_FLOOR,
     MAX_MEMORY,
+    band_budget,
     band_bytes,
+    band_floor,
     check_max_memory,
     image_bytes,
     level_bytes,
@@ -186,3 +189,21 @@ def test_soft_cascade_front_load():
         z1(uni) < uni.cascade_thresholds[0]).mean()
     with pytest.raises(ValueError, match="front_load must be a finite float >= 0"):
         m.soft_cascade(X_pos, front_load=-1.0)
+
+
+def test_band_budget_floor():
+    """Bands get what the image and the level leave, but at least min(80 MiB, max_memory / 8)
+    shared by the threads: on the scale-2 level of a 4000x3000 photo (576 MB, more than the
+    640 MiB budget leaves) bands of ten window rows, not of one."""
+    mm = MAX_MEMORY
+    assert band_floor(mm) == BAND_FLOOR == 80 << 20
+    assert band_floor(80 << 20) == 10 << 20
+    assert band_budget(500e6, 100e6, 2, mm) == 200e6
+    assert band_budget(500e6, 600e6, 1, mm) == BAND_FLOOR
+    assert band_budget(500e6, 600e6, 2, mm) == BAND_FLOOR / 2
+    avail = mm - image_bytes((3000, 4000))
+    per_pixel, fixed = band_bytes([None] * 5, True, True, True)
+    bands, fits = split_rows((6000, 8000), band_budget(avail, level_bytes((3000, 4000), 2.0,
+                                                                          False), 1, mm),
+                             per_pixel, fixed)
+    assert fits and bands[1].s - bands[0].s == 10 and len(bands) == 598
