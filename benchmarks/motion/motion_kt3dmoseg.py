@@ -8,7 +8,7 @@ Every clip's labelled trajectories (``cvfs.datasets.kt3dmoseg``) with their visi
 
 * **cvfs**: :func:`cvfs.motion.segment` with the true K and ``visible`` (rank-4K ALS completion,
   then the shipped ranker; K >= 4 is ranked by the subspace residual).
-* **cvfs, K chosen** (``--choose-k``): :func:`cvfs.motion.segment_tracks` with ``n_motions=None``.
+* **cvfs, K chosen** (``--choose-k``): :func:`cvfs.motion.segment` with ``n_motions=None``.
 * **SSC**: sparse subspace clustering (Elhamifar & Vidal, TPAMI 2013) on the same completed
   trajectories (2F x P matrix): each trajectory is a Lasso combination of the others
   (scikit-learn ``lars_path_gram``, the exact Lasso path, coordinates scaled into [-1, 1] as the
@@ -42,7 +42,7 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 
 from benchmarks._bench import format_table, limit_threads, result_path, write_json
 from cvfs.datasets.kt3dmoseg import load_kt3dmoseg
-from cvfs.motion import normalise_points, segment, segment_tracks
+from cvfs.motion import normalise_points, segment
 from cvfs.motion.evaluate import misclassification
 from cvfs.motion.missing import MIN_OBSERVED, complete_trajectories, trajectory_matrix
 
@@ -117,7 +117,8 @@ def main(argv=None):
         row["cvfs"] = _error(segment(pts, k, visible=vis), truth, ok)
         row["cvfs_s"] = time.perf_counter() - t
         if args.choose_k:
-            lab, k_hat = segment_tracks(pts, None, visible=vis)
+            lab = segment(pts, None, visible=vis)
+            k_hat = int(lab.max()) + 1
             row["cvfs_auto"] = _error(lab, truth, ok)
             row["K_chosen"] = int(k_hat)
         if not args.no_ssc:
