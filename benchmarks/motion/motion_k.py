@@ -35,7 +35,7 @@ cluster that the robust cost takes for a motion.
    scored on the held-out fold.
 2. Synthetic rigid motions (:func:`cvfs.motion.synthetic.make_rigid_motions`, 40 points per
    motion, 20 frames, noise 0.002), K = 2..6, ``--seeds`` problems each: error with K given
-   (:func:`cvfs.motion.segment_tracks`), the oracle (best candidate) of the spectral pool alone
+   (:func:`cvfs.motion.segment`), the oracle (best candidate) of the spectral pool alone
    and with the seeded K-subspaces candidates, the error of the lowest-residual K-subspaces
    candidate, and the rate at which K is chosen correctly.
 3. Hopkins155 three-motion sequences (unless ``--skip-pool``): the same oracle / lowest-residual
@@ -61,7 +61,7 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 
 from benchmarks._bench import format_table, limit_threads, result_path, write_json
 from cvfs.datasets.hopkins155 import load_hopkins155
-from cvfs.motion import normalise_points, segment_tracks
+from cvfs.motion import normalise_points, segment
 from cvfs.motion.candidates import (
     generate_candidates,
     ksubspace_candidates,
@@ -90,7 +90,7 @@ from cvfs.motion.kselect import (
 from cvfs.motion.synthetic import make_rigid_motions
 
 K_RANGE = range(2, 6)
-# the rule of segment_tracks (cvfs.motion.kselect.choose_k_capped) and the residual rule before it
+# the rule of segment with K not given (cvfs.motion.kselect.choose_k_capped) and the residual rule before it
 DEFAULT_FORM = "g + mu q + lam pen"
 PLANAR_FORM = "r + mu q + lam pen"
 MINFRAC_FORM = "g + mu q + lam pen, smallest cluster >= phi P"
@@ -531,7 +531,7 @@ def synthetic_rows(seeds, lam, mu):
         errs, hits, hits_r, pools = [], [], [], []
         for seed in range(seeds):
             pts, truth = make_rigid_motions(k, 40 * k, 20, noise=0.002, random_state=seed)
-            labels, _ = segment_tracks(pts, k)
+            labels = segment(pts, k)
             errs.append(misclassification(labels, truth))
             pools.append(pool_errors(pts, truth, k))
             npts = normalise_points(pts)

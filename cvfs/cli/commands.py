@@ -289,7 +289,7 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
         (:func:`cvfs.io.video.open_source`).
     n_motions : int or None
         K; None chooses K in 2..8 by the subspace-residual rule
-        (:func:`cvfs.motion.segment_tracks`).
+        (:func:`cvfs.motion.segment`).
     out : str or Path, optional
         Output folder: ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png``
         (all trajectories on the first frame), ``<name>_motion.json`` (the summary) and

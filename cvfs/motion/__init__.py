@@ -1,7 +1,8 @@
 """Motion segmentation by learned ranking of candidate segmentations (FSA-Rank, Hopkins155).
 
-``segment(points, n_motions)`` is the one call a user needs: candidates by velocity clustering over
-a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per candidate
+``segment(points)`` is the one call a user needs: it chooses the number of motions K
+(:mod:`~cvfs.motion.kselect`; ``segment(points, K)`` takes it given), builds candidates by velocity
+clustering over a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per candidate
 (:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
 (:mod:`~cvfs.motion.ranking`). :mod:`~cvfs.motion.evaluate` reproduces the paper's Table VII.
 
@@ -41,7 +42,7 @@ RANKED_K = (2, 3)
 MIN_COMPLETE_FOR_K = 40
 
 __all__ = ["explained_by_one_motion", "load_default_ranker", "normalise_points",
-           "one_motion_residuals", "rank_candidates", "segment", "segment_tracks"]
+           "one_motion_residuals", "rank_candidates", "segment"]
 
 log = logging.getLogger(__name__)
 
@@ -237,8 +238,9 @@ def _complete(points, visible, n_motions):
     return complete_trajectories(points, visible, n_motions=n_motions)
 
 
-def segment(points, n_motions, *, visible=None, model=None):
-    """Segment point trajectories into ``n_motions`` motions.
+def segment(points, n_motions=None, *, visible=None, model=None,
+            candidates_k=tuple(range(2, 9))):
+    """Segment point trajectories by motion, with the number of motions K chosen or given.
 
     Parameters
     ----------
@@ -246,8 +248,17 @@ def segment(points, n_motions, *, visible=None, model=None):
         Image coordinates (x, y) of P trajectories over F frames; any scale (they are centred and
         scaled into [-1, 1] inside). Without ``visible`` every trajectory must be complete (no
         NaN).
-    n_motions : int
-        K >= 2; at least 4 trajectories per motion are needed (P >= 4K).
+    n_motions : int or None, default None
+        K >= 2; at least 4 trajectories per motion are needed (P >= 4K). None chooses K among
+        ``candidates_k`` (those the points allow) by the robust subspace-cost rule
+        :func:`cvfs.motion.kselect.choose_k_capped`: the K minimising
+        ``log g_K + mu log q_K + lam K log(P) / P``, ``g_K`` the lowest robust cost
+        (:func:`cvfs.motion.kselect.k_capped_costs`: capped residuals in units of the noise
+        level, each cluster 2-, 3- or 4-D) over seeded K-subspaces and spectral labellings of
+        K, ``q_K`` the planar residual of the lowest-residual labelling; then the ranker picks
+        the labelling of that K as with K given. The K chosen is ``labels.max() + 1``. With
+        ``visible``, K is chosen on the trajectories observed in every frame when there are at
+        least ``MIN_COMPLETE_FOR_K`` of them, otherwise on all of them completed at rank 12.
     visible : array_like of shape (P, F), bool, optional
         False where a trajectory is not observed (``points`` may hold NaN there); each
         trajectory must be observed in at least 2 frames. The missing entries are filled by a
@@ -257,6 +268,8 @@ def segment(points, n_motions, *, visible=None, model=None):
         None loads the shipped ranker (``cvfs/models/motion_ranker.h5``); a path loads that file; an
         object with ``decision_function`` (e.g. a fitted :class:`~cvfs.motion.ranking.MotionRanker`)
         is used as it is.
+    candidates_k : sequence of int, default 2..8
+        The K tried when ``n_motions`` is None.
 
     Returns
     -------
@@ -268,10 +281,11 @@ def segment(points, n_motions, *, visible=None, model=None):
     ValueError
         If ``points`` is not (P, F, 2), has NaN/inf (at a visible entry) or fewer than 2 frames,
         ``visible`` is not a (P, F) boolean mask or leaves a trajectory with fewer than 2
-        observed frames, ``n_motions < 2`` or ``P < 4 n_motions``, or the model was trained on
+        observed frames, ``n_motions < 2`` or ``P < 4 n_motions`` (K chosen: fewer than 4
+        trajectories per motion for every K of ``candidates_k``), or the model was trained on
         other features.
     TypeError
-        If ``n_motions`` is not an int or ``model`` is of an unknown type.
+        If ``n_motions`` is neither None nor an int, or ``model`` is of an unknown type.
     FileNotFoundError
         If the model file is missing.
 
@@ -279,6 +293,9 @@ def segment(points, n_motions, *, visible=None, model=None):
     ----------
     FSA paper, appendix, Algorithm 2.
     """
+    if n_motions is None:
+        return _segment_tracks(points, None, visible=visible, model=model,
+                               candidates_k=candidates_k)[0]
     if visible is not None:
         from cvfs.motion.missing import check_visible
 
@@ -288,9 +305,9 @@ def segment(points, n_motions, *, visible=None, model=None):
     return labels[int(np.argmax(scores))].astype(np.int64)
 
 
-def segment_tracks(points, n_motions=None, *, visible=None, model=None,
-                   candidates_k=tuple(range(2, 9)), tau=None, return_scores=False):
-    """Segment trajectories with K given or chosen by the subspace-residual rule.
+def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
+                    candidates_k=tuple(range(2, 9)), tau=None, return_scores=False):
+    """:func:`segment` returning the K used too, with the K rule's threshold and residuals.
 
     Parameters
     ----------
@@ -360,7 +377,7 @@ def segment_tracks(points, n_motions=None, *, visible=None, model=None,
 
 
 def _choose_k(points, candidates_k, tau):
-    """(K, {K: best subspace residual r_K}) of :func:`segment_tracks`' rule on complete
+    """(K, {K: best subspace residual r_K}) of :func:`segment`'s rule on complete
     trajectories."""
     arr = check_visible_tracks(points)
     n_pts = arr.shape[0]

@@ -10,7 +10,7 @@ motions does not fit one subspace) and only by a fraction once it reaches it (an
 fits noise). ``q_K`` is the same labelling's mean squared distance to affine 2-D subspaces.
 Three rules choose K:
 
-* :func:`choose_k_capped` (the default of :func:`cvfs.motion.segment_tracks`): the K
+* :func:`choose_k_capped` (the rule of :func:`cvfs.motion.segment` with K not given): the K
   minimising ``log g_K + mu log q_K + lam K log(P) / P``, ``g_K`` the lowest robust cost
   (:func:`capped_cost`, residuals capped and measured in the noise level of
   :func:`noise_variance`, each cluster 2-, 3- or 4-D) over the labellings of K.

@@ -57,10 +57,10 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
     frames : iterable of ndarray
         RGB or grey frames (:func:`cvfs.motion.tracking.track_points`).
     n_motions : int or None
-        K; None chooses K by :func:`cvfs.motion.segment_tracks`.
+        K; None chooses K as :func:`cvfs.motion.segment` does.
     tracker : TrackerSettings, optional
         Default ``TrackerSettings()`` (full trajectories). With ``partial=True`` the partial
-        tracks and their visibility reach :func:`cvfs.motion.segment_tracks`.
+        tracks and their visibility reach :func:`cvfs.motion.segment`.
     model : None, str, Path or fitted ranker
         None loads the shipped ranker.
     tol : float, default 1.0
@@ -75,7 +75,7 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
     Raises
     ------
     ValueError
-        As :func:`~cvfs.motion.tracking.track_points` and :func:`~cvfs.motion.segment_tracks`
+        As :func:`~cvfs.motion.tracking.track_points` and :func:`~cvfs.motion.segment`
         (fewer than 2 frames, no corner, too few tracks for K).
     """
     tracker = TrackerSettings() if tracker is None else tracker
@@ -91,7 +91,7 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
     """The segmentation step of :func:`segment_video` on tracks already computed
     (``points`` (P, F, 2), ``visible`` (P, F) bool), e.g. to segment the same tracks with
     several K; ``tracker`` and ``track_seconds`` are only recorded in the result."""
-    from cvfs.motion import explained_by_one_motion, segment_tracks
+    from cvfs.motion import _segment_tracks, explained_by_one_motion
 
     tracker = TrackerSettings() if tracker is None else tracker
     t1 = time.perf_counter()
@@ -106,9 +106,9 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
     moving = not explained_by_one_motion(complete, tol=tol)
     scores = {}
     if moving:
-        # K given: the tracks completed above are those segment_tracks would complete
+        # K given: the tracks completed above are those segment would complete
         given = n_motions is not None
-        labels, k, scores = segment_tracks(
+        labels, k, scores = _segment_tracks(
             complete if given else points, n_motions,
             visible=visible if partial and not given else None, model=model, return_scores=True)
     else:

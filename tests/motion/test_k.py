@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cvfs.motion import normalise_points, rank_candidates, segment, segment_tracks
+from cvfs.motion import _segment_tracks, normalise_points, rank_candidates, segment
 from cvfs.motion.candidates import velocity_matrix
 from cvfs.motion.kselect import (
     choose_k,
@@ -79,10 +79,10 @@ def test_k_residuals_are_the_best_of_k_labellings():
     assert sorted(k_labellings(pts[:11], range(2, 5))) == [2]  # 4 points per motion
 
 
-def test_segment_tracks_returns_the_chosen_k_and_residuals():
+def test_k_chosen_returns_the_chosen_k_and_residuals():
     pts, _ = make_rigid_motions(4, 160, 20, noise=0.002, random_state=0)
-    labels, k, res = segment_tracks(pts, None, model=_NoRanker(), candidates_k=range(4, 6),
-                                    return_scores=True)
+    labels, k, res = _segment_tracks(pts, None, model=_NoRanker(), candidates_k=range(4, 6),
+                                     return_scores=True)
     _, planar = k_residuals(normalise_points(pts), range(4, 6), return_planar=True)
     assert sorted(res) == [4, 5] and k == choose_k_penalised(res, 160, planar=planar)
     assert labels.shape == (160,) and labels.max() == k - 1
@@ -95,10 +95,10 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match=r"1 trajectories are NaN in every frame \(indices \[3\]"):
         segment(bad, 2, model=_NoRanker())
     with pytest.raises(ValueError, match="NaN in every frame"):
-        segment_tracks(bad, None, model=_NoRanker())
+        segment(bad, None, model=_NoRanker())
     with pytest.raises(ValueError, match="n_motions=11 needs at least 44 trajectories"):
         segment(pts, 11, model=_NoRanker())
     with pytest.raises(ValueError, match="too few for any K"):
-        segment_tracks(pts[:7], None, model=_NoRanker())
+        segment(pts[:7], model=_NoRanker())
     with pytest.raises(ValueError, match=r"shape \(P, F, 2\)"):
-        segment_tracks(pts[..., 0], None, model=_NoRanker())
+        segment(pts[..., 0], model=_NoRanker())

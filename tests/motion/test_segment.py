@@ -9,7 +9,7 @@ import pytest
 from cvfs import cli
 from cvfs.datasets import hopkins155 as h155
 from cvfs.datasets import models_dir
-from cvfs.motion import normalise_points, segment, segment_tracks
+from cvfs.motion import _segment_tracks, normalise_points, segment
 from cvfs.motion.candidates import generate_candidates
 from cvfs.motion.evaluate import misclassification
 from cvfs.motion.features import FEATURE_VERSION, candidate_features, n_features
@@ -86,14 +86,15 @@ def test_segment_errors(tmp_path, synthetic_ranker):
     with pytest.raises(ValueError, match="retrain the ranker"):
         segment(pts, 2, model=old)
     with pytest.raises(ValueError, match="too few for any K"):
-        segment_tracks(pts[:7], None, model=synthetic_ranker)
+        segment(pts[:7], None, model=synthetic_ranker)
 
 
-def test_segment_tracks_chooses_k(synthetic_ranker):
+def test_segment_chooses_k(synthetic_ranker):
     pts, truth = make_rigid_motions(3, 120, 15, random_state=2)
-    labels, k = segment_tracks(pts, None, model=synthetic_ranker)
-    assert k in (2, 3, 4) and labels.max() < k
-    labels, k = segment_tracks(pts, 3, model=synthetic_ranker)
+    labels = segment(pts, model=synthetic_ranker)
+    assert labels.max() + 1 in (2, 3, 4)
+    np.testing.assert_array_equal(labels, _segment_tracks(pts, None, model=synthetic_ranker)[0])
+    labels, k = _segment_tracks(pts, 3, model=synthetic_ranker)
     assert k == 3 and misclassification(labels, truth) < 0.1
 
 

@@ -220,13 +220,13 @@ def test_partial_tracks_through_an_occlusion_reach_the_segmentation(monkeypatch)
 
     video, frames = _occluded_clip()
     seen = []
-    real = motion.segment_tracks
+    real = motion._segment_tracks
 
     def spy(points, n_motions=None, **kw):
         seen.append(np.shape(points)[0])
         return real(points, n_motions, **kw)
 
-    monkeypatch.setattr(motion, "segment_tracks", spy)
+    monkeypatch.setattr(motion, "_segment_tracks", spy)
     res = segment_video(frames, 2, tracker=TrackerSettings(partial=True))  # tracks >= 6 frames
     assert not res.visible.all() and res.visible.sum(axis=1).min() >= 2
     # every track, complete or not, reaches the segmentation
