@@ -21,6 +21,7 @@ from cvfs.astro.evaluate import (
 from cvfs.astro.localise import (
     LAMBDA_FACTOR,
     Localisation,
+    LocalisationSettings,
     estimate_background_noise,
     localise,
     localise_and_denoise,
@@ -37,6 +38,7 @@ __all__ = [
     "estimate_background",
     "LAMBDA_FACTOR",
     "Localisation",
+    "LocalisationSettings",
     "PSFDictionary",
     "delta_e",
     "denoise",

@@ -19,7 +19,8 @@ import numpy as np
 from cvfs.astro.simulate import CATALOGUE_DTYPE
 
 __all__ = ["FLAG_AT_BOUND", "FLAG_BLENDED", "FLAG_CAPPED", "FLAG_EDGE", "FLAG_MASKED", "FLAGS",
-           "catalogue_dtype", "empty_catalogue", "add_sky_coordinates", "leaves", "top_level"]
+           "catalogue_dtype", "empty_catalogue", "from_rows", "add_sky_coordinates", "leaves",
+           "link_families", "top_level"]
 
 #: the object's footprint touches the image border, or a point source lies within 3 sigma of it
 FLAG_EDGE = 1
@@ -91,6 +92,55 @@ def top_level(catalogue):
     if catalogue.dtype.names is None or "parent" not in catalogue.dtype.names:
         return catalogue
     return catalogue[catalogue["parent"] == 0]
+
+
+def link_families(cat, fam):
+    """Set ``id`` (1..n in row order), ``parent`` and ``n_children`` of a catalogue whose parent
+    rows have ``fam`` k > 0 and their children -k (0: no family). A parent left with fewer than
+    two children (the others were outside the frame) is dropped and its child becomes a plain
+    row."""
+    cat = cat.copy()
+    cat["id"] = np.arange(1, len(cat) + 1)
+    ids = np.zeros(int(np.abs(fam).max(initial=0)) + 1, np.int64)
+    ids[fam[fam > 0]] = cat["id"][fam > 0]
+    kid = fam < 0
+    cat["parent"] = 0
+    cat["parent"][kid] = ids[-fam[kid]]
+    cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
+    lone = (fam > 0) & (cat["n_children"] < 2)
+    if not lone.any():
+        return cat
+    cat["parent"][np.isin(cat["parent"], cat["id"][lone])] = 0
+    cat = cat[~lone]
+    remap = np.zeros(len(lone) + 1, np.int64)
+    remap[cat["id"]] = np.arange(1, len(cat) + 1)
+    cat["id"] = remap[cat["id"]]
+    cat["parent"] = remap[cat["parent"]]
+    cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
+    return cat
+
+
+def from_rows(rows, shape):
+    """The catalogue of fitted rows (x, y, sigma, flux, x_err, y_err, flux_err, extended, flags,
+    family; family k > 0 for a parent row, -k for its children, 0 for none), rows outside the
+    image of ``shape`` dropped, sorted by decreasing flux, families linked
+    (:func:`link_families`)."""
+    h, w = shape
+    cat = empty_catalogue(len(rows))
+    if not len(rows):
+        return cat
+    arr = np.array(rows, dtype=np.float64)
+    for j, name in enumerate(("x", "y", "sigma", "flux", "x_err", "y_err", "flux_err")):
+        cat[name] = arr[:, j]
+    cat["extended"] = arr[:, 7] > 0
+    cat["flags"] = arr[:, 8].astype(np.int32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cat["snr"] = cat["flux"] / cat["flux_err"]
+    inside = (cat["x"] >= -0.5) & (cat["x"] < w - 0.5) & (cat["y"] >= -0.5) \
+        & (cat["y"] < h - 0.5)
+    fam = arr[:, 9].astype(np.int64)
+    order = np.argsort(-cat["flux"][inside], kind="stable")
+    return link_families(cat[inside][order], fam[inside][order])
 
 
 def add_sky_coordinates(catalogue, wcs):

@@ -469,19 +469,19 @@ def _astro_mask(mask_path, shape):
     return m != 0  # NaN != 0: NaN pixels of the mask are masked too
 
 
-def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
-                   seed=0, tile=28, hdu=None, channel=None, mask=None, n_jobs=1, verbose=True,
-                   command="cvfs astro localise"):
+def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
+                   mask=None, verbose=True, command="cvfs astro localise", **options):
     """Catalogue, denoised image and figure of one image, written as one set into ``out``.
 
     Writes ``catalogue.csv`` (every catalogue field, a units comment line first),
     ``catalogue.fits`` (an astropy table with units, when astropy is installed),
     ``denoised.npy``, ``denoised.fits`` (FITS input: the input header, WCS included) and
     ``figure.png`` (pixel axes, colour bars; point sources and extended objects marked apart).
-    Parameters as :func:`cvfs.astro.localise_and_denoise` (``seed`` is its ``random_state``);
-    ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
+    ``settings`` (:class:`cvfs.astro.LocalisationSettings`, its defaults when None), ``options``
+    (fields of the settings overriding them) and ``noise_sigma`` as in
+    :func:`cvfs.astro.localise_and_denoise`; ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
     (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
-    pixels are ignored, ``n_jobs`` the processes. The catalogue has ``ra`` and ``dec`` when the
+    pixels are ignored. The catalogue has ``ra`` and ``dec`` when the
     FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
     from cvfs import astro
@@ -493,9 +493,8 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
     bad = _astro_mask(mask, image.shape)
     inputs = [image_path] + ([mask] if mask is not None else [])
     check_output_dir(out, inputs)
-    res = astro.localise_and_denoise(
-        image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms, noise_sigma=noise_sigma,
-        random_state=seed, tile=tile, mask=bad, wcs=wcs, n_jobs=n_jobs, verbose=verbose)
+    res = astro.localise_and_denoise(image, settings, noise_sigma=noise_sigma, mask=bad, wcs=wcs,
+                                     verbose=verbose, **options)
     flux_unit = str(header.get("BUNIT", "")).strip() if header is not None else ""
     flux_unit = flux_unit or ("data value" if header is not None else "intensity (0-1)")
     try:
@@ -525,9 +524,8 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
     return res
 
 
-def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
-                  seed=0, tile=28, hdu=None, channel=None, verbose=True,
-                  command="cvfs astro denoise"):
+def astro_denoise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
+                  verbose=True, command="cvfs astro denoise", **options):
     """Denoised image and figure of one image (:func:`cvfs.astro.denoise`) into ``out``.
 
     Writes ``denoised.npy``, ``denoised.fits`` (FITS input) and ``figure.png`` (image,
@@ -540,8 +538,7 @@ def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, nois
 
     path, image, unit, header, _ = _astro_input(image_path, hdu, channel)
     check_output_dir(out, [image_path])
-    clean = astro.denoise(image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms,
-                          noise_sigma=noise_sigma, random_state=seed, tile=tile, verbose=verbose)
+    clean = astro.denoise(image, settings, noise_sigma=noise_sigma, verbose=verbose, **options)
     with atomic_dir(out, command=command, inputs=[image_path]) as tmp:
         np.save(tmp / "denoised.npy", clean)
         if header is not None:

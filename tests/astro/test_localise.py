@@ -6,7 +6,8 @@ from scipy import integrate
 
 from cvfs import astro
 from cvfs.astro.dictionary import PSFDictionary, sample_atoms
-from cvfs.astro.localise import _model_and_jac, _tile_starts
+from cvfs.astro.fit import model_and_jac as _model_and_jac
+from cvfs.astro.pointfit import tile_starts as _tile_starts
 from cvfs.core.sbl import weighted_lasso
 from cvfs.core.screening import as_operator, static_test
 
@@ -449,7 +450,7 @@ def test_tile_fits_use_only_atoms_near_the_footprint(monkeypatch):
     """Each tile's SBL sees only atoms centred on the object's footprint grown by 3 px."""
     import importlib
 
-    loc = importlib.import_module("cvfs.astro.localise")
+    loc = importlib.import_module("cvfs.astro.pointfit")
     seen = []
     real = loc.sbl_fit
 
@@ -540,7 +541,7 @@ def test_sep_image_recall_of_sextractor_objects():
 
 
 def test_link_families_drops_a_parent_left_with_one_child():
-    from cvfs.astro.localise import _link_families
+    from cvfs.astro.catalogue import link_families as _link_families
 
     cat = astro.catalogue.empty_catalogue(6)
     cat["x"] = np.arange(6.0)
@@ -552,3 +553,22 @@ def test_link_families_drops_a_parent_left_with_one_child():
     np.testing.assert_array_equal(out["x"], [0, 1, 2, 4, 5])
     np.testing.assert_array_equal(out["parent"], [0, 1, 1, 0, 0])
     np.testing.assert_array_equal(out["n_children"], [2, 0, 0, 0, 0])
+
+
+def test_settings_object_and_keyword_overrides():
+    """A LocalisationSettings object and keyword overrides give the same catalogue; unknown
+    names and wrong types are refused."""
+    img, _, _ = astro.make_scene((28, 28), n_sources=3, random_state=4)
+    st = astro.LocalisationSettings(n_atoms=3000, detect_snr=6.0)
+    a = astro.localise(img, st)
+    b = astro.localise(img, n_atoms=3000, detect_snr=6.0)
+    c = astro.localise(img, astro.LocalisationSettings(n_atoms=500), n_atoms=3000,
+                       detect_snr=6.0)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    with pytest.raises(TypeError, match="unknown localisation setting.*'n_atom'"):
+        astro.localise(img, n_atom=3000)
+    with pytest.raises(TypeError, match="settings must be a LocalisationSettings"):
+        astro.localise(img, {"n_atoms": 3000})
+    with pytest.raises(ValueError, match="tile must be an int >= 8"):
+        astro.localise(img, st.replace(tile=4))
