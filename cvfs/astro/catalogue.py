@@ -12,6 +12,9 @@ and each of its point sources as a *child* row whose ``parent`` is the parent's 
 row has ``parent`` 0 and ``n_children`` 0. The *leaves* (``n_children == 0``, :func:`leaves`) are
 the deblended catalogue, one row per source; the *top level* (``parent == 0``) is one row per
 deblended object, as a catalogue without deblending of point sources would have it.
+:func:`cvfs.astro.localise` returns the leaves unless asked for ``levels="objects"`` or
+``"all"``; ids are those of the full catalogue at every level, so a source's ``parent`` names its
+blend's row in the ``"all"`` catalogue.
 """
 
 import numpy as np
@@ -20,7 +23,7 @@ from cvfs.astro.simulate import CATALOGUE_DTYPE
 
 __all__ = ["FLAG_AT_BOUND", "FLAG_BLENDED", "FLAG_CAPPED", "FLAG_EDGE", "FLAG_MASKED", "FLAGS",
            "catalogue_dtype", "empty_catalogue", "from_rows", "add_sky_coordinates", "leaves",
-           "link_families", "top_level"]
+           "link_families", "select_levels", "top_level"]
 
 #: the object's footprint touches the image border, or a point source lies within 3 sigma of it
 FLAG_EDGE = 1
@@ -82,6 +85,19 @@ def leaves(catalogue):
     if catalogue.dtype.names is None or "n_children" not in catalogue.dtype.names:
         return catalogue
     return catalogue[catalogue["n_children"] == 0]
+
+
+def select_levels(catalogue, levels):
+    """The rows of a full catalogue at ``levels``: ``"sources"`` (:func:`leaves`), ``"objects"``
+    (:func:`top_level`) or ``"all"`` (every row). Ids are kept, so a row has the same ``id`` at
+    every level."""
+    if levels == "sources":
+        return leaves(catalogue)
+    if levels == "objects":
+        return top_level(catalogue)
+    if levels == "all":
+        return catalogue
+    raise ValueError(f"levels must be 'sources', 'objects' or 'all'; got {levels!r}")
 
 
 def top_level(catalogue):

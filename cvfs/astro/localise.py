@@ -57,7 +57,8 @@ class Localisation:
     Attributes
     ----------
     catalogue : structured ndarray of :func:`cvfs.astro.catalogue.catalogue_dtype`
-        Sorted by decreasing flux; parent rows of blends included (``n_children`` > 0).
+        Sorted by decreasing flux; one row per source unless the settings' ``levels`` ask for
+        the parent rows of blends (``n_children`` > 0).
     model : ndarray of shape (height, width)
         The denoised image: background + point sources + smoothed extended objects.
     background : float
@@ -139,7 +140,7 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
         Any field of :class:`cvfs.astro.LocalisationSettings` (``psf_sigma``, ``n_atoms``,
         ``random_state``, ``n_jobs``, ``tile``, ``overlap``, ``lam_factor``, ``detect_snr``,
         ``detect_thresh``, ``min_area``, ``box``, ``max_sources``, ``extended_factor``,
-        ``sbl_iter``, ``refine``): overrides the value of ``settings``.
+        ``sbl_iter``, ``refine``, ``levels``): overrides the value of ``settings``.
 
     Returns
     -------
@@ -208,7 +209,8 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
     res.noise_sigma = math.ldexp(res.noise_sigma, e)
     res.lam = st.lam_factor * res.noise_sigma * res.noise_sigma  # inf past 1e154 (float64)
     if wcs is not None:
-        res.catalogue = catmod.add_sky_coordinates(cat, wcs)
+        cat = catmod.add_sky_coordinates(cat, wcs)
+    res.catalogue = catmod.select_levels(cat, settings.levels)
     return res
 
 
@@ -325,8 +327,9 @@ def localise(image, settings=None, *, noise_sigma=None, mask=None, error=None, w
     catalogue : structured ndarray of :func:`cvfs.astro.catalogue.catalogue_dtype`
         x (column), y (row) with pixel centres at integer coordinates from 0, sigma, flux,
         x_err, y_err, flux_err, snr, extended, flags (:data:`cvfs.astro.catalogue.FLAGS`), id,
-        parent, n_children (parent rows of blends and their children: :func:`cvfs.astro.leaves`
-        keeps one row per source) and, with ``wcs``, ra, dec; sorted by decreasing flux.
+        parent, n_children and, with ``wcs``, ra, dec; sorted by decreasing flux. One row per
+        source by default; ``levels="objects"`` or ``"all"`` gives the parent rows of blends
+        (:mod:`cvfs.astro.catalogue`).
 
     Raises
     ------

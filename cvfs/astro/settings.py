@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LAMBDA_FACTOR", "FitSettings", "LocalisationSettings", "resolve_settings"]
+__all__ = ["LAMBDA_FACTOR", "LEVELS", "FitSettings", "LocalisationSettings", "resolve_settings"]
 
 #: lambda = LAMBDA_FACTOR * sigma^2. The Bayesian choice lambda = sigma^2 fits noise peaks (F1 of
 #: the raw SBL atoms 0.45 on held-out scenes); with our gamma = 0 start the first penalty is
@@ -23,6 +23,10 @@ __all__ = ["LAMBDA_FACTOR", "FitSettings", "LocalisationSettings", "resolve_sett
 #: for factors 4-256 and its RMSE is lowest (0.109 px) for factors <= 16; 16 is the largest such
 #: factor (fewest atoms).
 LAMBDA_FACTOR = 16.0
+
+#: catalogue levels: one row per source (the deblended catalogue), one per deblended object
+#: (blend parents instead of their sources), or both with their links
+LEVELS = ("sources", "objects", "all")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,12 @@ class LocalisationSettings:
     refine : bool, default True
         Continuous refinement. False reports the grouped SBL atoms on the footprints as they are
         (the sampled-dictionary estimate of the thesis; for ablations), without extent test.
+    levels : {"sources", "objects", "all"}, default "sources"
+        Rows of the catalogue: ``"sources"`` one row per source (point sources and extended
+        objects, as the deblended catalogues of SExtractor, sep and photutils);
+        ``"objects"`` one row per deblended object (a blend of point sources is its parent
+        row); ``"all"`` both, parents with ``n_children`` > 0 and their sources linked by
+        ``parent`` (:mod:`cvfs.astro.catalogue`).
     """
 
     psf_sigma: object = (1.0, 2.0)
@@ -80,6 +90,7 @@ class LocalisationSettings:
     extended_factor: float = 4.0
     sbl_iter: int = 5
     refine: bool = True
+    levels: str = "sources"
 
     @classmethod
     def field_names(cls):
@@ -172,6 +183,9 @@ def resolve_settings(settings=None, **overrides):
     extended_factor = _check_positive("extended_factor", st.extended_factor)
     if extended_factor <= 1.5:
         raise ValueError(f"extended_factor must be > 1.5; got {extended_factor!r}")
+    if not isinstance(st.levels, str) or st.levels not in LEVELS:
+        raise ValueError(f"levels must be one of {', '.join(map(repr, LEVELS))}; got "
+                         f"{st.levels!r}")
     rng = check_random_state(st.random_state)
     fit = FitSettings(s_lo, s_hi, int(st.n_atoms), int(st.tile), int(st.overlap), lam_factor,
                       detect_snr, int(st.sbl_iter), bool(st.refine), int(st.max_sources),

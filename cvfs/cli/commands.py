@@ -502,9 +502,15 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
         has_astropy = True
     except ImportError:  # pragma: no cover - depends on the environment
         has_astropy = False
-    leaf = res.catalogue["n_children"] == 0
-    n_ext = int(np.sum(res.catalogue["extended"][leaf]))
-    n_src, n_par = int(leaf.sum()), int(np.sum(~leaf))
+    # counts are of sources (rows without children) unless the catalogue holds objects only
+    cat = res.catalogue
+    leaf = cat["n_children"] == 0
+    n_ext, n_par = int(np.sum(cat["extended"][leaf])), int(np.sum(~leaf))
+    if n_par and not np.any(cat["parent"] > 0):  # levels="objects"
+        found = f"{len(cat)} objects ({n_par} blends of point sources)"
+    else:
+        found = f"{int(leaf.sum())} sources" + (f" ({n_par} parent rows of blends)" if n_par
+                                               else "")
     with atomic_dir(out, command=command, inputs=inputs) as tmp:
         write_catalogue(tmp / "catalogue.csv", res.catalogue, flux_unit=flux_unit)
         if has_astropy:
@@ -513,13 +519,13 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
         np.save(tmp / "denoised.npy", res.model)
         if header is not None:
             write_fits(tmp / "denoised.fits", res.model, header=header)
+        n_pts = int(leaf.sum()) - n_ext + (n_par if "objects" in found else 0)
         fig = source_figure(image, res.catalogue, res.model, unit=unit,
-                            title=f"{path.name}: {n_src - n_ext} point sources, "
+                            title=f"{path.name}: {n_pts} point sources, "
                             f"{n_ext} extended objects (screened SBL)")
         save_figure(fig, tmp / "figure.png", dpi=110)
-    print(f"{n_src} sources in {path.name} ({image.shape[0]}x{image.shape[1]}; "
-          f"{n_ext} extended; {n_par} parent rows of blends); noise sigma "
-          f"{res.noise_sigma:.4g}, lambda {res.lam:.4g}")
+    print(f"{found} in {path.name} ({image.shape[0]}x{image.shape[1]}; {n_ext} extended); "
+          f"noise sigma {res.noise_sigma:.4g}, lambda {res.lam:.4g}")
     _report_written(out)
     return res
 

@@ -296,9 +296,9 @@ def _add_astro_parser(sub):
     for name, func, out, help, files in (
             ("localise", handlers.astro_localise, "cvfs-astro",
              "catalogue, denoised image and figure of one image",
-             "catalogue.csv, catalogue.fits (one row per source, plus a parent row per "
-             "blend: id, parent, n_children), denoised.npy, denoised.fits (FITS input) and "
-             "figure.png"),
+             "catalogue.csv, catalogue.fits (one row per source; --levels all adds a parent "
+             "row per blend: id, parent, n_children), denoised.npy, denoised.fits (FITS "
+             "input) and figure.png"),
             ("denoise", handlers.astro_denoise, "cvfs-astro-denoise",
              "denoised image and figure of one image",
              "denoised.npy, denoised.fits (FITS input) and figure.png")):
@@ -327,6 +327,9 @@ def _add_astro_parser(sub):
         if name == "localise":
             p.add_argument("--mask", default=None, metavar="M.fits",
                            help="mask image of the same shape: nonzero pixels are ignored")
+            p.add_argument("--levels", choices=("sources", "objects", "all"), default=None,
+                           help="catalogue rows: one per source, one per deblended object "
+                           "(a blend as its parent row), or both with their links")
             p.add_argument("--jobs", type=int, default=None,
                            help="processes fitting objects in parallel (-1 = one per CPU)")
         _add_max_pixels(p)
