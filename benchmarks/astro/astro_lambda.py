@@ -28,7 +28,7 @@ FIGURE = result_path(__file__, suffix=".png")
 def score(data, **kw):
     f1, sq, tp = [], 0.0, 0
     for img, _, truth in data:
-        s = astro.detection_scores(astro.leaves(astro.localise(img, random_state=0, **kw)), truth)
+        s = astro.detection_scores(astro.localise(img, random_state=0, **kw), truth)
         f1.append(s["f1"])
         if s["tp"]:
             sq += s["rmse"] ** 2 * s["tp"]

@@ -64,8 +64,7 @@ def main(argv=None):
                          "the edges), the peers' comfort zone")
     args = ap.parse_args(argv)
     methods = [
-        # the deblended rows (one per source), not the parent rows of blends
-        ("cvfs SBL (screened)", lambda im: astro.leaves(astro.localise(im, random_state=0))),
+        ("cvfs SBL (screened)", lambda im: astro.localise(im, random_state=0)),
         ("photutils PSF phot", run_psf_photometry),
         ("photutils DAOFind", run_dao),
         ("sep", run_sep),

@@ -1,8 +1,8 @@
 """Astronomy: point-source localisation and denoising by screened SBL over sampled PSFs.
 
 >>> from cvfs import astro
->>> catalogue = astro.localise(image)          # x (column), y (row), sigma, flux, x_err, ...
->>> sources = astro.leaves(catalogue)          # one row per source, no parent rows of blends
+>>> catalogue = astro.localise(image)          # one row per source: x (column), y (row), ...
+>>> tree = astro.localise(image, levels="all")  # plus the parent rows of blends
 >>> clean = astro.denoise(image)               # shaped like image
 """
 
@@ -21,6 +21,7 @@ from cvfs.astro.evaluate import (
 from cvfs.astro.localise import (
     LAMBDA_FACTOR,
     Localisation,
+    LocalisationSettings,
     estimate_background_noise,
     localise,
     localise_and_denoise,
@@ -37,6 +38,7 @@ __all__ = [
     "estimate_background",
     "LAMBDA_FACTOR",
     "Localisation",
+    "LocalisationSettings",
     "PSFDictionary",
     "delta_e",
     "denoise",

@@ -9,16 +9,79 @@ pixels take the values of the nearest valid box; a median filter over the mesh r
 biased by bright objects; a cubic spline through the box centres (not-a-knot, one axis after the
 other: the tensor-product spline) gives the value at every pixel; the noise map is clipped to the
 range of the box values (no overshoot to near-zero noise at the edges).
+:func:`estimate_background_noise` gives one global level and noise sigma (wavelet MAD).
 """
 
+import math
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import make_interp_spline
 from scipy.ndimage import distance_transform_edt, median_filter
 
-__all__ = ["Background", "default_box_size", "estimate_background"]
+__all__ = ["NOISE_FLOOR", "Background", "default_box_size", "estimate_background",
+           "estimate_background_noise"]
+
+
+#: smallest noise sigma relative to max |pixel| (float64 resolves 2.2e-16 of it): an estimate
+#: below is raised to it, and a given ``noise_sigma`` or ``error`` below it is refused
+NOISE_FLOOR = 1e-12
+
+
+def estimate_background_noise(image):
+    """Background level (sigma-clipped median) and noise sigma (wavelet MAD) of an image.
+
+    Parameters
+    ----------
+    image : ndarray of shape (height, width)
+
+    Returns
+    -------
+    background, noise_sigma : float
+
+    References
+    ----------
+    Donoho & Johnstone, "Ideal spatial adaptation by wavelet shrinkage", 1994 (MAD estimator).
+    """
+    from skimage.restoration import estimate_sigma
+
+    img = np.asarray(image, dtype=np.float64)
+    peak = float(np.max(np.abs(img))) if img.size else 0.0
+    if not np.isfinite(peak):
+        raise ValueError("image has NaN or infinite pixels; mask or fill them first")
+    if peak == 0.0:
+        return 0.0, 0.0
+    # estimates on the image scaled by a power of two (exact) to max |pixel| in [0.5, 1), then
+    # mapped back: every step is relative to the image's own scale, and nothing overflows
+    e = math.frexp(peak)[1]
+    bg, sigma = _background_noise(np.ldexp(img, -e), estimate_sigma)
+    return math.ldexp(bg, e), math.ldexp(sigma, e)
+
+
+def _background_noise(img, estimate_sigma):
+    """:func:`estimate_background_noise` of an image with max |pixel| in [0.5, 1)."""
+    with warnings.catch_warnings():
+        # a grey image 3 or 4 pixels wide is not a colour image
+        warnings.filterwarnings("ignore", message=".*channel_axis is None")
+        sigma = float(estimate_sigma(img))
+    vals = img.ravel()
+    med = float(np.median(vals))
+    for _ in range(10):
+        s = sigma if sigma > 0 else float(np.std(vals))
+        keep = np.abs(vals - med) < 3.0 * s
+        if keep.sum() < 10:
+            break
+        new = float(np.median(vals[keep]))
+        if new == med:
+            break
+        med = new
+        vals = vals[keep] if keep.sum() > 0.2 * img.size else vals
+    if not sigma > 0:
+        # no noise measurable: the MAD, else the float64 resolution of the image
+        sigma = float(1.4826 * np.median(np.abs(img - med))) or NOISE_FLOOR
+    return med, max(sigma, NOISE_FLOOR)
 
 
 @dataclass

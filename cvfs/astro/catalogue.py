@@ -12,6 +12,9 @@ and each of its point sources as a *child* row whose ``parent`` is the parent's 
 row has ``parent`` 0 and ``n_children`` 0. The *leaves* (``n_children == 0``, :func:`leaves`) are
 the deblended catalogue, one row per source; the *top level* (``parent == 0``) is one row per
 deblended object, as a catalogue without deblending of point sources would have it.
+:func:`cvfs.astro.localise` returns the leaves unless asked for ``levels="objects"`` or
+``"all"``; ids are those of the full catalogue at every level, so a source's ``parent`` names its
+blend's row in the ``"all"`` catalogue.
 """
 
 import numpy as np
@@ -19,7 +22,8 @@ import numpy as np
 from cvfs.astro.simulate import CATALOGUE_DTYPE
 
 __all__ = ["FLAG_AT_BOUND", "FLAG_BLENDED", "FLAG_CAPPED", "FLAG_EDGE", "FLAG_MASKED", "FLAGS",
-           "catalogue_dtype", "empty_catalogue", "add_sky_coordinates", "leaves", "top_level"]
+           "catalogue_dtype", "empty_catalogue", "from_rows", "add_sky_coordinates", "leaves",
+           "link_families", "select_levels", "top_level"]
 
 #: the object's footprint touches the image border, or a point source lies within 3 sigma of it
 FLAG_EDGE = 1
@@ -83,6 +87,19 @@ def leaves(catalogue):
     return catalogue[catalogue["n_children"] == 0]
 
 
+def select_levels(catalogue, levels):
+    """The rows of a full catalogue at ``levels``: ``"sources"`` (:func:`leaves`), ``"objects"``
+    (:func:`top_level`) or ``"all"`` (every row). Ids are kept, so a row has the same ``id`` at
+    every level."""
+    if levels == "sources":
+        return leaves(catalogue)
+    if levels == "objects":
+        return top_level(catalogue)
+    if levels == "all":
+        return catalogue
+    raise ValueError(f"levels must be 'sources', 'objects' or 'all'; got {levels!r}")
+
+
 def top_level(catalogue):
     """The rows without a parent (``parent == 0``): one row per deblended object.
 
@@ -91,6 +108,55 @@ def top_level(catalogue):
     if catalogue.dtype.names is None or "parent" not in catalogue.dtype.names:
         return catalogue
     return catalogue[catalogue["parent"] == 0]
+
+
+def link_families(cat, fam):
+    """Set ``id`` (1..n in row order), ``parent`` and ``n_children`` of a catalogue whose parent
+    rows have ``fam`` k > 0 and their children -k (0: no family). A parent left with fewer than
+    two children (the others were outside the frame) is dropped and its child becomes a plain
+    row."""
+    cat = cat.copy()
+    cat["id"] = np.arange(1, len(cat) + 1)
+    ids = np.zeros(int(np.abs(fam).max(initial=0)) + 1, np.int64)
+    ids[fam[fam > 0]] = cat["id"][fam > 0]
+    kid = fam < 0
+    cat["parent"] = 0
+    cat["parent"][kid] = ids[-fam[kid]]
+    cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
+    lone = (fam > 0) & (cat["n_children"] < 2)
+    if not lone.any():
+        return cat
+    cat["parent"][np.isin(cat["parent"], cat["id"][lone])] = 0
+    cat = cat[~lone]
+    remap = np.zeros(len(lone) + 1, np.int64)
+    remap[cat["id"]] = np.arange(1, len(cat) + 1)
+    cat["id"] = remap[cat["id"]]
+    cat["parent"] = remap[cat["parent"]]
+    cat["n_children"] = np.bincount(cat["parent"], minlength=len(cat) + 1)[cat["id"]]
+    return cat
+
+
+def from_rows(rows, shape):
+    """The catalogue of fitted rows (x, y, sigma, flux, x_err, y_err, flux_err, extended, flags,
+    family; family k > 0 for a parent row, -k for its children, 0 for none), rows outside the
+    image of ``shape`` dropped, sorted by decreasing flux, families linked
+    (:func:`link_families`)."""
+    h, w = shape
+    cat = empty_catalogue(len(rows))
+    if not len(rows):
+        return cat
+    arr = np.array(rows, dtype=np.float64)
+    for j, name in enumerate(("x", "y", "sigma", "flux", "x_err", "y_err", "flux_err")):
+        cat[name] = arr[:, j]
+    cat["extended"] = arr[:, 7] > 0
+    cat["flags"] = arr[:, 8].astype(np.int32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cat["snr"] = cat["flux"] / cat["flux_err"]
+    inside = (cat["x"] >= -0.5) & (cat["x"] < w - 0.5) & (cat["y"] >= -0.5) \
+        & (cat["y"] < h - 0.5)
+    fam = arr[:, 9].astype(np.int64)
+    order = np.argsort(-cat["flux"][inside], kind="stable")
+    return link_families(cat[inside][order], fam[inside][order])
 
 
 def add_sky_coordinates(catalogue, wcs):

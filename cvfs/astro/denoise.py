@@ -9,8 +9,7 @@ from cvfs.astro.localise import localise_and_denoise
 __all__ = ["denoise"]
 
 
-def denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None, random_state=None,
-            **options):
+def denoise(image, settings=None, *, noise_sigma=None, **options):
     """Denoised image: the fitted sources Phi theta plus the background, shaped like ``image``.
 
     Parameters and errors as :func:`cvfs.astro.localise.localise`.
@@ -23,6 +22,4 @@ def denoise(image, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None, ra
     ----------
     Jiang & Chen, Sec. 5-D (eq. 73).
     """
-    return localise_and_denoise(image, psf_sigma=psf_sigma, n_atoms=n_atoms,
-                                noise_sigma=noise_sigma, random_state=random_state,
-                                **options).model
+    return localise_and_denoise(image, settings, noise_sigma=noise_sigma, **options).model

@@ -469,19 +469,19 @@ def _astro_mask(mask_path, shape):
     return m != 0  # NaN != 0: NaN pixels of the mask are masked too
 
 
-def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
-                   seed=0, tile=28, hdu=None, channel=None, mask=None, n_jobs=1, verbose=True,
-                   command="cvfs astro localise"):
+def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
+                   mask=None, verbose=True, command="cvfs astro localise", **options):
     """Catalogue, denoised image and figure of one image, written as one set into ``out``.
 
     Writes ``catalogue.csv`` (every catalogue field, a units comment line first),
     ``catalogue.fits`` (an astropy table with units, when astropy is installed),
     ``denoised.npy``, ``denoised.fits`` (FITS input: the input header, WCS included) and
     ``figure.png`` (pixel axes, colour bars; point sources and extended objects marked apart).
-    Parameters as :func:`cvfs.astro.localise_and_denoise` (``seed`` is its ``random_state``);
-    ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
+    ``settings`` (:class:`cvfs.astro.LocalisationSettings`, its defaults when None), ``options``
+    (fields of the settings overriding them) and ``noise_sigma`` as in
+    :func:`cvfs.astro.localise_and_denoise`; ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
     (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
-    pixels are ignored, ``n_jobs`` the processes. The catalogue has ``ra`` and ``dec`` when the
+    pixels are ignored. The catalogue has ``ra`` and ``dec`` when the
     FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
     from cvfs import astro
@@ -493,9 +493,8 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
     bad = _astro_mask(mask, image.shape)
     inputs = [image_path] + ([mask] if mask is not None else [])
     check_output_dir(out, inputs)
-    res = astro.localise_and_denoise(
-        image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms, noise_sigma=noise_sigma,
-        random_state=seed, tile=tile, mask=bad, wcs=wcs, n_jobs=n_jobs, verbose=verbose)
+    res = astro.localise_and_denoise(image, settings, noise_sigma=noise_sigma, mask=bad, wcs=wcs,
+                                     verbose=verbose, **options)
     flux_unit = str(header.get("BUNIT", "")).strip() if header is not None else ""
     flux_unit = flux_unit or ("data value" if header is not None else "intensity (0-1)")
     try:
@@ -503,9 +502,15 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
         has_astropy = True
     except ImportError:  # pragma: no cover - depends on the environment
         has_astropy = False
-    leaf = res.catalogue["n_children"] == 0
-    n_ext = int(np.sum(res.catalogue["extended"][leaf]))
-    n_src, n_par = int(leaf.sum()), int(np.sum(~leaf))
+    # counts are of sources (rows without children) unless the catalogue holds objects only
+    cat = res.catalogue
+    leaf = cat["n_children"] == 0
+    n_ext, n_par = int(np.sum(cat["extended"][leaf])), int(np.sum(~leaf))
+    if n_par and not np.any(cat["parent"] > 0):  # levels="objects"
+        found = f"{len(cat)} objects ({n_par} blends of point sources)"
+    else:
+        found = f"{int(leaf.sum())} sources" + (f" ({n_par} parent rows of blends)" if n_par
+                                               else "")
     with atomic_dir(out, command=command, inputs=inputs) as tmp:
         write_catalogue(tmp / "catalogue.csv", res.catalogue, flux_unit=flux_unit)
         if has_astropy:
@@ -514,20 +519,19 @@ def astro_localise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noi
         np.save(tmp / "denoised.npy", res.model)
         if header is not None:
             write_fits(tmp / "denoised.fits", res.model, header=header)
+        n_pts = int(leaf.sum()) - n_ext + (n_par if "objects" in found else 0)
         fig = source_figure(image, res.catalogue, res.model, unit=unit,
-                            title=f"{path.name}: {n_src - n_ext} point sources, "
+                            title=f"{path.name}: {n_pts} point sources, "
                             f"{n_ext} extended objects (screened SBL)")
         save_figure(fig, tmp / "figure.png", dpi=110)
-    print(f"{n_src} sources in {path.name} ({image.shape[0]}x{image.shape[1]}; "
-          f"{n_ext} extended; {n_par} parent rows of blends); noise sigma "
-          f"{res.noise_sigma:.4g}, lambda {res.lam:.4g}")
+    print(f"{found} in {path.name} ({image.shape[0]}x{image.shape[1]}; {n_ext} extended); "
+          f"noise sigma {res.noise_sigma:.4g}, lambda {res.lam:.4g}")
     _report_written(out)
     return res
 
 
-def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, noise_sigma=None,
-                  seed=0, tile=28, hdu=None, channel=None, verbose=True,
-                  command="cvfs astro denoise"):
+def astro_denoise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
+                  verbose=True, command="cvfs astro denoise", **options):
     """Denoised image and figure of one image (:func:`cvfs.astro.denoise`) into ``out``.
 
     Writes ``denoised.npy``, ``denoised.fits`` (FITS input) and ``figure.png`` (image,
@@ -540,8 +544,7 @@ def astro_denoise(image_path, out, *, psf_sigma=(1.0, 2.0), n_atoms=10_000, nois
 
     path, image, unit, header, _ = _astro_input(image_path, hdu, channel)
     check_output_dir(out, [image_path])
-    clean = astro.denoise(image, psf_sigma=tuple(psf_sigma), n_atoms=n_atoms,
-                          noise_sigma=noise_sigma, random_state=seed, tile=tile, verbose=verbose)
+    clean = astro.denoise(image, settings, noise_sigma=noise_sigma, verbose=verbose, **options)
     with atomic_dir(out, command=command, inputs=[image_path]) as tmp:
         np.save(tmp / "denoised.npy", clean)
         if header is not None:

@@ -102,17 +102,26 @@ TRACKER_OPTIONS = {"cell": "cell", "per_cell": "per_cell", "min_quality": "quali
                     "min_frames": "min_frames", "moving_density": "moving_density"}
 
 
+# `cvfs astro` settings options (dest -> LocalisationSettings field), passed when given
+ASTRO_OPTIONS = {"psf_sigma": "psf_sigma", "n_atoms": "n_atoms", "tile": "tile",
+                 "seed": "random_state", "jobs": "n_jobs", "levels": "levels"}
+
+
 def _astro_options(args):
-    return dict(psf_sigma=tuple(args.psf_sigma), n_atoms=args.n_atoms,
-                noise_sigma=args.noise_sigma, seed=args.seed, tile=args.tile, hdu=args.hdu,
-                channel=args.channel, verbose=not args.quiet)
+    from cvfs.astro.settings import LocalisationSettings
+
+    given = {field: getattr(args, dest) for dest, field in ASTRO_OPTIONS.items()
+             if getattr(args, dest, None) is not None}
+    if "psf_sigma" in given:
+        given["psf_sigma"] = tuple(given["psf_sigma"])
+    return dict(settings=LocalisationSettings().replace(**given), noise_sigma=args.noise_sigma,
+                hdu=args.hdu, channel=args.channel, verbose=not args.quiet)
 
 
 def astro_localise(args):
     from cvfs.cli.commands import astro_localise
 
-    astro_localise(args.image, args.out, mask=args.mask, n_jobs=args.jobs,
-                   **_astro_options(args))
+    astro_localise(args.image, args.out, mask=args.mask, **_astro_options(args))
     return 0
 
 

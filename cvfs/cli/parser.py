@@ -80,6 +80,19 @@ class _TrackerHelpFormatter(_HelpFormatter):
         return action.default
 
 
+class _AstroHelpFormatter(_HelpFormatter):
+    """Shows the :class:`LocalisationSettings` default of the astronomy settings (their CLI
+    default is None: only the options given change the settings)."""
+
+    def _default(self, action):
+        if action.default is None and action.dest in handlers.ASTRO_OPTIONS:
+            from cvfs.astro.settings import LocalisationSettings
+
+            value = getattr(LocalisationSettings(), handlers.ASTRO_OPTIONS[action.dest])
+            return "fresh entropy" if value is None else value
+        return action.default
+
+
 def _parser(sub, name, help, description=None, formatter=_HelpFormatter):
     """A subcommand parser with the house formatter; its description defaults to ``help``."""
     return sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:]
@@ -283,25 +296,28 @@ def _add_astro_parser(sub):
     for name, func, out, help, files in (
             ("localise", handlers.astro_localise, "cvfs-astro",
              "catalogue, denoised image and figure of one image",
-             "catalogue.csv, catalogue.fits (one row per source, plus a parent row per "
-             "blend: id, parent, n_children), denoised.npy, denoised.fits (FITS input) and "
-             "figure.png"),
+             "catalogue.csv, catalogue.fits (one row per source; --levels all adds a parent "
+             "row per blend: id, parent, n_children), denoised.npy, denoised.fits (FITS "
+             "input) and figure.png"),
             ("denoise", handlers.astro_denoise, "cvfs-astro-denoise",
              "denoised image and figure of one image",
              "denoised.npy, denoised.fits (FITS input) and figure.png")):
         p = _parser(asub, name, help, description=f"{help[:1].upper() + help[1:]} (screened "
                     f"SBL over sampled PSFs).\nWrites {files} into --out,\nreplacing only the "
-                    "files of its previous run (other files are kept).")
+                    "files of its previous run (other files are kept).",
+                    formatter=_AstroHelpFormatter)
+        # defaults (None) of the settings are LocalisationSettings' own, filled in when the
+        # command runs
         p.add_argument("image", help="FITS, PNG, JPEG or TIFF image (2-D; colour is converted "
                        "to luminance)")
         p.add_argument("--out", default=out, help="output folder")
-        p.add_argument("--psf-sigma", nargs=2, type=float, default=[1.0, 2.0],
+        p.add_argument("--psf-sigma", nargs=2, type=float, default=None,
                        metavar=("MIN", "MAX"), help="range of PSF widths in pixels")
-        p.add_argument("--n-atoms", type=int, default=10_000, help="dictionary size per tile")
+        p.add_argument("--n-atoms", type=int, default=None, help="dictionary size per tile")
         p.add_argument("--noise-sigma", type=float, default=None,
                        help="noise standard deviation (default: estimated from the image)")
-        p.add_argument("--tile", type=int, default=28, help="tile size in pixels")
-        p.add_argument("--seed", type=int, default=0, help="dictionary sampling seed")
+        p.add_argument("--tile", type=int, default=None, help="tile size in pixels")
+        p.add_argument("--seed", type=int, default=None, help="dictionary sampling seed")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--hdu", type=int, default=None,
                        help="FITS extension to read (default: the first with data)")
@@ -311,7 +327,10 @@ def _add_astro_parser(sub):
         if name == "localise":
             p.add_argument("--mask", default=None, metavar="M.fits",
                            help="mask image of the same shape: nonzero pixels are ignored")
-            p.add_argument("--jobs", type=int, default=1,
+            p.add_argument("--levels", choices=("sources", "objects", "all"), default=None,
+                           help="catalogue rows: one per source, one per deblended object "
+                           "(a blend as its parent row), or both with their links")
+            p.add_argument("--jobs", type=int, default=None,
                            help="processes fitting objects in parallel (-1 = one per CPU)")
         _add_max_pixels(p)
         p.set_defaults(func=func)

@@ -146,8 +146,8 @@ def source_figure(image, catalogue, model, truth=None, *, title=None, unit="pixe
     ----------
     image, model : ndarray of shape (height, width)
     catalogue : structured ndarray with fields x, y, sigma
-        Parent rows of a deblended catalogue (``n_children`` > 0) are not drawn: one marker per
-        source.
+        Parent rows of blends whose sources are in the catalogue (``levels="all"``) are not
+        drawn: one marker per source.
     truth : structured ndarray with fields x, y, optional
     title : str, optional
         Figure title (default: image size and number of sources).
@@ -157,8 +157,11 @@ def source_figure(image, catalogue, model, truth=None, *, title=None, unit="pixe
     import matplotlib.pyplot as plt
 
     catalogue = np.asarray(catalogue)
-    if catalogue.dtype.names is not None and "n_children" in catalogue.dtype.names:
-        catalogue = catalogue[catalogue["n_children"] == 0]  # parents repeat their children
+    names = catalogue.dtype.names or ()
+    if {"id", "parent", "n_children"} <= set(names):
+        # parents repeat their children
+        parents = catalogue["parent"][catalogue["parent"] > 0]
+        catalogue = catalogue[~np.isin(catalogue["id"], parents)]
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.8))
     _show(axs[0], image, "image", unit)
     plot_detections(image, catalogue, truth, ax=axs[1], title=f"{len(catalogue)} sources",

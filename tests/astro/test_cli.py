@@ -239,3 +239,25 @@ def test_demo_astro_part(tmp_path):
     text = demo.run(tmp_path, parts=["astro"], verbose=False)
     assert "Hubble Deep Field" in text
     assert (tmp_path / "astro_hdf.png").is_file() and (tmp_path / "astro_catalogue.csv").is_file()
+
+
+def test_cli_levels_one_row_per_source_by_default(tmp_path, capsys):
+    xs, ys, fl = np.array([20.0, 23.2]), np.array([20.0, 20.6]), np.array([3000.0, 1500.0])
+    img = astro.render_psf((40, 44), xs, ys, 1.3, fl, background=10.0)
+    img = img + np.random.default_rng(4).standard_normal(img.shape)
+    p = tmp_path / "blend.fits"
+    write_fits(p, img)
+    out = tmp_path / "out"
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet"]) == 0
+    cat = read_catalogue(out / "catalogue.csv")
+    assert len(cat) == 2 and np.all(cat["n_children"] == 0)
+    assert capsys.readouterr().out.startswith("2 sources in blend.fits")
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet", "--levels",
+                 "all"]) == 0
+    cat = read_catalogue(out / "catalogue.csv")
+    assert len(cat) == 3 and cat["n_children"].max() == 2
+    assert "2 sources (1 parent rows of blends)" in capsys.readouterr().out
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet", "--levels",
+                 "objects"]) == 0
+    assert len(read_catalogue(out / "catalogue.csv")) == 1
+    assert "1 objects (1 blends of point sources)" in capsys.readouterr().out

@@ -6,7 +6,8 @@ from scipy import integrate
 
 from cvfs import astro
 from cvfs.astro.dictionary import PSFDictionary, sample_atoms
-from cvfs.astro.localise import _model_and_jac, _tile_starts
+from cvfs.astro.fit import model_and_jac as _model_and_jac
+from cvfs.astro.pointfit import tile_starts as _tile_starts
 from cvfs.core.sbl import weighted_lasso
 from cvfs.core.screening import as_operator, static_test
 
@@ -134,14 +135,15 @@ def test_localise_synthetic_scenes():
     f1, err = [], []
     for seed in range(3):
         img, clean, truth = astro.make_scene(random_state=seed)
-        res = astro.localise_and_denoise(img, random_state=0)
+        res = astro.localise_and_denoise(img, random_state=0, levels="all")
         full = res.catalogue
         assert full.dtype.names[:4] == ("x", "y", "sigma", "flux")
         assert not full["extended"].any() and np.all(full["flux_err"] > 0)
         assert np.all(np.diff(full["flux"]) <= 0)
         _check_hierarchy(full)
-        # scored on the deblended rows, one per source
-        cat = astro.leaves(full)
+        # the default catalogue is the deblended rows, one per source
+        cat = astro.localise(img, random_state=0)
+        np.testing.assert_array_equal(cat, astro.leaves(full))
         s = astro.detection_scores(cat, truth)
         f1.append(s["f1"])
         err.append(s["rmse"])
@@ -255,9 +257,9 @@ def _hdf_crop(n):
 def test_hubble_deep_field_crop():
     """Real image: the Hubble Deep Field bundled with scikit-image (64 x 64 crop)."""
     crop = _hdf_crop(64)
+    _check_hierarchy(astro.localise(crop, random_state=0, levels="all"))
     res = astro.localise_and_denoise(crop, random_state=0)
-    _check_hierarchy(res.catalogue)
-    cat = astro.leaves(res.catalogue)
+    cat = res.catalogue
     # galaxies are single extended rows, not shredded into point sources
     assert 5 <= len(cat) <= 60 and cat["extended"].any() and not cat["extended"].all()
     assert np.all((cat["x"] >= -0.5) & (cat["x"] < 63.5) & (cat["y"] >= -0.5) & (cat["y"] < 63.5))
@@ -278,11 +280,11 @@ def test_hubble_deep_field_crop():
 
 def test_localise_without_refinement_reports_grouped_atoms():
     img, _, truth = astro.make_scene(random_state=21)
-    raw = astro.leaves(astro.localise(img, random_state=0, refine=False))
+    raw = astro.localise(img, random_state=0, refine=False)
     assert len(raw) >= len(truth)
     assert np.all((raw["sigma"] >= 1.0) & (raw["sigma"] <= 2.0)) and np.all(raw["flux"] > 0)
     # the sampled dictionary alone is less precise than the refined fit
-    full = astro.leaves(astro.localise(img, random_state=0))
+    full = astro.localise(img, random_state=0)
     assert astro.detection_scores(full, truth)["rmse"] < astro.detection_scores(raw, truth)["rmse"]
 
 
@@ -449,7 +451,7 @@ def test_tile_fits_use_only_atoms_near_the_footprint(monkeypatch):
     """Each tile's SBL sees only atoms centred on the object's footprint grown by 3 px."""
     import importlib
 
-    loc = importlib.import_module("cvfs.astro.localise")
+    loc = importlib.import_module("cvfs.astro.pointfit")
     seen = []
     real = loc.sbl_fit
 
@@ -497,8 +499,12 @@ def test_blend_of_two_stars_is_a_parent_with_two_children(tmp_path):
     xs, ys, fl = np.array([20.0, 23.2]), np.array([20.0, 20.6]), np.array([3000.0, 1500.0])
     img = astro.render_psf((40, 44), xs, ys, 1.3, fl, background=10.0)
     img = img + np.random.default_rng(4).standard_normal(img.shape)
-    cat = astro.localise(img, random_state=0)
+    cat = astro.localise(img, random_state=0, levels="all")
     _check_hierarchy(cat)
+    # by default one row per source; "objects" gives the blend as its parent row
+    np.testing.assert_array_equal(astro.localise(img, random_state=0), astro.leaves(cat))
+    np.testing.assert_array_equal(astro.localise(img, random_state=0, levels="objects"),
+                                  astro.top_level(cat))
     assert len(cat) == 3 and cat["n_children"].tolist().count(2) == 1
     parent = cat[cat["n_children"] == 2][0]
     kids = cat[cat["parent"] == parent["id"]]
@@ -534,13 +540,13 @@ def test_sep_image_recall_of_sextractor_objects():
         sel = ref[:, 15] / ref[:, 16] >= 10  # FLUX_AUTO / FLUXERR_AUTO
     truth = np.zeros(int(sel.sum()), astro.CATALOGUE_DTYPE)
     truth["x"], truth["y"] = ref[sel, 1] - 1, ref[sel, 2] - 1
-    cat = astro.localise(img, random_state=0)
+    cat = astro.localise(img, random_state=0, levels="all")
     _check_hierarchy(cat)
     assert astro.detection_scores(cat[astro.match_levels(cat, truth)], truth)["recall"] >= 0.95
 
 
 def test_link_families_drops_a_parent_left_with_one_child():
-    from cvfs.astro.localise import _link_families
+    from cvfs.astro.catalogue import link_families as _link_families
 
     cat = astro.catalogue.empty_catalogue(6)
     cat["x"] = np.arange(6.0)
@@ -552,3 +558,39 @@ def test_link_families_drops_a_parent_left_with_one_child():
     np.testing.assert_array_equal(out["x"], [0, 1, 2, 4, 5])
     np.testing.assert_array_equal(out["parent"], [0, 1, 1, 0, 0])
     np.testing.assert_array_equal(out["n_children"], [2, 0, 0, 0, 0])
+
+
+def test_settings_object_and_keyword_overrides():
+    """A LocalisationSettings object and keyword overrides give the same catalogue; unknown
+    names and wrong types are refused."""
+    img, _, _ = astro.make_scene((28, 28), n_sources=3, random_state=4)
+    st = astro.LocalisationSettings(n_atoms=3000, detect_snr=6.0)
+    a = astro.localise(img, st)
+    b = astro.localise(img, n_atoms=3000, detect_snr=6.0)
+    c = astro.localise(img, astro.LocalisationSettings(n_atoms=500), n_atoms=3000,
+                       detect_snr=6.0)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    with pytest.raises(TypeError, match="unknown localisation setting.*'n_atom'"):
+        astro.localise(img, n_atom=3000)
+    with pytest.raises(TypeError, match="settings must be a LocalisationSettings"):
+        astro.localise(img, {"n_atoms": 3000})
+    with pytest.raises(ValueError, match="tile must be an int >= 8"):
+        astro.localise(img, st.replace(tile=4))
+
+
+def test_default_catalogue_is_one_row_per_source():
+    """On 28 x 28 scenes with blends the default catalogue scores as the deblended rows (F1 1.0)
+    and holds no parent row; the full hierarchy holds the parents."""
+    n_parents = 0
+    for seed in range(3):
+        img, _, truth = astro.make_scene(random_state=seed)
+        cat = astro.localise(img)
+        full = astro.localise(img, levels="all")
+        assert np.all(cat["n_children"] == 0)
+        n_parents += int(np.sum(full["n_children"] > 0))
+        assert astro.detection_scores(cat, truth)["f1"] == \
+            astro.detection_scores(astro.leaves(full), truth)["f1"] == 1.0
+    assert n_parents > 0
+    with pytest.raises(ValueError, match="levels must be one of"):
+        astro.localise(img, levels="parents")

@@ -1,0 +1,142 @@
+"""Point-source fit of one object: screened SBL over sampled PSF atoms per tile, then refinement.
+
+Per ``tile`` of an object's patch: nonnegative SBL (Alg. 1 of the SBL paper) with dynamic gap-safe
+screening over atoms centred on the object's footprint grown by 3 px, atoms grouped into
+candidates, then the weighted nonlinear least-squares refinement of :mod:`cvfs.astro.fit`. Sources
+are kept by the tile whose core contains them, on the footprint grown by 2 px.
+"""
+
+import numpy as np
+from scipy import ndimage
+
+from cvfs.astro.dictionary import PSFDictionary, sample_atoms
+from cvfs.astro.fit import fit_sources, model_and_jac, refine, significance, uncertainties
+from cvfs.core.sbl import sbl_fit
+
+__all__ = ["fit_point_sources", "group_atoms", "tile_starts", "widths_at_bounds"]
+
+
+def tile_starts(n, tile, overlap):
+    """Tile starts along one axis and the core [lo, hi) of each tile (disjoint, covering)."""
+    if n <= tile:
+        return [(0, -np.inf, np.inf)]
+    stride = tile - overlap
+    starts = sorted(set(list(range(0, n - tile, stride)) + [n - tile]))
+    mids = [(b + a + tile) / 2.0 for a, b in zip(starts[:-1], starts[1:], strict=True)]
+    cuts = [-np.inf, *mids, np.inf]
+    return [(s, cuts[i], cuts[i + 1]) for i, s in enumerate(starts)]
+
+
+def group_atoms(params, flux, radius=1.0):
+    """Greedy flux-weighted grouping of atoms within ``radius`` -> (k, 4) x, y, sigma, flux."""
+    order = np.argsort(-flux)
+    groups = []
+    for i in order:
+        for g in groups:
+            if np.hypot(*(g["c"] - params[i, :2])) <= radius:
+                g["w"].append(i)
+                ws = flux[g["w"]]
+                g["c"] = (params[g["w"], :2] * ws[:, None]).sum(0) / ws.sum()
+                break
+        else:
+            groups.append({"c": params[i, :2].copy(), "w": [i]})
+    out = []
+    for g in groups:
+        ws = flux[g["w"]]
+        out.append([*g["c"], float((params[g["w"], 2] * ws).sum() / ws.sum()), float(ws.sum())])
+    return np.array(out).reshape(-1, 4)
+
+
+
+def _dictionary(cache, shape, st):
+    """Atoms for a patch shape: the ``tile`` x ``tile`` dictionary of ``n_atoms`` atoms (seeded by
+    ``seed``, so every process draws the same), cropped to the shape (same atom density)."""
+    if shape not in cache:
+        if "base" not in cache:
+            base = (st.tile, st.tile)
+            rng = np.random.default_rng(st.seed)
+            cache["base"] = PSFDictionary(base, sample_atoms(base, st.n_atoms, (st.s_lo, st.s_hi),
+                                                             margin=st.margin, random_state=rng))
+        cache[shape] = cache["base"].crop(shape, st.margin)
+    return cache[shape]
+
+
+
+def widths_at_bounds(src, shape, noise, st):
+    """True when at least three significant sources of a first fit, and two thirds of them, have
+    their width at a bound of the PSF range."""
+    sig = significance(src, shape, noise) >= st.detect_snr
+    at = (src[:, 2] <= st.s_lo * (1 + 1e-6)) | (src[:, 2] >= st.s_hi * (1 - 1e-6))
+    n = int(np.sum(at & sig))
+    return n >= 3 and 3 * n >= 2 * int(sig.sum())
+
+
+def fit_point_sources(ob, noise, st, cache):
+    """SBL + refinement per tile of the patch -> rows (x, y, sigma, flux, x_err, y_err, flux_err,
+    at_bound), the model of the patch and the mean screening fraction per tile; rows and model
+    are None when a tile's first fit has its widths at the bounds (:func:`widths_at_bounds`)."""
+    h, w = ob.patch.shape
+    rows, cols = tile_starts(h, st.tile, st.overlap), tile_starts(w, st.tile, st.overlap)
+    th, tw = min(st.tile, h), min(st.tile, w)
+    dico = _dictionary(cache, (th, tw), st)
+    lam = st.lam_factor * noise**2
+    on_own = ndimage.binary_dilation(ob.own, iterations=2)
+    # atoms are centred on the footprint grown by 3 px: a source is reported only on the
+    # footprint grown by 2 px, and an atom centred farther out lies below the detection isophote
+    near = ndimage.binary_dilation(ob.own, iterations=3)
+    ax = np.clip(np.rint(dico.params[:, 0]), 0, tw - 1).astype(np.intp)
+    ay = np.clip(np.rint(dico.params[:, 1]), 0, th - 1).astype(np.intp)
+    screened, first = [], []
+    # first pass: SBL candidates and a first fit of every tile; an object whose widths sit at the
+    # bounds in any tile is not a sum of PSFs, so no tile is refined (the costly part of a galaxy)
+    for r0, y_lo, y_hi in rows:
+        for c0, x_lo, x_hi in cols:
+            p = ob.patch[r0:r0 + th, c0:c0 + tw]
+            wt = ob.weights[r0:r0 + th, c0:c0 + tw]
+            if not (wt > 0).any():
+                continue
+            tdico = dico.subset(np.flatnonzero(near[r0 + ay, c0 + ax]))
+            if tdico.shape[1] == 0:
+                continue
+            # sbl_iter reweighting steps are the stopping rule: the candidates are the atoms
+            # of the code, which the later steps only sparsify (docs/methods.md)
+            res = sbl_fit(tdico, (p * (wt > 0)).ravel(), lam, screening="gap", positive=True,
+                          max_iter=st.sbl_iter, tol=1e-3, lasso_tol=1e-6, lasso_max_iter=100,
+                          step_budget=True)
+            screened.append(float(np.mean(res.screening)) if res.screening else 0.0)
+            nz = np.flatnonzero(res.coef > 0)
+            cand = group_atoms(tdico.params[nz], res.coef[nz] * tdico.flux_per_unit[nz])
+            cand = cand[np.argsort(-cand[:, 3])][: st.max_sources]
+            src, bgt = cand, 0.0
+            if st.refine:
+                src, bgt = fit_sources(p, wt, cand, 0.0, st.s_lo, st.s_hi, st.margin)
+                if widths_at_bounds(src, p.shape, noise, st):
+                    return None, None, screened
+            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico))
+    out = []
+    model = np.zeros((h, w))
+    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico in first:
+        p = ob.patch[r0:r0 + th, c0:c0 + tw]
+        wt = ob.weights[r0:r0 + th, c0:c0 + tw]
+        if st.refine:
+            src, bgt = refine(p, wt, src, bgt, noise, tdico, st.s_lo, st.s_hi, st.margin,
+                              st.detect_snr)
+            err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin)
+        else:
+            err = (np.full(len(src), np.nan),) * 3 + (np.zeros(len(src), bool),)
+        ry = [int(np.clip(np.ceil(v - 0.5), 0, h)) for v in (y_lo, y_hi)]
+        rx = [int(np.clip(np.ceil(v - 0.5), 0, w)) for v in (x_lo, x_hi)]
+        # sources, and the fitted background offset on the object's pixels
+        tile_model = model_and_jac(np.r_[src.ravel(), 0.0], p.shape, jac=False)[0]
+        tile_model += bgt * on_own[r0:r0 + th, c0:c0 + tw]
+        model[ry[0]:ry[1], rx[0]:rx[1]] = tile_model[ry[0] - r0:ry[1] - r0,
+                                                      rx[0] - c0:rx[1] - c0]
+        for i, (x, y, s, f) in enumerate(src):
+            gx, gy = x + c0, y + r0
+            ix, iy = int(round(gx)), int(round(gy))
+            if not (x_lo <= gx < x_hi and y_lo <= gy < y_hi and 0 <= ix < w and 0 <= iy < h
+                    and on_own[iy, ix]):
+                continue
+            out.append((gx + ob.c0, gy + ob.r0, s, f, err[0][i], err[1][i], err[2][i],
+                        err[3][i]))
+    return np.array(out, dtype=np.float64).reshape(-1, 8), model, screened
