@@ -457,6 +457,17 @@ def _astro_input(path, hdu=None, channel=None):
     return path, image, unit, header, wcs
 
 
+def _saturation(saturation, header):
+    """The saturation level: ``saturation``, else the FITS header's SATURATE (None if absent)."""
+    if saturation is not None or header is None or "SATURATE" not in header:
+        return saturation
+    try:
+        level = float(header["SATURATE"])
+    except (TypeError, ValueError):
+        return None  # a header value that is not a number: no level
+    return level if np.isfinite(level) else None
+
+
 def _astro_mask(mask_path, shape):
     """Boolean mask (True = ignore) from a FITS or image file: nonzero pixels are masked."""
     if mask_path is None:
@@ -470,7 +481,8 @@ def _astro_mask(mask_path, shape):
 
 
 def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
-                   mask=None, verbose=True, command="cvfs astro localise", **options):
+                   mask=None, saturation=None, verbose=True, command="cvfs astro localise",
+                   **options):
     """Catalogue, denoised image and figure of one image, written as one set into ``out``.
 
     Writes ``catalogue.csv`` (every catalogue field, a units comment line first),
@@ -481,7 +493,8 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
     (fields of the settings overriding them) and ``noise_sigma`` as in
     :func:`cvfs.astro.localise_and_denoise`; ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
     (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
-    pixels are ignored. The catalogue has ``ra`` and ``dec`` when the
+    pixels are ignored, ``saturation`` the level at and above which pixels are masked (default:
+    the FITS header's ``SATURATE``). The catalogue has ``ra`` and ``dec`` when the
     FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
     from cvfs import astro
@@ -494,6 +507,7 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
     inputs = [image_path] + ([mask] if mask is not None else [])
     check_output_dir(out, inputs)
     res = astro.localise_and_denoise(image, settings, noise_sigma=noise_sigma, mask=bad, wcs=wcs,
+                                     saturation=_saturation(saturation, header),
                                      verbose=verbose, **options)
     flux_unit = str(header.get("BUNIT", "")).strip() if header is not None else ""
     flux_unit = flux_unit or ("data value" if header is not None else "intensity (0-1)")
@@ -531,7 +545,7 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
 
 
 def astro_denoise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
-                  verbose=True, command="cvfs astro denoise", **options):
+                  saturation=None, verbose=True, command="cvfs astro denoise", **options):
     """Denoised image and figure of one image (:func:`cvfs.astro.denoise`) into ``out``.
 
     Writes ``denoised.npy``, ``denoised.fits`` (FITS input) and ``figure.png`` (image,
@@ -544,7 +558,8 @@ def astro_denoise(image_path, out, *, settings=None, noise_sigma=None, hdu=None,
 
     path, image, unit, header, _ = _astro_input(image_path, hdu, channel)
     check_output_dir(out, [image_path])
-    clean = astro.denoise(image, settings, noise_sigma=noise_sigma, verbose=verbose, **options)
+    clean = astro.denoise(image, settings, noise_sigma=noise_sigma, verbose=verbose,
+                          saturation=_saturation(saturation, header), **options)
     with atomic_dir(out, command=command, inputs=[image_path]) as tmp:
         np.save(tmp / "denoised.npy", clean)
         if header is not None:

@@ -316,6 +316,10 @@ def _add_astro_parser(sub):
         p.add_argument("--n-atoms", type=int, default=None, help="dictionary size per tile")
         p.add_argument("--noise-sigma", type=float, default=None,
                        help="noise standard deviation (default: estimated from the image)")
+        p.add_argument("--saturation", type=float, default=None, metavar="LEVEL",
+                       help="saturation level in data units: pixels at or above it are masked "
+                       "and the rows of their objects flagged 'saturated' (default: the FITS "
+                       "header's SATURATE, else none)")
         p.add_argument("--tile", type=int, default=None, help="tile size in pixels")
         p.add_argument("--seed", type=int, default=None, help="dictionary sampling seed")
         p.add_argument("--quiet", action="store_true", help="no progress bar")

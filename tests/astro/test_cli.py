@@ -261,3 +261,24 @@ def test_cli_levels_one_row_per_source_by_default(tmp_path, capsys):
                  "objects"]) == 0
     assert len(read_catalogue(out / "catalogue.csv")) == 1
     assert "1 objects (1 blends of point sources)" in capsys.readouterr().out
+
+
+def test_cli_saturation_from_the_header_and_the_option(tmp_path, capsys):
+    from tests.astro.test_localise import _saturated_scene
+
+    img, truth = _saturated_scene()
+    p = tmp_path / "sat.fits"
+    hdr = fits.Header()
+    hdr["SATURATE"] = 65535.0
+    fits.PrimaryHDU(img, header=hdr).writeto(p)
+    out = tmp_path / "out"
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet"]) == 0
+    cat = read_catalogue(out / "catalogue.csv")
+    assert len(cat) == 8 and astro.detection_scores(cat, truth)["f1"] == 1.0
+    assert np.any(cat["flags"] & astro.FLAGS["saturated"])
+    assert capsys.readouterr().out.startswith("8 sources in sat.fits")
+    # the option overrides the header: a level above every pixel masks nothing
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet", "--saturation",
+                 "1e9"]) == 0
+    assert not np.any(read_catalogue(out / "catalogue.csv")["flags"]
+                      & astro.FLAGS["saturated"])
