@@ -485,8 +485,9 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
                    **options):
     """Catalogue, denoised image and figure of one image, written as one set into ``out``.
 
-    Writes ``catalogue.csv`` (every catalogue field, a units comment line first),
-    ``catalogue.fits`` (an astropy table with units, when astropy is installed),
+    Writes ``catalogue.ecsv`` and ``catalogue.fits`` (every catalogue field with its unit, the
+    pixel convention in the metadata; when astropy is installed), ``catalogue.csv`` (the same
+    columns, plain CSV: one header line),
     ``denoised.npy``, ``denoised.fits`` (FITS input: the input header, WCS included) and
     ``figure.png`` (pixel axes, colour bars; point sources and extended objects marked apart).
     ``settings`` (:class:`cvfs.astro.LocalisationSettings`, its defaults when None), ``options``
@@ -498,7 +499,7 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
     FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
     from cvfs import astro
-    from cvfs.astro.readers import write_catalogue, write_catalogue_fits, write_fits
+    from cvfs.astro.readers import write_catalogue, write_fits
     from cvfs.viz import save_figure
     from cvfs.viz.astro import source_figure
 
@@ -526,10 +527,10 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
         found = f"{int(leaf.sum())} sources" + (f" ({n_par} parent rows of blends)" if n_par
                                                else "")
     with atomic_dir(out, command=command, inputs=inputs) as tmp:
-        write_catalogue(tmp / "catalogue.csv", res.catalogue, flux_unit=flux_unit)
+        write_catalogue(tmp / "catalogue.csv", res.catalogue)
         if has_astropy:
-            write_catalogue_fits(tmp / "catalogue.fits", res.catalogue,
-                                 flux_unit=header.get("BUNIT") if header is not None else None)
+            write_catalogue(tmp / "catalogue.ecsv", res.catalogue, flux_unit=flux_unit)
+            write_catalogue(tmp / "catalogue.fits", res.catalogue, flux_unit=flux_unit)
         np.save(tmp / "denoised.npy", res.model)
         if header is not None:
             write_fits(tmp / "denoised.fits", res.model, header=header)

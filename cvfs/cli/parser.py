@@ -296,9 +296,10 @@ def _add_astro_parser(sub):
     for name, func, out, help, files in (
             ("localise", handlers.astro_localise, "cvfs-astro",
              "catalogue, denoised image and figure of one image",
-             "catalogue.csv, catalogue.fits (one row per source; --levels all adds a parent "
-             "row per blend: id, parent, n_children), denoised.npy, denoised.fits (FITS "
-             "input) and figure.png"),
+             "catalogue.ecsv, catalogue.fits (units and pixel convention in the metadata), "
+             "catalogue.csv (plain CSV), one row per source (--levels all adds a parent row "
+             "per blend: id, parent, n_children), denoised.npy, denoised.fits (FITS input) "
+             "and figure.png"),
             ("denoise", handlers.astro_denoise, "cvfs-astro-denoise",
              "denoised image and figure of one image",
              "denoised.npy, denoised.fits (FITS input) and figure.png")):
