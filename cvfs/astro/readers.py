@@ -6,6 +6,8 @@ boundary.
 """
 
 import contextlib
+import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +15,40 @@ import numpy as np
 from cvfs.io.images import IMAGE_SUFFIXES
 
 __all__ = ["CATALOGUE_FORMATS", "CATALOGUE_UNITS", "FITS_SUFFIXES", "IMAGE_SUFFIXES",
-           "PIXEL_CONVENTION", "read_catalogue",
+           "PIXEL_CONVENTION", "header_warnings_once", "read_catalogue",
            "read_fits_header", "read_image", "write_catalogue", "write_catalogue_fits",
            "write_fits"]
 
 FITS_SUFFIXES = (".fits", ".fit", ".fts", ".fits.gz", ".fit.gz")
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def header_warnings_once():
+    """Collect astropy's warnings inside the block and log them as one line at its end.
+
+    Ordinary headers carry keywords astropy warns about one by one (ESO HIERARCH keywords,
+    non-standard cards, WCS fixes: ``VerifyWarning``, ``AstropyUserWarning``,
+    ``FITSFixedWarning``); the keywords are kept as they are. Other warnings are passed on.
+    """
+    try:
+        from astropy.utils.exceptions import AstropyWarning
+    except ImportError:  # pragma: no cover - depends on the environment
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    ours = [w for w in caught if issubclass(w.category, AstropyWarning)]
+    for w in caught:
+        if not issubclass(w.category, AstropyWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if ours:
+        kinds = sorted({w.category.__name__ for w in ours})
+        first = str(ours[0].message).strip().splitlines()[0]
+        log.warning("%d astropy warnings (%s) about non-standard FITS header keywords, kept as "
+                    "they are; the first: %s", len(ours), ", ".join(kinds), first)
 
 
 def _astropy_fits():

@@ -498,6 +498,16 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
     the FITS header's ``SATURATE``). The catalogue has ``ra`` and ``dec`` when the
     FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
+    from cvfs.astro.readers import header_warnings_once
+
+    with header_warnings_once():
+        return _astro_localise(image_path, out, settings, noise_sigma, hdu, channel, mask,
+                               saturation, verbose, command, options)
+
+
+def _astro_localise(image_path, out, settings, noise_sigma, hdu, channel, mask, saturation,
+                    verbose, command, options):
+    """:func:`astro_localise` inside :func:`cvfs.astro.readers.header_warnings_once`."""
     from cvfs import astro
     from cvfs.astro.readers import write_catalogue, write_fits
     from cvfs.viz import save_figure
@@ -552,6 +562,16 @@ def astro_denoise(image_path, out, *, settings=None, noise_sigma=None, hdu=None,
     Writes ``denoised.npy``, ``denoised.fits`` (FITS input) and ``figure.png`` (image,
     denoised image, residual). Parameters as :func:`astro_localise`. Returns the denoised image.
     """
+    from cvfs.astro.readers import header_warnings_once
+
+    with header_warnings_once():
+        return _astro_denoise(image_path, out, settings, noise_sigma, hdu, channel, saturation,
+                              verbose, command, options)
+
+
+def _astro_denoise(image_path, out, settings, noise_sigma, hdu, channel, saturation, verbose,
+                   command, options):
+    """:func:`astro_denoise` inside :func:`cvfs.astro.readers.header_warnings_once`."""
     from cvfs import astro
     from cvfs.astro.readers import write_fits
     from cvfs.viz import save_figure

@@ -321,3 +321,26 @@ def test_catalogue_formats_read_without_options(tmp_path, scene):
         write_catalogue(tmp_path / "c.txt", cat)
     with pytest.raises(ValueError, match="format must be"):
         write_catalogue(tmp_path / "c.dat", cat, format="votable")
+
+
+def test_cli_header_warnings_are_shown_once(tmp_path, scene, capsys, caplog):
+    """A FITS header with ESO HIERARCH keywords (astropy warns once per keyword when it is
+    copied into denoised.fits): the command reports them in one line."""
+    import logging
+
+    img, _ = scene
+    hdr = fits.Header()
+    for i in range(12):
+        hdr[f"HIERARCH ESO DET CHIP{i} ID"] = f"chip {i}"
+    hdr["DATE-OBS"] = "2001-02-03"
+    p = tmp_path / "eso.fits"
+    fits.PrimaryHDU(img, header=hdr).writeto(p)
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING):
+        assert main(["astro", "localise", str(p), "--out", str(out), "--quiet", "--n-atoms",
+                     "4000"]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in (err + "\n" + caplog.text).splitlines()
+             if "WARNING" in ln or "Warning:" in ln]
+    assert len(lines) == 1 and "12 astropy warnings" in lines[0], lines
+    assert fits.getheader(out / "denoised.fits")["ESO DET CHIP3 ID"] == "chip 3"
