@@ -21,7 +21,8 @@ import numpy as np
 
 from cvfs.astro.simulate import CATALOGUE_DTYPE
 
-__all__ = ["FLAG_AT_BOUND", "FLAG_BLENDED", "FLAG_CAPPED", "FLAG_EDGE", "FLAG_MASKED", "FLAGS",
+__all__ = ["FLAG_AT_BOUND", "FLAG_BLENDED", "FLAG_CAPPED", "FLAG_EDGE", "FLAG_MASKED",
+           "FLAG_SATURATED", "FLAGS",
            "catalogue_dtype", "empty_catalogue", "from_rows", "add_sky_coordinates", "leaves",
            "link_families", "select_levels", "top_level"]
 
@@ -36,10 +37,13 @@ FLAG_AT_BOUND = 4
 FLAG_MASKED = 8
 #: the object needed more point sources than ``max_sources`` and is reported as extended
 FLAG_CAPPED = 16
+#: saturated pixels (at or above ``saturation=``) lie within the object's footprint grown by
+#: 2 px; they are masked (so FLAG_MASKED is set too) and the fit uses the unsaturated wings
+FLAG_SATURATED = 32
 
 #: flag name -> bit
 FLAGS = {"edge": FLAG_EDGE, "blended": FLAG_BLENDED, "at_bound": FLAG_AT_BOUND,
-         "masked": FLAG_MASKED, "capped": FLAG_CAPPED}
+         "masked": FLAG_MASKED, "capped": FLAG_CAPPED, "saturated": FLAG_SATURATED}
 
 _EXTRA = [("x_err", "f8"), ("y_err", "f8"), ("flux_err", "f8"), ("snr", "f8"),
           ("extended", "?"), ("flags", "i4"), ("id", "i4"), ("parent", "i4"),

@@ -27,6 +27,7 @@ Pipeline (settings: :class:`cvfs.astro.settings.LocalisationSettings`):
 
 import logging
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,7 @@ __all__ = ["LAMBDA_FACTOR", "Localisation", "LocalisationSettings", "estimate_ba
            "localise", "localise_and_denoise"]
 
 log = logging.getLogger(__name__)
+
 
 
 @dataclass
@@ -117,7 +119,7 @@ def _check_map(name, value, shape, *, boolean=False):
 
 
 def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, error=None,
-                         wcs=None, verbose=False, **options):
+                         saturation=None, wcs=None, verbose=False, **options):
     """Localise point sources and extended objects and denoise the image (one run, both outputs).
 
     Parameters
@@ -132,6 +134,10 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
         True where pixels must be ignored (bad pixels, saturated stars, borders).
     error : ndarray of shape (height, width), optional
         Noise standard deviation per pixel (overrides ``noise_sigma`` and the estimated map).
+    saturation : float, optional
+        Saturation level in the image's units (a FITS header's ``SATURATE``): pixels at or
+        above it are masked, and rows whose object has such pixels on its footprint grown by
+        2 px get the ``saturated`` flag (:data:`cvfs.astro.FLAGS`).
     wcs : astropy.wcs.WCS, optional
         Celestial WCS of the image: the catalogue gets ``ra`` and ``dec`` in degrees.
     verbose : bool
@@ -157,7 +163,8 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
         option is not one of its fields.
     ValueError
         If ``image`` is not 2-D (a colour image or a cube), is smaller than 4 x 4, is empty, has no
-        finite pixel or is constant; if ``mask`` or ``error`` do not have the image's shape, if
+        finite pixel or is constant; if ``mask`` or ``error`` do not have the image's shape,
+        ``saturation`` is not a finite number, if
         ``noise_sigma`` (or the median of ``error``) is below 1e-12 of the largest |pixel|, or a
         setting is out of range.
     """
@@ -168,6 +175,15 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
     bad = ~np.isfinite(img)
     if mask is not None:
         bad |= _check_map("mask", mask, img.shape, boolean=True)
+    saturated = None
+    if saturation is not None:
+        if isinstance(saturation, bool) or not isinstance(saturation, numbers.Real) \
+                or not np.isfinite(saturation):
+            raise ValueError(f"saturation must be a finite number (a level in the image's "
+                             f"units); got {saturation!r}")
+        with np.errstate(invalid="ignore"):
+            saturated = img >= saturation
+        bad |= saturated
     if bad.all():
         raise ValueError("mask leaves no pixel to fit: every pixel is masked, NaN or infinite")
     good = img[~bad]
@@ -197,7 +213,7 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
     res = _localise_normalised(
         np.ldexp(img, -e), bad, None if error is None else np.ldexp(error, -e),
         None if noise_sigma is None else math.ldexp(noise_sigma, -e), st, settings, n_jobs,
-        verbose)
+        verbose, saturated)
     cat = res.catalogue
     for f in ("flux", "flux_err"):
         cat[f] = np.ldexp(cat[f], e)
@@ -214,10 +230,11 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
     return res
 
 
-def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, verbose=False):
+def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, verbose=False,
+                         saturated=None):
     """:func:`localise_and_denoise` of checked parameters (fit settings ``st``, detection and
     background from ``settings``), on an image whose noise sigma is about 1 (between 0.7 and
-    1.4); NaN pixels are in ``bad``."""
+    1.4); NaN and saturated pixels are in ``bad``, saturated ones also in ``saturated``."""
     s_lo, s_hi, detect_snr = st.s_lo, st.s_hi, st.detect_snr
     with threadpool_limits(1):
         bkg = estimate_background(img, mask=bad, box=settings.box)
@@ -258,8 +275,10 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
         touches = bool((ob.r0 == 0 and ob.own[0].any()) or (ob.c0 == 0 and ob.own[:, 0].any())
                        or (sl[0].stop == h and ob.own[-1].any())
                        or (sl[1].stop == w and ob.own[:, -1].any()))
-        masked = bool(bad[sl][ndimage.binary_dilation(ob.own, iterations=2)].any())
-        base = catmod.FLAG_MASKED * masked
+        near_own = ndimage.binary_dilation(ob.own, iterations=2)
+        base = catmod.FLAG_MASKED * bool(bad[sl][near_own].any())
+        if saturated is not None:
+            base |= catmod.FLAG_SATURATED * bool(saturated[sl][near_own].any())
         if kind in ("extended", "capped"):
             blended = catmod.FLAG_BLENDED * (len(res) > 1)
             for (x, y, s, f, xe, ye, fe), own in res:
@@ -277,7 +296,8 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
         elif kind == "points":
             res, parents = res
             model[sl] += pmodel
-            blended = catmod.FLAG_BLENDED * (len(res) > 1)
+            drop = _unsupported(res, bad, detect_snr)
+            blended = catmod.FLAG_BLENDED * (int(np.sum(~drop)) > 1)
             family = np.zeros(len(res), np.int64)
             for prow, part, kids in parents:
                 families += 1
@@ -287,7 +307,8 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
                     or (sl[1].stop == w and part[:, -1].any())
                 flags = base | catmod.FLAG_BLENDED | catmod.FLAG_EDGE * bool(edge)
                 rows.append((*prow, False, flags, families))
-            for (x, y, s, f, xe, ye, fe, at_bound), fam in zip(res, family, strict=True):
+            for (x, y, s, f, xe, ye, fe, at_bound), fam in zip(res[~drop], family[~drop],
+                                                                strict=True):
                 near = min(x, y, w - 1 - x, h - 1 - y) < 3 * s
                 flags = base | blended | catmod.FLAG_AT_BOUND * bool(at_bound) \
                     | catmod.FLAG_EDGE * near
@@ -295,6 +316,23 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
     cat = catmod.from_rows(rows, img.shape)
     return Localisation(cat, model, bkg.global_background, noise, st.lam_factor * noise**2,
                         screened, bkg.background, rms, labels)
+
+
+def _unsupported(rows, bad, detect_snr):
+    """Point sources of one object that the observed pixels do not support: centred on a masked
+    pixel with flux below ``detect_snr`` flux errors, while another source of the object is
+    kept. A fit next to a masked band (saturated columns) can put such a source on the band,
+    where nothing constrains it, splitting a star at the band's edge in two; a lone star under
+    a mask is kept (flagged masked)."""
+    h, w = bad.shape
+    iy = np.clip(np.rint(rows[:, 1]), 0, h - 1).astype(np.intp)
+    ix = np.clip(np.rint(rows[:, 0]), 0, w - 1).astype(np.intp)
+    # sources without an uncertainty (refine=False) are kept
+    weak = bad[iy, ix] & np.isfinite(rows[:, 6]) & ~(rows[:, 3] > detect_snr * rows[:, 6])
+    if weak.all():  # keep the most significant one
+        with np.errstate(divide="ignore", invalid="ignore"):
+            weak[np.argmax(np.nan_to_num(rows[:, 3] / rows[:, 6], nan=-np.inf))] = False
+    return weak
 
 
 def localise(image, settings=None, *, noise_sigma=None, mask=None, error=None, wcs=None,

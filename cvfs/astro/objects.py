@@ -53,7 +53,7 @@ def is_extended(ob, noise, st):
     if src[wide, 3].sum() >= 0.5 * max(src[:, 3].sum(), 1e-300):
         return True
     # several components sharper than the narrowest PSF: resolved structure (as in the point fit,
-    # see _process); the upper bound is not used here, a missed peak of a blend can reach it
+    # see process_objects); the upper bound is not used here, a missed peak of a blend can reach it
     sharp = int(np.sum(src[:, 2] < st.s_lo * (1 + 1e-6)))
     return sharp >= 2 and 2 * sharp >= len(src)
 

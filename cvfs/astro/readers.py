@@ -6,17 +6,49 @@ boundary.
 """
 
 import contextlib
+import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from cvfs.io.images import IMAGE_SUFFIXES
 
-__all__ = ["CATALOGUE_UNITS", "FITS_SUFFIXES", "IMAGE_SUFFIXES", "read_catalogue",
+__all__ = ["CATALOGUE_FORMATS", "CATALOGUE_UNITS", "FITS_SUFFIXES", "IMAGE_SUFFIXES",
+           "PIXEL_CONVENTION", "header_warnings_once", "read_catalogue",
            "read_fits_header", "read_image", "write_catalogue", "write_catalogue_fits",
            "write_fits"]
 
 FITS_SUFFIXES = (".fits", ".fit", ".fts", ".fits.gz", ".fit.gz")
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def header_warnings_once():
+    """Collect astropy's warnings inside the block and log them as one line at its end.
+
+    Ordinary headers carry keywords astropy warns about one by one (ESO HIERARCH keywords,
+    non-standard cards, WCS fixes: ``VerifyWarning``, ``AstropyUserWarning``,
+    ``FITSFixedWarning``); the keywords are kept as they are. Other warnings are passed on.
+    """
+    try:
+        from astropy.utils.exceptions import AstropyWarning
+    except ImportError:  # pragma: no cover - depends on the environment
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    ours = [w for w in caught if issubclass(w.category, AstropyWarning)]
+    for w in caught:
+        if not issubclass(w.category, AstropyWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if ours:
+        kinds = sorted({w.category.__name__ for w in ours})
+        first = str(ours[0].message).strip().splitlines()[0]
+        log.warning("%d astropy warnings (%s) about non-standard FITS header keywords, kept as "
+                    "they are; the first: %s", len(ours), ", ".join(kinds), first)
 
 
 def _astropy_fits():
@@ -241,31 +273,76 @@ CATALOGUE_UNITS = {"x": "pix", "y": "pix", "sigma": "pix", "flux": "data", "x_er
                    "y_err": "pix", "flux_err": "data", "snr": "", "extended": "", "flags": "",
                    "id": "", "parent": "", "n_children": "", "ra": "deg", "dec": "deg"}
 
+#: the pixel convention of catalogue positions, as written into ECSV and FITS metadata
+PIXEL_CONVENTION = ("0-based pixel coordinates, pixel centres at integers: the centre of the "
+                    "first pixel is (0, 0), x = column, y = row (add 1 for FITS/DS9 1-based "
+                    "coordinates)")
+
+#: catalogue file formats by suffix
+CATALOGUE_FORMATS = {".ecsv": "ecsv", ".fits": "fits", ".fit": "fits", ".csv": "csv"}
+
 
 def _unit(name, flux_unit):
     u = CATALOGUE_UNITS.get(name, "")
     return flux_unit if u == "data" else u
 
 
-def write_catalogue(path, catalogue, *, flux_unit="data value"):
-    """Write a source catalogue as CSV, atomically.
+def _catalogue_format(path, format):
+    if format is None:
+        suffix = Path(path).suffix.lower()
+        if suffix not in CATALOGUE_FORMATS:
+            raise ValueError(f"{path}: unknown catalogue format {suffix!r}; use one of "
+                             f"{', '.join(CATALOGUE_FORMATS)} or pass format=")
+        return CATALOGUE_FORMATS[suffix]
+    if format not in ("ecsv", "fits", "csv"):
+        raise ValueError(f"format must be 'ecsv', 'fits' or 'csv'; got {format!r}")
+    return format
 
-    The first line is a comment with the unit of each column (``# units: x=pix, ...``), the
-    second the column names; then one row per source. Pixel coordinates are 0-based with pixel
-    centres at integers (x = column).
+
+def write_catalogue(path, catalogue, *, flux_unit="data value", format=None):
+    """Write a source catalogue atomically as ECSV, a FITS table or plain CSV.
+
+    The format follows the suffix (``.ecsv``, ``.fits``, ``.csv``) unless ``format`` is given.
+    ECSV and FITS carry the unit of every column and, in their metadata, the pixel convention
+    (:data:`PIXEL_CONVENTION`: 0-based, pixel centres at integers, x = column) and the flag bits;
+    ``astropy.table.Table.read`` reads them with their units. CSV is one header line of column
+    names and one row per source (no comment lines), so ``pandas.read_csv`` and
+    ``astropy.table.Table.read`` read it without options; its units are those of
+    :data:`CATALOGUE_UNITS`.
 
     Parameters
     ----------
     path : str or Path
     catalogue : structured ndarray with fields x, y, sigma, flux (and any of x_err, y_err,
-        flux_err, snr, extended, flags, ra, dec)
+        flux_err, snr, extended, flags, id, parent, n_children, ra, dec)
     flux_unit : str
-        Unit of flux and flux_err (the image's data unit).
+        Unit of flux and flux_err (the image's data unit); in the FITS table's column units
+        when astropy understands it (e.g. a BUNIT), else in its metadata.
+    format : {"ecsv", "fits", "csv"}, optional
+
+    Raises
+    ------
+    ValueError
+        If the suffix or ``format`` is not a catalogue format.
+    ImportError
+        For ECSV and FITS when astropy is not installed.
     """
+    fmt = _catalogue_format(path, format)
+    if fmt == "csv":
+        return _write_csv(path, catalogue)
+    if fmt == "fits":
+        return write_catalogue_fits(path, catalogue, flux_unit=flux_unit)
+    from cvfs.io import atomic_path
+
+    tab = _catalogue_table(catalogue, flux_unit, fits=False)
+    with atomic_path(path, suffix=".ecsv") as tmp:
+        tab.write(tmp, format="ascii.ecsv", overwrite=True)
+
+
+def _write_csv(path, catalogue):
     from cvfs.io import atomic_write_text
 
     names = list(catalogue.dtype.names)
-    units = ", ".join(f"{n}={_unit(n, flux_unit) or '-'}" for n in names)
     fmt = {"x": ".4f", "y": ".4f", "sigma": ".4f", "x_err": ".4g", "y_err": ".4g",
            "ra": ".8f", "dec": ".8f"}
 
@@ -274,26 +351,20 @@ def write_catalogue(path, catalogue, *, flux_unit="data value"):
             return str(int(v))
         return format(float(v), fmt.get(n, ".6g"))
 
-    lines = [f"# units: {units}", ",".join(names)]
+    lines = [",".join(names)]
     lines += [",".join(cell(n, s[n]) for n in names) for s in catalogue]
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def write_catalogue_fits(path, catalogue, *, flux_unit=None):
-    """Write a source catalogue as a FITS binary table (astropy Table, units in the columns).
-
-    Parameters
-    ----------
-    path : str or Path
-    catalogue : structured ndarray
-    flux_unit : str, optional
-        Unit of flux and flux_err understood by astropy (e.g. the image's BUNIT); none when
-        None or not understood.
-    """
-    from astropy import units as u
-    from astropy.table import Table
-
-    from cvfs.io import atomic_path
+def _catalogue_table(catalogue, flux_unit, fits):
+    """An astropy Table of a catalogue: column units and the metadata of the file formats."""
+    try:
+        from astropy import units as u
+        from astropy.table import Table
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("writing ECSV or FITS catalogues needs astropy: pip install "
+                          "'cvfs[astro]' (or pip install astropy)") from exc
+    from cvfs.astro.catalogue import FLAGS
 
     try:
         fu = u.Unit(flux_unit) if flux_unit else None
@@ -306,8 +377,51 @@ def write_catalogue_fits(path, catalogue, *, flux_unit=None):
             tab[n].unit = fu
         elif unit:
             tab[n].unit = u.Unit(unit)
-    with atomic_path(path, suffix=".fits") as tmp:
+    flags = ", ".join(f"{k}={v}" for k, v in FLAGS.items())
+    if fits:
+        # FITS keywords: 8 characters, values on one card
+        tab.meta["PIXORIG"] = (0, "pixel coordinates are 0-based")
+        tab.meta["PIXCENT"] = ("integer", "pixel centres at integer coordinates")
+        tab.meta["XAXIS"] = ("column", "x is the column, y the row")
+        tab.meta["FLUXUNIT"] = (str(flux_unit or ""), "unit of flux and flux_err")
+        tab.meta["COMMENT"] = [PIXEL_CONVENTION, f"flag bits: {flags}"]
+    else:
+        tab.meta["pixel_convention"] = PIXEL_CONVENTION
+        tab.meta["pixel_origin"] = 0
+        tab.meta["flux_unit"] = str(flux_unit or "")
+        tab.meta["flags"] = dict(FLAGS)
+    return tab
+
+
+def write_catalogue_fits(path, catalogue, *, flux_unit=None):
+    """Write a source catalogue as a FITS binary table, atomically (astropy Table).
+
+    Column units as :data:`CATALOGUE_UNITS`; the header states the pixel convention (PIXORIG = 0,
+    PIXCENT, XAXIS and a COMMENT with :data:`PIXEL_CONVENTION`), FLUXUNIT and the flag bits.
+
+    Parameters
+    ----------
+    path : str or Path
+    catalogue : structured ndarray
+    flux_unit : str, optional
+        Unit of flux and flux_err understood by astropy (e.g. the image's BUNIT); no column unit
+        when None or not understood (FLUXUNIT holds it as given).
+    """
+    import warnings
+
+    from cvfs.io import atomic_path
+
+    tab = _catalogue_table(catalogue, flux_unit, fits=True)
+    with atomic_path(path, suffix=".fits") as tmp, warnings.catch_warnings():
+        # units astropy writes in their generic form (``pix``) are read back as they are
+        warnings.simplefilter("ignore", category=_astropy_unit_warning())
         tab.write(tmp, format="fits", overwrite=True)
+
+
+def _astropy_unit_warning():
+    from astropy.units import UnitsWarning
+
+    return UnitsWarning
 
 
 def read_fits_header(path, hdu=None):
@@ -317,7 +431,7 @@ def read_fits_header(path, hdu=None):
 
 
 def read_catalogue(path):
-    """Read a catalogue written by :func:`write_catalogue`.
+    """Read a catalogue written by :func:`write_catalogue` (ECSV, FITS or CSV, by suffix).
 
     Returns
     -------
@@ -327,10 +441,21 @@ def read_catalogue(path):
     """
     from cvfs.astro.catalogue import catalogue_dtype
 
+    full = catalogue_dtype(sky=True)
+    fmt = CATALOGUE_FORMATS.get(Path(path).suffix.lower(), "csv")
+    if fmt != "csv":
+        from astropy.table import Table
+
+        tab = Table.read(path, format="ascii.ecsv" if fmt == "ecsv" else "fits")
+        names = tab.colnames
+        dtype = np.dtype([(n, full[n] if n in full.names else "f8") for n in names])
+        out = np.zeros(len(tab), dtype)
+        for n in names:
+            out[n] = np.asarray(tab[n])
+        return out
     with open(path) as fh:
         lines = [ln for ln in fh.read().splitlines() if ln and not ln.startswith("#")]
     names = lines[0].split(",")
-    full = catalogue_dtype(sky=True)
     dtype = np.dtype([(n, full[n] if n in full.names else "f8") for n in names])
     out = np.zeros(len(lines) - 1, dtype)
     for i, ln in enumerate(lines[1:]):

@@ -1,4 +1,4 @@
-"""Settings of the localisation: one object shared by the functions, the command line and benchmarks.
+"""Settings of the localisation: one object for the functions, the command line and benchmarks.
 
 :class:`LocalisationSettings` holds every tuning knob of :func:`cvfs.astro.localise_and_denoise`
 with its default; the functions take one (``settings=``) and any of its fields as keyword

@@ -457,6 +457,17 @@ def _astro_input(path, hdu=None, channel=None):
     return path, image, unit, header, wcs
 
 
+def _saturation(saturation, header):
+    """The saturation level: ``saturation``, else the FITS header's SATURATE (None if absent)."""
+    if saturation is not None or header is None or "SATURATE" not in header:
+        return saturation
+    try:
+        level = float(header["SATURATE"])
+    except (TypeError, ValueError):
+        return None  # a header value that is not a number: no level
+    return level if np.isfinite(level) else None
+
+
 def _astro_mask(mask_path, shape):
     """Boolean mask (True = ignore) from a FITS or image file: nonzero pixels are masked."""
     if mask_path is None:
@@ -470,22 +481,35 @@ def _astro_mask(mask_path, shape):
 
 
 def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
-                   mask=None, verbose=True, command="cvfs astro localise", **options):
+                   mask=None, saturation=None, verbose=True, command="cvfs astro localise",
+                   **options):
     """Catalogue, denoised image and figure of one image, written as one set into ``out``.
 
-    Writes ``catalogue.csv`` (every catalogue field, a units comment line first),
-    ``catalogue.fits`` (an astropy table with units, when astropy is installed),
+    Writes ``catalogue.ecsv`` and ``catalogue.fits`` (every catalogue field with its unit, the
+    pixel convention in the metadata; when astropy is installed), ``catalogue.csv`` (the same
+    columns, plain CSV: one header line),
     ``denoised.npy``, ``denoised.fits`` (FITS input: the input header, WCS included) and
     ``figure.png`` (pixel axes, colour bars; point sources and extended objects marked apart).
     ``settings`` (:class:`cvfs.astro.LocalisationSettings`, its defaults when None), ``options``
     (fields of the settings overriding them) and ``noise_sigma`` as in
-    :func:`cvfs.astro.localise_and_denoise`; ``hdu`` picks the FITS extension, ``channel`` the plane of a colour picture
-    (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
-    pixels are ignored. The catalogue has ``ra`` and ``dec`` when the
+    :func:`cvfs.astro.localise_and_denoise`; ``hdu`` picks the FITS extension, ``channel`` the
+    plane of a colour picture (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
+    pixels are ignored, ``saturation`` the level at and above which pixels are masked (default:
+    the FITS header's ``SATURATE``). The catalogue has ``ra`` and ``dec`` when the
     FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
     """
+    from cvfs.astro.readers import header_warnings_once
+
+    with header_warnings_once():
+        return _astro_localise(image_path, out, settings, noise_sigma, hdu, channel, mask,
+                               saturation, verbose, command, options)
+
+
+def _astro_localise(image_path, out, settings, noise_sigma, hdu, channel, mask, saturation,
+                    verbose, command, options):
+    """:func:`astro_localise` inside :func:`cvfs.astro.readers.header_warnings_once`."""
     from cvfs import astro
-    from cvfs.astro.readers import write_catalogue, write_catalogue_fits, write_fits
+    from cvfs.astro.readers import write_catalogue, write_fits
     from cvfs.viz import save_figure
     from cvfs.viz.astro import source_figure
 
@@ -494,6 +518,7 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
     inputs = [image_path] + ([mask] if mask is not None else [])
     check_output_dir(out, inputs)
     res = astro.localise_and_denoise(image, settings, noise_sigma=noise_sigma, mask=bad, wcs=wcs,
+                                     saturation=_saturation(saturation, header),
                                      verbose=verbose, **options)
     flux_unit = str(header.get("BUNIT", "")).strip() if header is not None else ""
     flux_unit = flux_unit or ("data value" if header is not None else "intensity (0-1)")
@@ -512,10 +537,10 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
         found = f"{int(leaf.sum())} sources" + (f" ({n_par} parent rows of blends)" if n_par
                                                else "")
     with atomic_dir(out, command=command, inputs=inputs) as tmp:
-        write_catalogue(tmp / "catalogue.csv", res.catalogue, flux_unit=flux_unit)
+        write_catalogue(tmp / "catalogue.csv", res.catalogue)
         if has_astropy:
-            write_catalogue_fits(tmp / "catalogue.fits", res.catalogue,
-                                 flux_unit=header.get("BUNIT") if header is not None else None)
+            write_catalogue(tmp / "catalogue.ecsv", res.catalogue, flux_unit=flux_unit)
+            write_catalogue(tmp / "catalogue.fits", res.catalogue, flux_unit=flux_unit)
         np.save(tmp / "denoised.npy", res.model)
         if header is not None:
             write_fits(tmp / "denoised.fits", res.model, header=header)
@@ -531,12 +556,22 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
 
 
 def astro_denoise(image_path, out, *, settings=None, noise_sigma=None, hdu=None, channel=None,
-                  verbose=True, command="cvfs astro denoise", **options):
+                  saturation=None, verbose=True, command="cvfs astro denoise", **options):
     """Denoised image and figure of one image (:func:`cvfs.astro.denoise`) into ``out``.
 
     Writes ``denoised.npy``, ``denoised.fits`` (FITS input) and ``figure.png`` (image,
     denoised image, residual). Parameters as :func:`astro_localise`. Returns the denoised image.
     """
+    from cvfs.astro.readers import header_warnings_once
+
+    with header_warnings_once():
+        return _astro_denoise(image_path, out, settings, noise_sigma, hdu, channel, saturation,
+                              verbose, command, options)
+
+
+def _astro_denoise(image_path, out, settings, noise_sigma, hdu, channel, saturation, verbose,
+                   command, options):
+    """:func:`astro_denoise` inside :func:`cvfs.astro.readers.header_warnings_once`."""
     from cvfs import astro
     from cvfs.astro.readers import write_fits
     from cvfs.viz import save_figure
@@ -544,7 +579,8 @@ def astro_denoise(image_path, out, *, settings=None, noise_sigma=None, hdu=None,
 
     path, image, unit, header, _ = _astro_input(image_path, hdu, channel)
     check_output_dir(out, [image_path])
-    clean = astro.denoise(image, settings, noise_sigma=noise_sigma, verbose=verbose, **options)
+    clean = astro.denoise(image, settings, noise_sigma=noise_sigma, verbose=verbose,
+                          saturation=_saturation(saturation, header), **options)
     with atomic_dir(out, command=command, inputs=[image_path]) as tmp:
         np.save(tmp / "denoised.npy", clean)
         if header is not None:

@@ -115,7 +115,8 @@ def _astro_options(args):
     if "psf_sigma" in given:
         given["psf_sigma"] = tuple(given["psf_sigma"])
     return dict(settings=LocalisationSettings().replace(**given), noise_sigma=args.noise_sigma,
-                hdu=args.hdu, channel=args.channel, verbose=not args.quiet)
+                saturation=args.saturation, hdu=args.hdu, channel=args.channel,
+                verbose=not args.quiet)
 
 
 def astro_localise(args):

@@ -296,9 +296,10 @@ def _add_astro_parser(sub):
     for name, func, out, help, files in (
             ("localise", handlers.astro_localise, "cvfs-astro",
              "catalogue, denoised image and figure of one image",
-             "catalogue.csv, catalogue.fits (one row per source; --levels all adds a parent "
-             "row per blend: id, parent, n_children), denoised.npy, denoised.fits (FITS "
-             "input) and figure.png"),
+             "catalogue.ecsv, catalogue.fits (units and pixel convention in the metadata), "
+             "catalogue.csv (plain CSV), one row per source (--levels all adds a parent row "
+             "per blend: id, parent, n_children), denoised.npy, denoised.fits (FITS input) "
+             "and figure.png"),
             ("denoise", handlers.astro_denoise, "cvfs-astro-denoise",
              "denoised image and figure of one image",
              "denoised.npy, denoised.fits (FITS input) and figure.png")):
@@ -316,6 +317,10 @@ def _add_astro_parser(sub):
         p.add_argument("--n-atoms", type=int, default=None, help="dictionary size per tile")
         p.add_argument("--noise-sigma", type=float, default=None,
                        help="noise standard deviation (default: estimated from the image)")
+        p.add_argument("--saturation", type=float, default=None, metavar="LEVEL",
+                       help="saturation level in data units: pixels at or above it are masked "
+                       "and the rows of their objects flagged 'saturated' (default: the FITS "
+                       "header's SATURATE, else none)")
         p.add_argument("--tile", type=int, default=None, help="tile size in pixels")
         p.add_argument("--seed", type=int, default=None, help="dictionary sampling seed")
         p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -3,7 +3,8 @@
 Plot functions take ``ax=None`` (a new figure when None) and return the axes; image panels have
 axes in pixels (x = column, y = row) and a colour bar with the image's unit. :func:`source_figure`
 and :func:`denoise_figure` assemble the three-panel figures the command line writes (save them
-with :func:`cvfs.viz.save_figure`).
+with :func:`cvfs.viz.save_figure`). Colour limits come from the finite pixels only: NaN pixels
+(bad or unobserved) are drawn blank and do not blank the rest.
 """
 
 import numpy as np
@@ -30,8 +31,22 @@ def _colorbar(ax, im, unit):
     ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=unit)
 
 
+def _limits(values, q=(1, 99.5)):
+    """Percentiles ``q`` of the finite values (NaN and inf ignored); (0, 1) when there are none,
+    and an interval around the value when they are all equal."""
+    vals = np.asarray(values, dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return 0.0, 1.0
+    lo, hi = (float(v) for v in np.percentile(vals, q))
+    if not hi > lo:
+        pad = max(abs(lo) * 1e-6, 1e-12)
+        lo, hi = lo - pad, hi + pad
+    return lo, hi
+
+
 def _show(ax, image, title, unit="pixel value", colorbar=True, limits=None):
-    lo, hi = np.percentile(image, [1, 99.5]) if limits is None else limits
+    lo, hi = _limits(image) if limits is None else limits
     im = ax.imshow(image, origin="upper", cmap="gray", vmin=lo, vmax=hi, interpolation="nearest")
     _pixel_axes(ax, title)
     if colorbar:
@@ -107,7 +122,7 @@ def plot_residual(image, model, ax=None, title="residual (image - model)", *, un
     """
     ax = _axes(ax)
     res = np.asarray(image, float) - np.asarray(model, float)
-    v = np.percentile(np.abs(res), 99.5) or 1.0
+    v = _limits(np.abs(res), (0, 99.5))[1]
     im = ax.imshow(res, cmap="RdBu_r", vmin=-v, vmax=v, interpolation="nearest")
     _pixel_axes(ax, title)
     if colorbar:
@@ -187,7 +202,7 @@ def denoise_figure(image, denoised, *, title=None, unit="pixel value"):
     import matplotlib.pyplot as plt
 
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.8))
-    limits = np.percentile(image, [1, 99.5])
+    limits = _limits(image)
     _show(axs[0], image, "image", unit, limits=limits)
     _show(axs[1], denoised, "denoised (sources + background)", unit, limits=limits)
     plot_residual(image, denoised, ax=axs[2], unit=unit)

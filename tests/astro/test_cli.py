@@ -130,8 +130,7 @@ def test_cli_localise_hdu_mask_wcs_and_tables(tmp_path, scene, capsys):
     assert main(["astro", "localise", str(p), "--hdu", "1", "--mask", str(mp), "--jobs", "1",
                  "--out", str(out), "--quiet", "--n-atoms", "4000"]) == 0
     lines = (out / "catalogue.csv").read_text().splitlines()
-    assert lines[0].startswith("# units: x=pix, y=pix, sigma=pix, flux=adu")
-    assert lines[1].split(",") == ["x", "y", "sigma", "flux", "x_err", "y_err", "flux_err",
+    assert lines[0].split(",") == ["x", "y", "sigma", "flux", "x_err", "y_err", "flux_err",
                                    "snr", "extended", "flags", "id", "parent", "n_children",
                                    "ra", "dec"]
     cat = astro.leaves(read_catalogue(out / "catalogue.csv"))
@@ -261,3 +260,87 @@ def test_cli_levels_one_row_per_source_by_default(tmp_path, capsys):
                  "objects"]) == 0
     assert len(read_catalogue(out / "catalogue.csv")) == 1
     assert "1 objects (1 blends of point sources)" in capsys.readouterr().out
+
+
+def test_cli_saturation_from_the_header_and_the_option(tmp_path, capsys):
+    from tests.astro.test_localise import _saturated_scene
+
+    img, truth = _saturated_scene()
+    p = tmp_path / "sat.fits"
+    hdr = fits.Header()
+    hdr["SATURATE"] = 65535.0
+    fits.PrimaryHDU(img, header=hdr).writeto(p)
+    out = tmp_path / "out"
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet"]) == 0
+    cat = read_catalogue(out / "catalogue.csv")
+    assert len(cat) == 8 and astro.detection_scores(cat, truth)["f1"] == 1.0
+    assert np.any(cat["flags"] & astro.FLAGS["saturated"])
+    assert capsys.readouterr().out.startswith("8 sources in sat.fits")
+    # the option overrides the header: a level above every pixel masks nothing
+    assert main(["astro", "localise", str(p), "--out", str(out), "--quiet", "--saturation",
+                 "1e9"]) == 0
+    assert not np.any(read_catalogue(out / "catalogue.csv")["flags"]
+                      & astro.FLAGS["saturated"])
+
+
+def test_catalogue_formats_read_without_options(tmp_path, scene):
+    """ECSV, FITS and CSV catalogues: astropy reads all three, pandas the CSV, without options;
+    ECSV and FITS carry the units and the pixel convention."""
+    pd = pytest.importorskip("pandas")
+    from astropy.table import Table
+
+    img, _ = scene
+    cat = astro.localise(img, n_atoms=4000, levels="all")
+    paths = {}
+    for suffix in ("ecsv", "fits", "csv"):
+        paths[suffix] = tmp_path / f"c.{suffix}"
+        write_catalogue(paths[suffix], cat, flux_unit="adu")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.csv", "c.ecsv", "c.fits"]
+    for suffix, p in paths.items():
+        tab = Table.read(p)
+        assert tab.colnames == list(cat.dtype.names) and len(tab) == len(cat)
+        for name in ("x", "y", "flux", "flags", "id", "parent", "n_children"):
+            np.testing.assert_allclose(np.asarray(tab[name], float), cat[name], rtol=1e-5,
+                                       atol=1e-4)
+        np.testing.assert_array_equal(np.asarray(tab["extended"], bool), cat["extended"])
+        back = read_catalogue(p)
+        np.testing.assert_allclose(back["x"], cat["x"], atol=1e-4)
+        np.testing.assert_array_equal(back["id"], cat["id"])
+        if suffix != "csv":
+            assert str(tab["x"].unit) == "pix" and str(tab["flux"].unit) == "adu"
+    ecsv = Table.read(paths["ecsv"])
+    assert ecsv.meta["pixel_origin"] == 0 and "0-based" in ecsv.meta["pixel_convention"]
+    assert ecsv.meta["flags"]["saturated"] == astro.FLAGS["saturated"]
+    hdr = fits.getheader(paths["fits"], 1)
+    assert hdr["PIXORIG"] == 0 and hdr["XAXIS"] == "column" and hdr["FLUXUNIT"] == "adu"
+    frame = pd.read_csv(paths["csv"])
+    assert list(frame.columns) == list(cat.dtype.names) and len(frame) == len(cat)
+    np.testing.assert_allclose(frame["flux"], cat["flux"], rtol=1e-5)
+    assert not paths["csv"].read_text().startswith("#")
+    with pytest.raises(ValueError, match="unknown catalogue format '.txt'"):
+        write_catalogue(tmp_path / "c.txt", cat)
+    with pytest.raises(ValueError, match="format must be"):
+        write_catalogue(tmp_path / "c.dat", cat, format="votable")
+
+
+def test_cli_header_warnings_are_shown_once(tmp_path, scene, capsys, caplog):
+    """A FITS header with ESO HIERARCH keywords (astropy warns once per keyword when it is
+    copied into denoised.fits): the command reports them in one line."""
+    import logging
+
+    img, _ = scene
+    hdr = fits.Header()
+    for i in range(12):
+        hdr[f"HIERARCH ESO DET CHIP{i} ID"] = f"chip {i}"
+    hdr["DATE-OBS"] = "2001-02-03"
+    p = tmp_path / "eso.fits"
+    fits.PrimaryHDU(img, header=hdr).writeto(p)
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING):
+        assert main(["astro", "localise", str(p), "--out", str(out), "--quiet", "--n-atoms",
+                     "4000"]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in (err + "\n" + caplog.text).splitlines()
+             if "WARNING" in ln or "Warning:" in ln]
+    assert len(lines) == 1 and "12 astropy warnings" in lines[0], lines
+    assert fits.getheader(out / "denoised.fits")["ESO DET CHIP3 ID"] == "chip 3"

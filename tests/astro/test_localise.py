@@ -188,6 +188,16 @@ def test_localise_is_deterministic_with_seed():
     np.testing.assert_array_equal(a, b)
 
 
+def test_localise_and_denoise_are_deterministic_by_default():
+    """The default seed is fixed: two calls without one give the same catalogue and image."""
+    img, _, _ = astro.make_scene((48, 48), n_sources=8, random_state=12)
+    assert astro.LocalisationSettings().random_state == 0
+    a, b = astro.localise(img), astro.localise(img)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, astro.localise(img, random_state=0))
+    np.testing.assert_array_equal(astro.denoise(img), astro.denoise(img))
+
+
 @pytest.mark.parametrize("image, err, msg", [
     (np.full((28, 28), np.nan), ValueError, "NaN or infinite pixels"),
     (np.zeros((0, 0)), ValueError, "at least 4 x 4 pixels; got shape"),
@@ -594,3 +604,46 @@ def test_default_catalogue_is_one_row_per_source():
     assert n_parents > 0
     with pytest.raises(ValueError, match="levels must be one of"):
         astro.localise(img, levels="parents")
+
+
+def _saturated_scene(x_near=29.0):
+    """64 x 64 scene, 8 stars, 4 columns (30-33) at 65535; one star ``x_near`` at the band."""
+    xs = np.array([10.3, 20.6, 45.2, 52.1, 12.4, x_near, 40.9, 27.0])
+    ys = np.array([12.2, 50.4, 8.7, 40.3, 33.1, 22.6, 55.8, 45.2])
+    fl = np.array([3000, 2500, 2000, 4000, 1800, 2200, 3500, 2600.0])
+    img = astro.render_psf((64, 64), xs, ys, 1.5, fl, background=100.0)
+    img = img + 3 * np.random.default_rng(0).standard_normal(img.shape)
+    img[:, 30:34] = 65535.0
+    truth = np.zeros(8, astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"] = xs, ys
+    return img, truth
+
+
+@pytest.mark.parametrize("x_near", [29.0, 29.5, 31.0, 35.0])
+def test_saturated_columns_are_masked_and_flagged(x_near):
+    """Saturated columns are masked: all 8 stars found, one row each, also the star whose
+    centre is at or on the band (unmasked, a fit on the band's remaining side put a second,
+    unsupported source on the masked pixels); rows next to the band are flagged."""
+    img, truth = _saturated_scene(x_near)
+    cat = astro.localise(img, saturation=65535)
+    s = astro.detection_scores(cat, truth)
+    assert len(cat) == 8 and s["f1"] == 1.0
+    sat = (cat["flags"] & astro.FLAGS["saturated"]) > 0
+    assert np.all(cat["flags"][sat] & astro.FLAGS["masked"])
+    # distance to the band (columns 29.5-33.5): rows on or next to it are flagged, and those of
+    # objects whose footprint (grown by 2 px) reaches it (a bright star's, or a pair's), rows
+    # far from it are not
+    dist = np.maximum(np.abs(cat["x"] - 31.5) - 2.0, 0.0)
+    assert np.all(sat[dist < 3]) and not np.any(sat[dist > 11])
+    # the same as masking the columns by hand, apart from the flag
+    masked = astro.localise(img, mask=img >= 65535)
+    np.testing.assert_array_equal(masked["x"], cat["x"])
+    assert not np.any(masked["flags"] & astro.FLAGS["saturated"])
+
+
+def test_saturation_must_be_a_number():
+    img, _ = _saturated_scene()
+    with pytest.raises(ValueError, match="saturation must be a finite number"):
+        astro.localise(img, saturation="65535")
+    with pytest.raises(ValueError, match="saturation must be a finite number"):
+        astro.localise(img, saturation=np.nan)
