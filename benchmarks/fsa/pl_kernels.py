@@ -51,7 +51,7 @@ PAPER_SIZE = (13756, 60864, 1500)
 def pass_case(dtype, n, w, bins, repeats, track, seed=0):
     """ns per element of one row-major and one feature-major pass on the same (n, w) data."""
     from cvfs.core import _pl_kernels as PL
-    from cvfs.core.fsa import _column_table
+    from cvfs.core.layouts.dense import _column_table
     from cvfs.core.losses import get_loss
     from cvfs.core.responses import get_response
 

@@ -5,5 +5,6 @@
 - :mod:`cvfs.core.priors` -- per-group priors (shrinkage, second-order smoothness)
 - :mod:`cvfs.core.schedules` -- the annealing schedule of FSA (paper eq. 3)
 - :mod:`cvfs.core.fsa` -- the FSA solver
-- :mod:`cvfs.core.fsa_sparse` -- the FSA solver on scipy.sparse input (dispatched by ``fsa_fit``)
+- :mod:`cvfs.core.layouts` -- the data layouts the FSA solver reads X through (dense, memmap /
+  HDF5 row blocks, scipy.sparse, Dask) and their registry
 """

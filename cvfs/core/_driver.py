@@ -6,10 +6,11 @@ compiles. It reaches the data only through the layout functions below, so the sa
 
 - compiled (``njit(cache=True)``) on the in-memory layout :class:`InMemory` (a named tuple of
   arrays), whose gradient and compaction are numba kernels: no Python per iteration;
-- as plain Python on the layouts that read X in passes from Python: the out-of-core row blocks
-  of an ``np.memmap`` / HDF5 X (:class:`cvfs.core.fsa.RowBlocks`), the row chunks of a Dask
-  array (:class:`cvfs.core._dask_layout.DaskLayout`) and the stored entries of a sparse X
-  (:class:`cvfs.core.fsa_sparse.SparseColumns`). Once their kept columns are better held in
+- as plain Python on the layouts that read X in passes from Python
+  (:class:`cvfs.core.layouts.base.Passes`): the out-of-core row blocks of an ``np.memmap`` /
+  HDF5 X (:class:`cvfs.core.layouts.memmap.RowBlocks`), the row chunks of a Dask array
+  (:class:`cvfs.core.layouts.dask.DaskLayout`) and the stored entries of a sparse X
+  (:class:`cvfs.core.layouts.sparse.SparseColumns`). Once their kept columns are better held in
   memory, :func:`fsa_iterate` loads them and continues on :class:`InMemory`.
 
 A Python layout provides:

@@ -16,7 +16,6 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from cvfs.core._dask_layout import is_dask_array
 from cvfs.core.fsa import (
     _physical_memory,
     check_sample_weight,
@@ -25,6 +24,7 @@ from cvfs.core.fsa import (
     is_out_of_core,
 )
 from cvfs.core.fsa_multiclass import fsa_multiclass_fit
+from cvfs.core.layouts.dask import is_dask_array
 from cvfs.core.losses import get_loss
 from cvfs.core.priors import get_prior
 from cvfs.estimators._common import (
@@ -253,7 +253,7 @@ _DOC_PARAMS = """
         c of eq. (13) (``prior="second_order"`` only).
     max_memory : int or None, default=None
         Bytes the kept columns may use when X is an ``np.memmap`` or ``h5py.Dataset`` read in
-        row blocks, made dense from a scipy.sparse X (CSR/CSC, see :mod:`cvfs.core.fsa_sparse`),
+        row blocks, made dense from a scipy.sparse X (CSR/CSC, see :mod:`cvfs.core.layouts.sparse`),
         or gathered from a ``dask.array.Array`` (default: a quarter of physical memory).
     worker_memory : int or None, default=None
         Dask X only: bytes the kept columns may use in the workers' memory; larger kept sets are

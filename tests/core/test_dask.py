@@ -8,7 +8,7 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 
-from cvfs.core._dask_layout import _group_chunks  # noqa: E402
+from cvfs.core.layouts.dask import _group_chunks  # noqa: E402
 from cvfs.core.fsa import fsa_fit  # noqa: E402
 from cvfs.datasets.synthetic import make_ar1_classification  # noqa: E402
 from cvfs.estimators import FSAClassifier, FSARanker, FSARegressor  # noqa: E402
@@ -331,7 +331,7 @@ def test_zarr_chunk_files_read_rows(tmp_path):
     any row range, across chunks, a chunk never written (the fill value); other layouts are
     read through zarr."""
     zarr = pytest.importorskip("zarr")
-    from cvfs.core._dask_layout import _chunk_files, _read_rows
+    from cvfs.core.layouts._dask_tasks import _chunk_files, _read_rows
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(103, 7)).astype(np.float32)

@@ -4,7 +4,8 @@ import pytest
 from cvfs.core import _kernels as K
 from cvfs.core import _loss_kernels as LK
 from cvfs.core import _pl_kernels as PL
-from cvfs.core.fsa import _column_table, fsa_fit
+from cvfs.core.fsa import fsa_fit
+from cvfs.core.layouts.dense import _column_table
 from cvfs.core.losses import LOSSES, HuberSVM, get_loss
 from cvfs.core.priors import SecondOrder, Shrinkage, get_prior
 from cvfs.core.responses import PiecewiseLinear, get_response

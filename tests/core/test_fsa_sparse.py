@@ -9,9 +9,9 @@ import scipy.sparse as sp
 
 from cvfs import FSAClassifier, FSARanker, FSARegressor
 from cvfs.core import _sparse_kernels as SK
-from cvfs.core import fsa_sparse
 from cvfs.core.fsa import fsa_fit
-from cvfs.core.fsa_sparse import _kept_columns_csc, check_sparse
+from cvfs.core.layouts import sparse as sparse_layout
+from cvfs.core.layouts.sparse import _kept_columns_csc, check_sparse
 from cvfs.estimators import ranking_pairs
 from tests import naive
 
@@ -20,7 +20,7 @@ from tests import naive
 def _sparse_loop_on_small_matrices(monkeypatch):
     """The test matrices are small enough for the small-block hand-over at the first
     iteration: turn it off so the sparse loop runs as it does on large matrices."""
-    monkeypatch.setattr(fsa_sparse, "_DENSE_CELLS", 0)
+    monkeypatch.setattr(sparse_layout, "_DENSE_CELLS", 0)
 
 
 def _problem(n=300, m=200, density=0.1, k=6, dense_true=False, seed=0):
@@ -192,7 +192,7 @@ def test_small_kept_blocks_are_handed_over_with_the_same_fit(monkeypatch, bins):
     A, X, yr, yc, true = _problem(seed=6)
     kw = dict(loss="logistic", n_iter=60, bins=bins)
     ref = fsa_fit(A, yc, 6, **kw)
-    monkeypatch.setattr(fsa_sparse, "_DENSE_CELLS", 300 * 50)
+    monkeypatch.setattr(sparse_layout, "_DENSE_CELLS", 300 * 50)
     res = fsa_fit(X, yc, 6, **kw)
     n_kept = res.history["n_kept"]
     first_small = int(np.argmax(n_kept <= 50)) + 1  # the iteration after the kept set fits

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from cvfs import FSAClassifier, FSARanker, FSARegressor
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
-from cvfs.core.fsa import _column_table, fsa_fit
+from cvfs.core.fsa import fsa_fit
+from cvfs.core.layouts.dense import _column_table
 from cvfs.core.losses import get_loss
 from cvfs.core.responses import get_response
 from tests import naive
