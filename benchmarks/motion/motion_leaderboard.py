@@ -20,7 +20,7 @@ for Hopkins155), each entry the mean over ``--seeds``:
   and SSC on the same rank-4K completion (the spectral clustering seeded by each seed).
 * **Videos** (``motion_videos.video_row``, default tracker): :func:`cvfs.motion.video.segment_video`
   with K chosen and with K given (the motions in the video), per-track error of the matched tracks
-  (deterministic, no seed).
+  (deterministic, no seed); "K right" counts the videos given the truth's K.
 
 Writes ``benchmarks/results/motion/motion_leaderboard.json`` (every per-sequence number too).
 """
@@ -141,7 +141,7 @@ def leaderboard(result, seeds):
     vids = result.get("videos")
     if vids:
         name = f"videos ({len(vids)})"
-        right = sum(r["k_chosen"] == r["k_video"] for r in vids)
+        right = sum(r["k_chosen"] == r["k_truth"] for r in vids)
         rows.append([name, "cvfs, K given", "", "",
                      _fmt(np.mean([r["error_given"] for r in vids])), ""])
         rows.append([name, "cvfs, K chosen", "", "",

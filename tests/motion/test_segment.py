@@ -169,7 +169,8 @@ def test_demo_motion_part(tmp_path):
     from cvfs import demo
 
     lines = demo.PARTS["motion"](tmp_path, False)
-    assert any("misclassification" in line for line in lines)
+    assert any("misclassification 0.00%" in line for line in lines)
+    assert any("K chosen: 3;" in line for line in lines)
     assert (tmp_path / "motion_trajectories.png").is_file()
     assert (tmp_path / "motion_synthetic.avi").is_file()
 
