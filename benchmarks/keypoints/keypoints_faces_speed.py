@@ -79,9 +79,9 @@ class _Counter:
         scores, full_call = self._saved
 
         def names_of(plan):  # the keypoints of a plan the detector built (and cached)
-            for names, (_, p) in det.__dict__.get("_scan_plans", {}).items():
+            for key, (_, p) in det.__dict__.get("_scan_plans", {}).items():
                 if p is plan:
-                    return names
+                    return [k for k in key if k in det.classifiers]
             return ("other",) * (plan.ptr.size - 1)
 
         def plan_scores(plan, cache, top_left, reached=False):
