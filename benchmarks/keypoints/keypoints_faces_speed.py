@@ -26,9 +26,9 @@ measured against the defaults: run the script once with and once without). Write
 
 Example::
 
-    python -m venv /work/venv-cv4 && /work/venv-cv4/bin/pip install 'opencv-python-headless<5' numpy
+    python -m venv venv-cv4 && venv-cv4/bin/pip install 'opencv-python-headless<5' numpy
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/run.py keypoints/keypoints_faces_speed \
-        --every 5 --opencv-python /work/venv-cv4/bin/python
+        --every 5 --opencv-python venv-cv4/bin/python
 """
 
 import argparse
