@@ -26,9 +26,9 @@ measured against the defaults: run the script once with and once without). Write
 
 Example::
 
-    python -m venv cv4 && cv4/bin/pip install 'opencv-python-headless<5' numpy
+    python -m venv venv-cv4 && venv-cv4/bin/pip install 'opencv-python-headless<5' numpy
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/run.py keypoints/keypoints_faces_speed \
-        --every 5 --opencv-python cv4/bin/python
+        --every 5 --opencv-python venv-cv4/bin/python
 """
 
 import argparse
@@ -79,9 +79,9 @@ class _Counter:
         scores, full_call = self._saved
 
         def names_of(plan):  # the keypoints of a plan the detector built (and cached)
-            for names, (_, p) in det.__dict__.get("_scan_plans", {}).items():
+            for key, (_, p) in det.__dict__.get("_scan_plans", {}).items():
                 if p is plan:
-                    return names
+                    return [k for k in key if k in det.classifiers]
             return ("other",) * (plan.ptr.size - 1)
 
         def plan_scores(plan, cache, top_left, reached=False):

@@ -14,13 +14,17 @@ after every feature). Features are computed only when reached:
   window, when a classifier first needs it, and shared by all classifiers of the window, from the
   level's cell-histogram maps (:attr:`cvfs.vision.LevelCache.hog`, built once per level when a
   classifier has HOG columns: cheaper than computing the blocks from the pixels on every level,
-  measured in ``benchmarks/keypoints/keypoints_speed.py``).
+  measured in ``benchmarks/keypoints/keypoints_speed.py``), or with ``hog_blocks="pixels"``
+  from the window's own pixels (:func:`cvfs.vision.hog_direct.block_from_pixels`), which skips
+  the maps: cheaper when few windows reach a HOG feature, as in the shipped detectors, whose
+  leading features are Haar columns (``benchmarks/keypoints/keypoints_faces_speed.py``).
 
 Feature values are rounded to float32 before the classifier reads them, as
 :meth:`cvfs.vision.FeaturePool.compute` returns them, so a window's score equals
 ``model.decision_function(pool.compute(...))`` bitwise (HOG with ``hog_border='window'``: the
 blocks are those of :func:`cvfs.vision.hog_windows`; with ``'image'`` they may differ from the
-pool's by a float32 ulp, the pool folding the normalisation into per-level factors).
+pool's by a float32 ulp, the pool folding the normalisation into per-level factors; HOG blocks
+from the pixels differ from the maps' by float rounding).
 
 References
 ----------
@@ -34,7 +38,7 @@ import numpy as np
 from cvfs._jit import njit
 from cvfs.vision.haar import MAX_TERMS, haar_terms
 from cvfs.vision.hog import N_HOG, N_ORIENT, HogLevel
-from cvfs.vision.hog_direct import N_BLOCK_SLOTS, block_from_cells, hog_slots
+from cvfs.vision.hog_direct import N_BLOCK_SLOTS, block_from_cells, block_from_pixels, hog_slots
 
 if MAX_TERMS != 9:  # the Haar loops of the scan kernel are unrolled over 9 terms
     raise ImportError(f"the scan kernel expects 9 Haar terms; cvfs.vision.haar has {MAX_TERMS}")
@@ -116,7 +120,7 @@ def _haar_run(flat, p0, off, weight, nt, val, ng):
 
 
 @njit(cache=True, nogil=True)
-def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial):
+def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial, rgb, direct):
     """Scores ``out[q, i]`` of window ``i`` by classifier ``q`` (-inf once rejected).
 
     If ``depth`` and ``partial`` have ``n`` columns (else none), they receive how many features
@@ -129,7 +133,9 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial):
     n_terms, slot, within)``: Haar features (``kind == 0``) are ``n_terms`` corner terms, HOG
     features (``kind == 1``) a block slot and a position in it; ``pl = (lo, scale, table, n_bins,
     step)`` the piecewise functions; ``casc = (thr, ptr, intercept)``: the threshold after each
-    feature, classifier ``q`` owning features ``ptr[q]:ptr[q + 1]``.
+    feature, classifier ``q`` owning features ``ptr[q]:ptr[q + 1]``. With ``direct`` the HOG
+    blocks come from the pixels of ``rgb`` (the level image, :func:`block_from_pixels`) instead
+    of the maps ``hl``.
 
     Windows go in groups of ``_GROUP``. Within a group each classifier first runs its leading
     Haar features densely over a run of adjacent windows (vectorised, no per-window branching,
@@ -252,8 +258,14 @@ def _scan_kernel(level, hl, top_left, feats, pl, casc, out, depth, partial):
                                 bigger = np.empty((2 * n_blocks, 32))
                                 bigger[:n_blocks] = blocks
                                 blocks = bigger
-                            block_from_cells(hl, s, top_left[g0 + i, 0], top_left[g0 + i, 1],
-                                             window_border, cell_buf, blocks[n_blocks])
+                            if direct:
+                                block_from_pixels(rgb, s, top_left[g0 + i, 0],
+                                                  top_left[g0 + i, 1], window_border, cell_buf,
+                                                  blocks[n_blocks])
+                            else:
+                                block_from_cells(hl, s, top_left[g0 + i, 0],
+                                                 top_left[g0 + i, 1], window_border, cell_buf,
+                                                 blocks[n_blocks])
                             store[i, s] = n_blocks
                             stamp[i, s] = g0
                             n_blocks += 1
@@ -287,10 +299,19 @@ class ScanPlan:
     models : list of cvfs.keypoints._additive.AdditiveModel
     cascade : bool
         Use the models' cascade thresholds (else every window gets its full score).
+    hog_blocks : {"maps", "pixels"}
+        Where a window's HOG blocks come from: the level's cell-histogram maps (built once per
+        level; scores equal the pool's bitwise), or, with ``hog_border='window'``, the 24x24
+        pixels of the window (:func:`cvfs.vision.hog_direct.block_from_pixels`: no maps, about
+        5 times the cost per block; cheaper when few windows reach a HOG feature, as in the
+        shipped detectors' cascades; values equal up to float rounding).
     """
 
-    def __init__(self, pool, models, cascade=True):
+    def __init__(self, pool, models, cascade=True, hog_blocks="maps"):
+        if hog_blocks not in ("maps", "pixels"):
+            raise ValueError(f"hog_blocks must be 'maps' or 'pixels'; got {hog_blocks!r}")
         self.window_border = pool.hog_border == "window"
+        self.direct = hog_blocks == "pixels" and self.window_border
         feats = np.concatenate([m.features for m in models])
         self.ptr = np.concatenate([[0], np.cumsum([m.n_features for m in models])]).astype(
             np.int64)
@@ -358,15 +379,18 @@ class ScanPlan:
         off = (self.channel[:, None] * (h1 * w1) + self.dy * w1 + self.dx).astype(np.int64)
         flat = integral.reshape(-1)
         tl = np.ascontiguousarray(top_left, dtype=np.int64)
-        hog = cache.hog if self.needs_hog else _NO_HOG
+        hog = cache.hog if self.needs_hog and not self.direct else _NO_HOG
+        rgb = cache.image if self.needs_hog and self.direct else _NO_RGB
         _scan_kernel((flat, w1, self.window_border),
                      (hog.cells, hog.bins, hog.mag, hog.abs_g_row, hog.abs_g_col), tl,
                      (self.kind, off, self.weight, self.n_terms, self.slot, self.within),
                      (self.lo, self.scale, self.table, self.n_bins, self.step),
-                     (self.thr, self.ptr, self.intercept), out, depth, partial)
+                     (self.thr, self.ptr, self.intercept), out, depth, partial, rgb,
+                     self.direct)
         return (out, depth, partial) if reached else out
 
 
 _NO_HOG = HogLevel(np.zeros((1, 1, 1, N_ORIENT), dtype=np.float32),
                    np.zeros((1, 1, 1), dtype=np.int8),
                    *(np.zeros((1, 1, 1), dtype=np.float32),) * 3, shape=(1, 1))
+_NO_RGB = np.zeros((1, 1, 3), dtype=np.float32)

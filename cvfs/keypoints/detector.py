@@ -228,7 +228,7 @@ class KeypointDetector:
 
     def detect_faces(self, image, *, threshold=None, max_scale=None, face_model=None,
                      n_jobs=1, max_memory=None, max_faces=50, top_down=False,
-                     refine=True):
+                     refine=True, upsampled_stride=1, hog_blocks="maps"):
         """Detect faces: the face model fitted to the keypoint detections, best first.
 
         The keypoints are detected (:meth:`detect` with ``threshold=-inf``: every window the
@@ -265,6 +265,19 @@ class KeypointDetector:
         refine : bool, default=True
             Move each keypoint of a found face to the sub-pixel maximum of a dense rescan of
             its neighbourhood on levels that bring the face to the detectors' training size.
+        upsampled_stride : int, default=1
+            Score only every ``upsampled_stride``-th window row and column of the upsampled
+            pyramid levels (scale > 1, most of the windows of a photo; a level scanned in bands
+            keeps every window), their peaks taken on that grid. ``2`` scans 1.6 times fewer
+            windows on Caltech WebFaces photos at the default ``max_memory``; the keypoint
+            refinement then restores the positions
+            (``benchmarks/keypoints/keypoints_faces_speed.py`` measures time and eye AP).
+        hog_blocks : {"maps", "pixels"}, default="maps"
+            Where the scan takes a window's HOG blocks from: each level's cell-histogram maps
+            (scores equal ``decision_function`` of the pool's features bitwise), or the
+            window's pixels (no maps: few windows pass the cascades' leading Haar features to
+            reach a HOG feature; scores equal up to float rounding); see
+            :class:`cvfs.keypoints._scan.ScanPlan`.
 
         Returns
         -------
@@ -275,8 +288,9 @@ class KeypointDetector:
         Raises
         ------
         TypeError, ValueError
-            As :meth:`detect`; ValueError if ``threshold`` is not in [0, 1] or the face model
-            uses a keypoint this detector does not find.
+            As :meth:`detect`; ValueError if ``threshold`` is not in [0, 1], the face model
+            uses a keypoint this detector does not find, ``upsampled_stride`` is not an int
+            >= 1 or ``hog_blocks`` is neither ``"maps"`` nor ``"pixels"``.
         """
         from cvfs.keypoints.faces import FaceModel, assemble_faces, load_face_model
 
@@ -295,9 +309,15 @@ class KeypointDetector:
                                           and 0.0 <= float(threshold) <= 1.0):
             raise ValueError(f"threshold must be a face probability in [0, 1]; got "
                              f"{threshold!r}")
+        if not (isinstance(upsampled_stride, (int, np.integer))
+                and not isinstance(upsampled_stride, bool) and upsampled_stride >= 1):
+            raise ValueError(f"upsampled_stride must be an int >= 1; got {upsampled_stride!r}")
+        if hog_blocks not in ("maps", "pixels"):
+            raise ValueError(f"hog_blocks must be 'maps' or 'pixels'; got {hog_blocks!r}")
         found, scale = self._face_detections(image, face_model, max_scale=max_scale,
                                              n_jobs=n_jobs, max_memory=max_memory,
-                                             top_down=top_down)
+                                             top_down=top_down, stride=int(upsampled_stride),
+                                             hog_blocks=hog_blocks)
         faces = assemble_faces(found, face_model, scales=scale, threshold=threshold,
                                max_faces=max_faces)
         if refine:
@@ -308,11 +328,11 @@ class KeypointDetector:
         return faces
 
     def _face_detections(self, image, face_model, *, max_scale, n_jobs, max_memory,
-                         top_down):
+                         top_down, stride=1, hog_blocks="maps"):
         """Detections and scales of the face model's keypoints for :meth:`detect_faces`."""
         kw = dict(threshold=-math.inf, max_scale=max_scale, min_scale=0.0, nms_radius=None,
                   refine=True, cascade=True, n_jobs=n_jobs, merge_radius=None, pairs=None,
-                  max_memory=max_memory)
+                  max_memory=max_memory, stride=stride, hog_blocks=hog_blocks)
         names = list(face_model.shape.names)
         if not top_down:
             return self._detect(image, names=names, **kw)
@@ -333,7 +353,7 @@ class KeypointDetector:
             return found, scale
         more, more_scale = self._detect_in_regions(image, others, face_model, c, t,
                                                    max_scale=max_scale, max_memory=max_memory,
-                                                   caches=keep)
+                                                   caches=keep, hog_blocks=hog_blocks)
         found.update(more)
         scale.update(more_scale)
         return found, scale
@@ -353,7 +373,7 @@ class KeypointDetector:
         return image_bytes(rgb_shape) + maps + scan <= check_max_memory(max_memory)
 
     def _detect_in_regions(self, image, names, face_model, c, t, *, max_scale, max_memory,
-                           caches=None):
+                           caches=None, hog_blocks="maps"):
         """Detections (``threshold=-inf``, refined) of keypoints ``names`` inside the regions
         the face hypotheses ``(c, t)`` give them (:func:`cvfs.keypoints._topdown.level_regions`)
         on each level: on the levels' ``caches`` (:class:`LevelCache` per level, from the eye
@@ -366,7 +386,7 @@ class KeypointDetector:
         levels, scales, _ = self._pyramid(rgb, max_scale, 0.0)
         if caches is not None:
             levels = iter([cc.level for cc in caches])
-        plans = {k: self._scan_plan([k]) for k in names}
+        plans = {k: self._scan_plan([k], hog_blocks) for k in names}
         models = [self.classifiers[k] for k in names]
         feats = np.concatenate([m.features for m in models]) if models else np.zeros(0, int)
         per_pixel, fixed = band_bytes(models or [self.classifiers[self.keypoints[0]]],
@@ -423,11 +443,14 @@ class KeypointDetector:
         return levels, scales, (indices < 0) & (indices % spo != 0)
 
     def _detect(self, image, *, threshold, max_scale, min_scale, nms_radius, refine, cascade,
-                n_jobs, merge_radius, pairs, max_memory, names=None, keep=None):
+                n_jobs, merge_radius, pairs, max_memory, names=None, keep=None, stride=1,
+                hog_blocks="maps"):
         """:meth:`detect`, and per keypoint the pyramid scale of each detection (the
         score-weighted geometric mean over the peaks merged into it), ndarray of shape (n,).
         ``names``: the keypoints detected (default: all); ``keep``: see
-        :func:`pyramid_peaks`."""
+        :func:`pyramid_peaks`; ``stride``: the window stride of upsampled levels
+        (:func:`cvfs.keypoints.level_scan.band_peaks`); ``hog_blocks``: see
+        :class:`ScanPlan`."""
         rgb = as_float_rgb(image, min_size=self.pool.window)
         names = self.keypoints if names is None else list(names)
         thr = self._thresholds(threshold)
@@ -441,9 +464,10 @@ class KeypointDetector:
             thr = {k: min(v, pair.floor) if k in (pair.left, pair.right) else v
                    for k, v in thr.items()}
         models = [self.classifiers[k] for k in names]
-        plan = self._scan_plan(names) if cascade else None
+        plan = self._scan_plan(names, hog_blocks) if cascade else None
         peaks = pyramid_peaks(self.pool, plan, models, rgb, pyramid,
-                               [thr[k] for k in names], refine, n_jobs, max_memory, keep)
+                               [thr[k] for k in names], refine, n_jobs, max_memory, keep,
+                               stride)
         out, scale = merge_levels(peaks, names, radius, mrad, refine)
         if pair is not None:
             new = pair_rescore(*(np.column_stack([out[n], scale[n]])
@@ -455,14 +479,16 @@ class KeypointDetector:
                 out[n], scale[n] = d[order], sc[order]
         return out, scale
 
-    def _scan_plan(self, names):
-        """The :class:`ScanPlan` of the soft cascades of keypoints ``names``, built once per
-        detector (again if a classifier of ``self.classifiers`` is replaced)."""
+    def _scan_plan(self, names, hog_blocks="maps"):
+        """The :class:`ScanPlan` of the soft cascades of keypoints ``names`` (HOG blocks from
+        ``hog_blocks``), built once per detector (again if a classifier of
+        ``self.classifiers`` is replaced)."""
         plans = self.__dict__.setdefault("_scan_plans", {})
         models = [self.classifiers[k] for k in names]
-        cached = plans.get(tuple(names))
+        key = tuple(names) if hog_blocks == "maps" else (*names, hog_blocks)
+        cached = plans.get(key)
         if cached is None or any(a is not b for a, b in zip(cached[0], models, strict=True)):
-            cached = plans[tuple(names)] = (models, ScanPlan(self.pool, models))
+            cached = plans[key] = (models, ScanPlan(self.pool, models, hog_blocks=hog_blocks))
         return cached[1]
 
     def _pair_model(self, pairs):

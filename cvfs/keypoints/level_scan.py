@@ -107,9 +107,13 @@ def check_n_jobs(n_jobs):
     raise ValueError(f"n_jobs must be a positive int or -1 (every core); got {n_jobs!r}")
 
 
-def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True):
+def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True, stride=1):
     """Score peaks of the windows of one band of a level: per model ``None`` or an ``(n, 3)``
     array of ``x, y, score`` in original-image pixels, in row-major order of the peaks.
+
+    ``stride > 1`` on an upsampled level (index > 0) scanned whole: only the windows whose
+    top-left row and column are multiples of ``stride`` are scored, the peaks are those of that
+    coarser grid and their sub-pixel offsets are scaled by ``stride`` (else every window).
 
     ``band`` is a :class:`LevelCache` (the whole level, ``rows.s == 0``) or a
     :class:`cvfs.vision.LevelBand` starting at level row ``rows.s``; windows of top-left rows
@@ -119,11 +123,14 @@ def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True):
     maps are dropped before returning (kept with ``clear=False``).
     """
     level = band.level
+    st = int(stride) if stride > 1 and level.index > 0 and isinstance(band, LevelCache) else 1
     gw = level.shape[1] - 2 * HALF + 1
     nr = rows.e - rows.s
-    tl = np.empty((nr * gw, 2), dtype=np.int64)
-    tl[:, 0] = np.repeat(np.arange(nr, dtype=np.int64), gw)
-    tl[:, 1] = np.tile(np.arange(gw, dtype=np.int64), nr)
+    rr = np.arange(0, nr, st, dtype=np.int64)
+    cc = np.arange(0, gw, st, dtype=np.int64)
+    tl = np.empty((rr.size * cc.size, 2), dtype=np.int64)
+    tl[:, 0] = np.repeat(rr, cc.size)
+    tl[:, 1] = np.tile(cc, rr.size)
     try:
         if plan is not None:
             scores = plan.scores(band, tl)
@@ -135,22 +142,22 @@ def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True):
     del tl
     out = []
     for s, t in zip(scores, thr, strict=True):
-        grid = s.reshape(nr, gw)
+        grid = s.reshape(rr.size, cc.size)
         r, c = grid_peaks(grid, t)
-        own = (r >= rows.k0 - rows.s) & (r < rows.k1 - rows.s)
+        own = (st * r >= rows.k0 - rows.s) & (st * r < rows.k1 - rows.s)
         r, c = r[own], c[own]
         if r.size == 0:
             out.append(None)
             continue
-        xy = np.column_stack([c, r + rows.s]).astype(np.float64) + HALF
+        xy = np.column_stack([st * c, st * r + rows.s]).astype(np.float64) + HALF
         if refine:
-            xy += parabolic_offsets(grid, r, c)
+            xy += st * parabolic_offsets(grid, r, c)
         out.append(np.column_stack([level.to_original(xy), grid[r, c]]))
     return out
 
 
 def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_memory,
-                   keep=None):
+                   keep=None, stride=1):
     """``(scale, peaks)`` of every band of every level, in order (see :func:`band_peaks`).
 
     ``pyramid = (levels, scales, blurred)``: an iterator of the levels (built when requested)
@@ -166,7 +173,7 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
 
     ``plan``: the :class:`ScanPlan` of ``models``' soft cascades, or None for the full scan.
     ``keep``: a list that receives each level's :class:`LevelCache` with its maps (the caller
-    checks that they fit the budget; ``n_jobs`` must be 1).
+    checks that they fit the budget; ``n_jobs`` must be 1). ``stride``: see :func:`band_peaks`.
     """
     feats = np.concatenate([m.features for m in models])
     per_pixel, fixed = band_bytes(models, bool((feats >= N_HOG).any()),
@@ -198,7 +205,7 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
             level = next(levels)
             for band, rows in split(level, level_bytes(rgb.shape, scale, False))[0]:
                 yield scale, band_peaks(pool, plan, models, band, rows, thr, refine,
-                                         clear=keep is None)
+                                         clear=keep is None, stride=stride)
             if keep is not None:
                 keep.append(band if isinstance(band, LevelCache) else None)
             del level, band
@@ -222,7 +229,7 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
                     held -= rel
                 rel = b_bytes + (lv_bytes if i == len(parts) - 1 else 0)
                 running.append((ex.submit(band_peaks, pool, plan, models, band, rows, thr,
-                                          refine), scale, rel))
+                                          refine, True, stride), scale, rel))
                 held += b_bytes
             del level, parts, band
         while running:

@@ -207,3 +207,69 @@ def test_band_budget_floor():
                                                                           False), 1, mm),
                              per_pixel, fixed)
     assert fits and bands[1].s - bands[0].s == 10 and len(bands) == 598
+def test_upsampled_stride_scores_the_lattice_windows():
+    """``stride=2`` on an upsampled level scores the windows on the even rows and columns with
+    the scores every window gets, peaks taken on that grid; the original-size levels and the
+    default stride keep every window; detect_faces checks its option."""
+    from cvfs.keypoints._scan import ScanPlan
+    from cvfs.vision import HALF, LevelCache, gaussian_pyramid
+
+    det = load_detector()
+    img = _frame((160, 120))
+    names = ["left_eye_center", "right_eye_center"]
+    models = [det.classifiers[k] for k in names]
+    plan = ScanPlan(det.pool, models)
+    up = next(lv for lv in gaussian_pyramid(img, max_scale=2.0, min_size=det.pool.window)
+              if lv.index > 0)
+    gh, gw = up.shape[0] - 2 * HALF, up.shape[1] - 2 * HALF
+    rows = type("Rows", (), {"s": 0, "e": gh + 1, "k0": 0, "k1": gh + 1})()
+    full = level_scan.band_peaks(det.pool, plan, models, LevelCache(up), rows, [-np.inf] * 2,
+                                 False)
+    coarse = level_scan.band_peaks(det.pool, plan, models, LevelCache(up), rows,
+                                   [-np.inf] * 2, False, stride=2)
+    every = plan.scores(LevelCache(up), np.argwhere(np.ones((gh + 1, gw + 1), bool))).reshape(
+        2, gh + 1, gw + 1)
+    for q in range(2):
+        assert coarse[q] is not None and len(coarse[q]) <= len(full[q])
+        lvl = up.from_original(coarse[q][:, :2]) - HALF  # back to window corners
+        c, r = np.round(lvl).astype(int).T
+        assert (r % 2 == 0).all() and (c % 2 == 0).all()
+        np.testing.assert_array_equal(coarse[q][:, 2], every[q][r, c])
+    base = next(lv for lv in gaussian_pyramid(img, max_scale=1.0, min_size=det.pool.window)
+                if lv.index == 0)
+    gh0 = base.shape[0] - 2 * HALF
+    rows0 = type("Rows", (), {"s": 0, "e": gh0 + 1, "k0": 0, "k1": gh0 + 1})()
+    a = level_scan.band_peaks(det.pool, plan, models, LevelCache(base), rows0, [-np.inf] * 2,
+                              True)
+    b = level_scan.band_peaks(det.pool, plan, models, LevelCache(base), rows0, [-np.inf] * 2,
+                              True, stride=2)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+    for bad in (0, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="upsampled_stride must be an int >= 1"):
+            det.detect_faces(img, upsampled_stride=bad)
+
+
+def test_hog_blocks_from_pixels_match_the_maps():
+    """HOG blocks from the window's pixels give the maps' scores up to float rounding, with
+    the same windows rejected; the level's maps are not built; a bad value is refused."""
+    from cvfs.keypoints._scan import ScanPlan
+    from cvfs.vision import HALF, LevelCache, window_centres
+
+    det = load_detector()
+    models = list(det.classifiers.values())
+    cache = LevelCache(_frame((200, 150)))
+    tl = window_centres(cache.shape) - HALF
+    direct = ScanPlan(det.pool, models, hog_blocks="pixels")
+    a = direct.scores(cache, tl)
+    assert cache._hog is None  # no maps built
+    b = ScanPlan(det.pool, models).scores(cache, tl)
+    _, depth, _ = ScanPlan(det.pool, models).scores(cache, tl, reached=True)
+    np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+    np.testing.assert_allclose(a[np.isfinite(a)], b[np.isfinite(b)], rtol=0, atol=1e-5)
+    hog_at = [int(np.argmax(ScanPlan(det.pool, [m]).kind == 1)) for m in models]
+    assert any((d > h).any() for d, h in zip(depth, hog_at, strict=True))  # HOG reached
+    with pytest.raises(ValueError, match="hog_blocks must be 'maps' or 'pixels'"):
+        ScanPlan(det.pool, models, hog_blocks="cells")
+    with pytest.raises(ValueError, match="hog_blocks must be 'maps' or 'pixels'"):
+        det.detect_faces(_frame((64, 48)), hog_blocks="cells")
