@@ -179,12 +179,15 @@ def apg_l1sq(Xc, starts, y, C, loss, w0, b0, tau0, max_iter=1000, tol=1e-8,
     Xc : ndarray of shape (n_samples, n_cols)
         Cached columns of all blocks, block t occupying ``starts[t]:starts[t+1]``.
     starts : ndarray of int of shape (T,)
+    loss : str or MarginLoss
+        The margin loss of p (a name of :data:`cvfs.core.losses.LOSSES` or an object).
     w0, b0 : warm start; tau0 : initial step-size inverse (Lipschitz guess).
 
     Returns
     -------
     w, b, tau, n_iter, objective
     """
+    loss = get_loss(loss, "classifier")
     n_cols = Xc.shape[1]
     T = starts.size
     bounds = np.append(starts, n_cols)
