@@ -20,6 +20,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from cvfs.core.fsa import check_sample_weight
+from cvfs.core.losses import is_probabilistic
 from cvfs.estimators import FSAClassifier, FSARegressor
 
 __all__ = ["FSAClassifierCV", "FSARegressorCV"]
@@ -230,9 +231,9 @@ class FSAClassifierCV(ClassifierMixin, _FSACVBase):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X)
 
-    @available_if(lambda self: self.loss == "logistic")
+    @available_if(lambda self: is_probabilistic(self.loss))
     def predict_proba(self, X):
-        """Class probabilities of the refitted best estimator (logistic loss)."""
+        """Class probabilities of the refitted best estimator (probabilistic losses)."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(X)
 

@@ -21,6 +21,9 @@ def loss_value_grad(loss, z, y):
     if loss.name == "lorenz":
         t = np.minimum(u - 1.0, 0.0)
         return np.log1p(t * t), y * 2.0 * t / (1.0 + t * t)
+    if loss.name == "squared_hinge":
+        xi = np.maximum(0.0, 1.0 - u)
+        return 0.5 * xi * xi, -y * xi
     h = loss.h  # Huber SVM
     val = np.where(u > 1 + h, 0.0, np.where(u < 1 - h, 1.0 - u, (1 + h - u) ** 2 / (4 * h)))
     d = np.where(u > 1 + h, 0.0, np.where(u < 1 - h, -1.0, -(1 + h - u) / (2 * h)))

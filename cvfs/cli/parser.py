@@ -26,6 +26,16 @@ examples:
   cvfs astro denoise field.fits --out denoise-out"""
 
 
+def _method(value):
+    """``--method``: a learner name checked by :func:`cvfs.keypoints.recipe.check_method`."""
+    from cvfs.keypoints.recipe import check_method
+
+    try:
+        return check_method(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """Descriptions as written; an option's help ends with its default where it has one.
 
@@ -167,9 +177,10 @@ def _add_keypoints_parser(sub):
                    help="use the first N images (default: all)")
     p.add_argument("--keypoints", nargs="+", default=["left_eye_center", "right_eye_center"],
                    help="keypoints to train, one detector each")
-    p.add_argument("--method", default="fsa-lorenz",
-                   choices=["fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost"],
-                   help="learner of each detector")
+    p.add_argument("--method", default="fsa-lorenz", type=_method,
+                   help="learner of each detector: fsa-<loss> for a classifier loss of "
+                        "cvfs.core.losses.LOSSES (e.g. fsa-lorenz, fsa-logistic) or "
+                        "logitboost")
     # training settings default to None: TrainingRecipe holds the defaults (the shipped models'
     # recipe; _TrainHelpFormatter shows them), and only the options given change it
     p.add_argument("--k", type=int, help="selected features (paper: 1500)")

@@ -62,10 +62,17 @@ class Loss:
     annealing_boost : float
         Step multiplier while features are being removed (:mod:`cvfs.core.fsa`).
     margin : bool
-        True for losses of the margin y z with y in {-1, +1}.
+        True for losses of the margin y z with y in {-1, +1} (classification;
+        :class:`cvfs.core.losses.MarginLoss`).
+    probabilistic : bool
+        True if the scores are log-odds: :meth:`proba` turns them into probabilities (the
+        estimators' ``predict_proba``).
     pairwise : bool
         True for the pairwise ranking loss, whose kernels take pairs of rows instead of
         ``value_grad`` per row.
+
+    The capabilities decide the estimator a loss serves (:func:`cvfs.core.losses.get_loss`):
+    margin losses classify, pairwise losses rank, the others regress.
     """
 
     name = "loss"
@@ -73,8 +80,26 @@ class Loss:
     curvature = 1.0
     annealing_boost = 1.0
     margin = False
+    probabilistic = False
     pairwise = False
     rows = None
+
+    @property
+    def role(self):
+        """The estimator role the capabilities give: "classifier", "ranker" or "regressor"."""
+        if self.pairwise:
+            return "ranker"
+        return "classifier" if self.margin else "regressor"
+
+    def proba(self, z):
+        """Probability of the positive class at scores ``z`` (probabilistic losses only)."""
+        raise AttributeError(f"the {self.name!r} loss is not probabilistic: its scores are no "
+                             f"log-odds")
+
+    def multiclass(self):
+        """The loss on a score matrix (N, C) that fits more than two classes
+        (:mod:`cvfs.core.multiclass_losses`); margin losses only."""
+        raise ValueError(f"the {self.name!r} loss has no multiclass form (a margin loss has)")
 
     def value(self, z, y):
         """Per-sample loss, ndarray of the broadcast shape of ``z`` and ``y``."""
@@ -97,6 +122,12 @@ class Loss:
         """Starting intercept of a fit (0 unless a subclass knows better); ``sample_weight``
         (N,) or None weights the rows."""
         return 0.0
+
+    def init_intercepts(self, Y, w):
+        """Starting intercepts of the columns of targets ``Y`` (N, C) with row weights ``w``
+        (N,), the one-vs-rest problems of a multiclass fit: :meth:`init_intercept` per column
+        (unweighted, unless a subclass knows better)."""
+        return np.array([self.init_intercept(Y[:, c]) for c in range(Y.shape[1])])
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

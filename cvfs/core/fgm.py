@@ -1,7 +1,8 @@
 """Feature Generating Machine (FGM): cutting-plane feature selection for linear classifiers.
 
-FGM solves the adaptive-feature-scaling problem ``min_{d in D} min_w`` (squared hinge or logistic
-loss) with ``D = {d in [0, 1]^m, sum(d) <= B}`` as a semi-infinite program. Each outer iteration
+FGM solves the adaptive-feature-scaling problem ``min_{d in D} min_w`` (a margin loss of
+:mod:`cvfs.core.losses`: the squared hinge by default, the logistic, or any
+:class:`~cvfs.core.losses.MarginLoss` through its ``margin_sum`` and ``margin_dual``) with ``D = {d in [0, 1]^m, sum(d) <= B}`` as a semi-infinite program. Each outer iteration
 (Algorithm 1 of the paper) runs the worst-case analysis (Algorithm 2): with dual variables
 ``alpha`` recovered from the current margins, it scores every feature (or group) by
 ``||X_G' (alpha * y)||^2`` and adds the B best as a new constraint ``d_t``. The subproblem over the
@@ -29,15 +30,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+
+from cvfs.core.losses import get_loss
 
 __all__ = ["ColumnSpace", "FGMResult", "apg_l1sq", "fgm_fit", "moreau_l1sq", "top_units",
            "worst_case"]
 
 logger = logging.getLogger(__name__)
-
-LOSSES = ("squared_hinge", "logistic")
-
 
 @dataclass
 class FGMResult:
@@ -74,20 +73,13 @@ class FGMResult:
 
 # ---------------------------------------------------------------- losses on scores s = Xw + b
 def _loss_value(loss, s, y, C):
-    m = y * s
-    if loss == "squared_hinge":
-        xi = np.maximum(0.0, 1.0 - m)
-        return 0.5 * C * float(xi @ xi)
-    return C * float(np.sum(np.logaddexp(0.0, -m)))
+    """p = C sum_i phi(y_i s_i) for the margin loss ``loss`` (a MarginLoss)."""
+    return C * loss.margin_sum(y * s)
 
 
 def _loss_grad(loss, s, y, C):
     """d p / d s (n,), and the dual variables alpha >= 0 (eq. 37: alpha = -y * dp/ds)."""
-    m = y * s
-    if loss == "squared_hinge":
-        alpha = C * np.maximum(0.0, 1.0 - m)
-    else:
-        alpha = C * expit(-m)
+    alpha = C * loss.margin_dual(y * s)
     return -y * alpha, alpha
 
 
@@ -187,12 +179,15 @@ def apg_l1sq(Xc, starts, y, C, loss, w0, b0, tau0, max_iter=1000, tol=1e-8,
     Xc : ndarray of shape (n_samples, n_cols)
         Cached columns of all blocks, block t occupying ``starts[t]:starts[t+1]``.
     starts : ndarray of int of shape (T,)
+    loss : str or MarginLoss
+        The margin loss of p (a name of :data:`cvfs.core.losses.LOSSES` or an object).
     w0, b0 : warm start; tau0 : initial step-size inverse (Lipschitz guess).
 
     Returns
     -------
     w, b, tau, n_iter, objective
     """
+    loss = get_loss(loss, "classifier")
     n_cols = Xc.shape[1]
     T = starts.size
     bounds = np.append(starts, n_cols)
@@ -261,6 +256,9 @@ def fgm_fit(X, y, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, gro
             fit_intercept=True, apg_max_iter=1000, apg_tol=1e-8):
     """Fit FGM on X (dense or scipy.sparse, n x m, or a feature space) and labels y in {-1, +1}.
 
+    ``loss`` is a margin loss of :mod:`cvfs.core.losses`, a name ("squared_hinge", "logistic",
+    ...) or a :class:`~cvfs.core.losses.MarginLoss` object.
+
     ``X`` may be a feature space object (``n_features``, ``dense_coef``, ``worst_case(r, B)``,
     ``columns(idx)``; :class:`ColumnSpace` or one from :mod:`cvfs.core.fgm_spaces`); ``groups``
     applies to a plain matrix only.
@@ -273,6 +271,7 @@ def fgm_fit(X, y, B=10, C=10.0, loss="squared_hinge", max_iter=20, tol=1e-3, gro
     -------
     FGMResult
     """
+    loss = get_loss(loss, "classifier")
     space = X if hasattr(X, "worst_case") else ColumnSpace(X, groups)
     y = np.asarray(y, dtype=np.float64)
     n = y.size

@@ -4,14 +4,11 @@ The coefficients form a matrix B of shape (M, C) on the standardised columns (ce
 variance, as in :mod:`cvfs.core.fsa`); row j is feature j's group. Every iteration takes one
 gradient step on the mean loss + shrinkage prior s ||B||_F^2, then keeps the M_e rows of
 largest Euclidean norm (paper eq. 3 schedule): a feature is kept or dropped for all classes at
-once. Losses on the score matrix Z = X B + b (N, C):
-
-- :class:`Multinomial`: softmax cross-entropy, curvature bound 1/2 (the largest eigenvalue of
-  diag(p) - p p^T);
-- :class:`OneVsRest`: the sum over classes of a binary margin loss (Lorenz, Huberised hinge,
-  logistic) of the one-vs-rest labels; its curvature is the binary loss's;
-- :class:`BinaryMargin`: one score column and a binary margin loss (C = 2) (the estimators'
-  binary fits, weighted or not, use :mod:`cvfs.core.fsa`).
+once. The losses on the score matrix Z = X B + b (N, C) are in
+:mod:`cvfs.core.multiclass_losses`: any margin loss becomes one through its ``multiclass()``
+form (the logistic loss the softmax cross-entropy :class:`Multinomial`, the others a
+one-vs-rest sum :class:`OneVsRest`); :class:`BinaryMargin` fits one score column (C = 2; the
+estimators' binary fits, weighted or not, use :mod:`cvfs.core.fsa`).
 
 The iterations are those of every FSA fit, :func:`cvfs.core._driver.fsa_iterate`, on the
 layout :class:`ScoreColumns`: the groups have S score columns and share one power-iteration
@@ -30,12 +27,16 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import log_softmax, softmax
 
 from cvfs.base import check_random_state
 from cvfs.core._driver import FitState, Steps, fsa_iterate
 from cvfs.core.fsa import FitSpec, fit_history
-from cvfs.core.losses import Logistic, get_loss
+from cvfs.core.multiclass_losses import (
+    BinaryMargin,
+    Multinomial,
+    OneVsRest,
+    get_multiclass_loss,
+)
 from cvfs.core.priors import Shrinkage, get_prior
 from cvfs.core.responses import Linear, _ColumnStats
 from cvfs.core.schedules import annealing_schedule, check_schedule
@@ -45,155 +46,6 @@ __all__ = ["BinaryMargin", "FSAMulticlassResult", "Multinomial", "OneVsRest",
 
 _POWER_ROWS = 256
 _POWER_ITERS = 6
-
-
-class Multinomial:
-    """Softmax cross-entropy -log p_{i, y_i}, p_i = softmax(z_i), on scores Z of shape (N, C).
-
-    Attributes
-    ----------
-    curvature : float
-        1/2, an upper bound of the largest eigenvalue of the Hessian diag(p) - p p^T.
-    annealing_boost : float
-        Step multiplier while features are being removed (4, as the binary logistic loss).
-    """
-
-    name = "multinomial"
-    curvature = 0.5
-    annealing_boost = 4.0
-
-    def n_scores(self, n_classes):
-        """Score columns: one per class."""
-        return n_classes
-
-    def value_gradient(self, Z, codes, w):
-        """Weighted sum of the row losses and its gradient with respect to Z.
-
-        Parameters
-        ----------
-        Z : ndarray of shape (N, C)
-        codes : ndarray of shape (N,), int64
-            Class index of each row.
-        w : ndarray of shape (N,)
-            Row weights (summing to 1 for a mean loss).
-
-        Returns
-        -------
-        value : float
-        grad : ndarray of shape (N, C)
-        """
-        rows = np.arange(Z.shape[0])
-        logp = log_softmax(Z, axis=1)
-        value = -float(w @ logp[rows, codes])
-        grad = np.exp(logp)
-        grad[rows, codes] -= 1.0
-        grad *= w[:, None]
-        return value, grad
-
-    def init_intercept(self, codes, w, n_classes):
-        """Log class frequencies (centred): the minimiser over constant scores."""
-        freq = np.bincount(codes, weights=w, minlength=n_classes) / w.sum()
-        b = np.log(np.clip(freq, 1e-12, None))
-        return b - b.mean()
-
-    def proba(self, Z):
-        """Class probabilities, ndarray of shape (N, C)."""
-        return softmax(Z, axis=1)
-
-
-class OneVsRest:
-    """Sum over classes c of a binary margin loss phi(y_ic z_ic), y_ic = +1 if row i is of
-    class c, else -1.
-
-    Parameters
-    ----------
-    loss : str or binary loss object
-        A margin loss of :mod:`cvfs.core.losses` ("lorenz", "svm", "logistic").
-    """
-
-    def __init__(self, loss):
-        self.binary = get_loss(loss)
-        if not getattr(self.binary, "margin", False):
-            raise ValueError(f"one-vs-rest needs a margin loss, got {self.binary.name!r}")
-        self.name = f"ovr_{self.binary.name}"
-        self.curvature = float(self.binary.curvature)
-        self.annealing_boost = float(self.binary.annealing_boost)
-
-    def n_scores(self, n_classes):
-        """Score columns: one per class."""
-        return n_classes
-
-    @staticmethod
-    def _signs(codes, n_classes):
-        Y = -np.ones((codes.size, n_classes))
-        Y[np.arange(codes.size), codes] = 1.0
-        return Y
-
-    def value_gradient(self, Z, codes, w):
-        """As :meth:`Multinomial.value_gradient`."""
-        Y = self._signs(codes, Z.shape[1])
-        value = float(w @ self.binary.value(Z, Y).sum(axis=1))
-        return value, self.binary.gradient(Z, Y) * w[:, None]
-
-    def init_intercept(self, codes, w, n_classes):
-        """The binary loss's starting intercept of each one-vs-rest problem."""
-        Y = self._signs(codes, n_classes)
-        if isinstance(self.binary, Logistic):
-            p = np.clip((w @ (Y > 0)) / w.sum(), 1e-6, 1 - 1e-6)
-            return np.log(p / (1 - p))
-        return np.array([self.binary.init_intercept(Y[:, c]) for c in range(n_classes)])
-
-
-class BinaryMargin(OneVsRest):
-    """A binary margin loss phi(y_i z_i) on one score column, y_i = +1 for class 1, -1 for
-    class 0 (two classes).
-
-    Parameters
-    ----------
-    loss : str or binary loss object
-        "logistic", "lorenz" or "svm".
-    """
-
-    def __init__(self, loss):
-        super().__init__(loss)
-        self.name = self.binary.name
-
-    def n_scores(self, n_classes):
-        """One score column (positive: class 1)."""
-        if n_classes != 2:
-            raise ValueError(f"a binary loss needs n_classes=2, got {n_classes}")
-        return 1
-
-    def value_gradient(self, Z, codes, w):
-        """As :meth:`Multinomial.value_gradient`, Z of shape (N, 1)."""
-        y = np.where(codes == 1, 1.0, -1.0)[:, None]
-        value = float(w @ self.binary.value(Z, y)[:, 0])
-        return value, self.binary.gradient(Z, y) * w[:, None]
-
-    def init_intercept(self, codes, w, n_classes):
-        """The binary loss's starting intercept (weighted class frequency for logistic)."""
-        return super().init_intercept(codes, w, 2)[1:]
-
-
-def get_multiclass_loss(loss):
-    """:class:`Multinomial` for ``"logistic"``/``"multinomial"``, :class:`OneVsRest` of the
-    binary loss for ``"lorenz"``/``"svm"``; loss objects with ``value_gradient`` pass through.
-
-    Raises
-    ------
-    ValueError
-        If the name is unknown or not a margin loss.
-    """
-    if isinstance(loss, str):
-        if loss in ("logistic", "multinomial"):
-            return Multinomial()
-        if loss in ("lorenz", "svm"):
-            return OneVsRest(loss)
-        raise ValueError(f"multiclass loss must be one of ['logistic', 'lorenz', 'svm'], "
-                         f"got {loss!r}")
-    if hasattr(loss, "value_gradient") and hasattr(loss, "curvature"):
-        return loss
-    return OneVsRest(loss)
 
 
 @dataclass
@@ -280,10 +132,11 @@ def fsa_multiclass_fit(X, codes, n_classes, k, *, loss="logistic", prior=None, n
         C >= 2.
     k : int
         Number of features (rows of B) to keep, capped at M.
-    loss : {"logistic", "lorenz", "svm"} or loss object, default="logistic"
-        "logistic": softmax cross-entropy (:class:`Multinomial`); "lorenz", "svm": one-vs-rest
-        sums of the binary losses (:class:`OneVsRest`); a :class:`BinaryMargin` for one score
-        column (n_classes = 2).
+    loss : str, MarginLoss or multiclass loss object, default="logistic"
+        A margin loss (name or object) in its multiclass form (:func:`get_multiclass_loss`):
+        "logistic": softmax cross-entropy (:class:`Multinomial`); any other margin loss
+        ("lorenz", "svm", "squared_hinge", a user's): one-vs-rest sums of the binary loss
+        (:class:`OneVsRest`); a :class:`BinaryMargin` for one score column (n_classes = 2).
     prior : :class:`~cvfs.core.priors.Shrinkage`, optional
         Default s = 1e-3.
     n_iter : int, default=500

@@ -6,32 +6,76 @@ loss (eq. 9) works on pairs (i, j) with target r_ij in {0, 1/2, 1} (1: i ranks a
 ln(1 + exp(d)) - r_ij d with d = z_i - z_j, minimised where sigmoid(d) = r_ij, so that a higher
 score means better (the paper's r is 1 - ours; its scores rank "worse" higher).
 
-A loss is a :class:`~cvfs.core._loss_kernels.Loss` subclass: ``value_grad(z, y, param)`` (and
+A loss is a :class:`~cvfs.core._loss_kernels.Loss` subclass (of :class:`MarginLoss` for
+classification): ``value_grad(z, y, param)`` (and
 optionally a vectorised ``rows(z, y, d, param)``) compiled by numba, which the FSA kernels
 receive with the loss object itself; ``curvature``, an upper bound of its second derivative
 with respect to the score, from which the solver derives a stable step size; and
 ``annealing_boost``, the factor by which the solver lengthens that step while features are
-still being removed (see :mod:`cvfs.core.fsa`). A user-defined loss is one such class
-(``docs/methods.md``, "Adding a loss"); ``tests/naive.py`` holds NumPy twins of the built-in ones.
+still being removed (see :mod:`cvfs.core.fsa`); and its capabilities, from which every estimator
+and solver reads what the loss can do: ``margin`` (a classification loss of y z: binary FSA, a
+one-vs-rest multiclass fit through :meth:`MarginLoss.multiclass`, FGM through
+:meth:`MarginLoss.margin_sum` / :meth:`MarginLoss.margin_dual`), ``probabilistic`` (scores are
+log-odds, ``proba`` gives probabilities: the estimators' ``predict_proba``) and ``pairwise``
+(ranking). :func:`get_loss` turns a name of :data:`LOSSES` or a loss object into a loss checked
+for the estimator's role. A user-defined loss is one such class (``docs/losses.md``);
+``tests/naive.py`` holds NumPy twins of the built-in ones.
 """
 
 import math
 
 import numpy as np
 
+from scipy.special import expit
+
 from cvfs._jit import njit
 from cvfs.core._loss_kernels import Loss, _exp_neg_abs, rank_pairs
 
 __all__ = [
     "LOSSES",
+    "ROLES",
     "HuberSVM",
     "Logistic",
     "Loss",
     "Lorenz",
+    "MarginLoss",
     "PairwiseRank",
     "Squared",
+    "SquaredHinge",
     "get_loss",
+    "is_probabilistic",
+    "loss_names",
 ]
+
+ROLES = ("classifier", "regressor", "ranker")
+
+
+class MarginLoss(Loss):
+    """Base class of the classification losses phi(u) of the margin u = y z, y in {-1, +1}.
+
+    A subclass sets ``value_grad`` (and the attributes of :class:`Loss`) as any loss; from
+    being a margin loss it gets the rest of what the classifiers use: :meth:`multiclass` (the
+    one-vs-rest sum over classes with a shared support), and :meth:`margin_sum` /
+    :meth:`margin_dual` (FGM's objective and dual variables). A probabilistic subclass sets
+    ``probabilistic = True`` and gives :meth:`proba`.
+    """
+
+    margin = True
+
+    def multiclass(self):
+        """One-vs-rest: the sum over classes of this loss
+        (:class:`cvfs.core.multiclass_losses.OneVsRest`)."""
+        from cvfs.core.multiclass_losses import OneVsRest
+
+        return OneVsRest(self)
+
+    def margin_sum(self, m):
+        """sum_i phi(m_i) over the margins ``m`` (N,), a float."""
+        return float(np.sum(self.value(m, 1.0)))
+
+    def margin_dual(self, m):
+        """-phi'(m_i) >= 0, ndarray of shape (N,) (FGM's dual variables per unit of C)."""
+        return -self.gradient(m, 1.0)
 
 
 @njit(cache=True)
@@ -108,13 +152,14 @@ def _logistic_rows(z, y, d, param):
     return total
 
 
-class Logistic(Loss):
-    """Logistic loss ln(1 + exp(-u)), u = y z (paper eq. 6). Curvature 1/4."""
+class Logistic(MarginLoss):
+    """Logistic loss ln(1 + exp(-u)), u = y z (paper eq. 6). Curvature 1/4. Probabilistic:
+    scores are log-odds; for more than two classes, the softmax cross-entropy."""
 
     name = "logistic"
     curvature = 0.25
     annealing_boost = 4.0
-    margin = True
+    probabilistic = True
     value_grad = staticmethod(_logistic)
     rows = staticmethod(_logistic_rows)
 
@@ -124,6 +169,29 @@ class Logistic(Loss):
         p = np.clip(np.mean(pos) if sample_weight is None
                     else np.average(pos, weights=sample_weight), 1e-6, 1 - 1e-6)
         return float(np.log(p / (1 - p)))
+
+    def init_intercepts(self, Y, w):
+        """The log-odds of each column's weighted positive frequency."""
+        p = np.clip((w @ (Y > 0)) / w.sum(), 1e-6, 1 - 1e-6)
+        return np.log(p / (1 - p))
+
+    def proba(self, z):
+        """sigmoid(z), the probability of the positive class."""
+        return expit(z)
+
+    def multiclass(self):
+        """The softmax cross-entropy (:class:`cvfs.core.multiclass_losses.Multinomial`)."""
+        from cvfs.core.multiclass_losses import Multinomial
+
+        return Multinomial()
+
+    def margin_sum(self, m):
+        """sum_i ln(1 + exp(-m_i)) (numpy's ``logaddexp``)."""
+        return float(np.sum(np.logaddexp(0.0, -m)))
+
+    def margin_dual(self, m):
+        """sigmoid(-m)."""
+        return expit(-m)
 
 
 @njit(cache=True)
@@ -156,14 +224,13 @@ def _lorenz_rows(z, y, d, param):
     return total + math.log(prod)
 
 
-class Lorenz(Loss):
+class Lorenz(MarginLoss):
     """Lorenz loss: 0 if u > 1, ln(1 + (u - 1)^2) otherwise (paper eq. 8); robust to label
     noise, non-convex. Its second derivative is at most 2."""
 
     name = "lorenz"
     curvature = 2.0
     annealing_boost = 10.0
-    margin = True
     value_grad = staticmethod(_lorenz)
     rows = staticmethod(_lorenz_rows)
 
@@ -179,7 +246,7 @@ def _huber_svm(z, y, h):
     return q * q / (4.0 * h), -y * q / (2.0 * h)
 
 
-class HuberSVM(Loss):
+class HuberSVM(MarginLoss):
     """Huberised hinge (paper eq. 7) with parameter ``h``: 0 if u > 1 + h,
     (1 + h - u)^2 / (4h) if |1 - u| <= h, 1 - u if u < 1 - h. Curvature 1 / (2h).
 
@@ -191,7 +258,6 @@ class HuberSVM(Loss):
 
     name = "svm"
     annealing_boost = 10.0
-    margin = True
     value_grad = staticmethod(_huber_svm)
 
     def __init__(self, h=0.5):
@@ -206,6 +272,34 @@ class HuberSVM(Loss):
     @property
     def curvature(self):
         return 1.0 / (2.0 * self.h)
+
+
+@njit(cache=True)
+def _squared_hinge(z, y, param):
+    u = y * z
+    if u >= 1.0:
+        return 0.0, 0.0
+    t = 1.0 - u
+    return 0.5 * t * t, -y * t
+
+
+class SquaredHinge(MarginLoss):
+    """Squared hinge 1/2 max(0, 1 - u)^2, u = y z: FGM's default loss, and an FSA loss.
+    Curvature 1; annealing boost 1."""
+
+    name = "squared_hinge"
+    curvature = 1.0
+    annealing_boost = 1.0
+    value_grad = staticmethod(_squared_hinge)
+
+    def margin_sum(self, m):
+        """1/2 sum_i max(0, 1 - m_i)^2."""
+        xi = np.maximum(0.0, 1.0 - m)
+        return 0.5 * float(xi @ xi)
+
+    def margin_dual(self, m):
+        """max(0, 1 - m)."""
+        return np.maximum(0.0, 1.0 - m)
 
 
 class PairwiseRank(Loss):
@@ -251,24 +345,56 @@ LOSSES = {
     "logistic": Logistic,
     "lorenz": Lorenz,
     "svm": HuberSVM,
+    "squared_hinge": SquaredHinge,
     "rank": PairwiseRank,
 }
+"""The losses by name: the names the estimators, FGM and keypoint training accept. A user loss
+added here (``LOSSES["poisson"] = Poisson``) becomes a name too."""
 
 
-def get_loss(loss):
-    """A loss object from a name in :data:`LOSSES` or a :class:`Loss` instance.
+def loss_names(role=None):
+    """The names of :data:`LOSSES` (whose default objects serve ``role``), sorted."""
+    return sorted(n for n, cls in LOSSES.items() if role is None or cls().role == role)
+
+
+def get_loss(loss, role=None):
+    """A loss object from a name in :data:`LOSSES` or a :class:`Loss` instance, checked for
+    ``role``.
+
+    Parameters
+    ----------
+    loss : str or Loss
+    role : {"classifier", "regressor", "ranker"} or None
+        The estimator the loss serves: a classifier needs a margin loss, a ranker a pairwise
+        loss, a regressor neither. None: any loss.
 
     Raises
     ------
     ValueError
-        If the name is unknown.
+        If the name is unknown or the loss does not serve ``role``.
     TypeError
         If ``loss`` is neither a name nor a :class:`Loss`.
     """
+    if role is not None and role not in ROLES:
+        raise ValueError(f"role must be one of {list(ROLES)}, got {role!r}")
     if isinstance(loss, str):
-        if loss not in LOSSES:
-            raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
+        names = loss_names(role)
+        if loss not in names:
+            raise ValueError(f"loss must be one of {names}, got {loss!r}")
         return LOSSES[loss]()
     if not isinstance(loss, Loss):
         raise TypeError(f"loss must be a name or a cvfs.core.losses.Loss object, got {loss!r}")
+    if role is not None and loss.role != role:
+        need = {"classifier": "a margin loss (MarginLoss)", "ranker": "a pairwise loss",
+                "regressor": "a loss that is neither margin nor pairwise"}[role]
+        raise ValueError(f"a {role} needs {need}, got the {loss.role} loss {loss.name!r}")
     return loss
+
+
+def is_probabilistic(loss, role="classifier"):
+    """True if ``loss`` (a name or a loss object) is a valid probabilistic loss for ``role``
+    (the condition of the estimators' ``predict_proba``); False for any invalid ``loss``."""
+    try:
+        return bool(get_loss(loss, role).probabilistic)
+    except (ValueError, TypeError):
+        return False

@@ -3,9 +3,10 @@
 import numbers
 
 import numpy as np
-from scipy.special import expit
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
+
+from cvfs.core.losses import get_loss, is_probabilistic
 
 
 def check_int(name, value, low):
@@ -53,16 +54,22 @@ def multiclass_classes(y):
 
 
 class BinaryScores:
-    """``predict`` and (logistic loss) ``predict_proba`` of a binary classifier from its
-    ``decision_function`` (positive: ``classes_[1]``)."""
+    """``predict`` and (probabilistic losses) ``predict_proba`` of a binary classifier from its
+    ``decision_function`` (positive: ``classes_[1]``) and its margin loss ``loss`` (a name or a
+    :class:`cvfs.core.losses.MarginLoss`)."""
+
+    def _loss_object(self):
+        """The loss object of ``self.loss``, checked for a classifier."""
+        return get_loss(self.loss, "classifier")
 
     def predict(self, X):
         """Class labels, ndarray of shape (n_samples,)."""
         scores = self.decision_function(X)  # checks that the model is fitted
         return self.classes_[(scores > 0).astype(np.int64)]
 
-    @available_if(lambda self: self.loss == "logistic")
+    @available_if(lambda self: is_probabilistic(self.loss))
     def predict_proba(self, X):
-        """Class probabilities (logistic loss only), ndarray of shape (n_samples, 2)."""
-        p = expit(self.decision_function(X))
+        """Class probabilities (probabilistic losses only: the loss's ``proba`` of the scores,
+        sigmoid for the logistic loss), ndarray of shape (n_samples, 2)."""
+        p = self._loss_object().proba(self.decision_function(X))
         return np.column_stack([1.0 - p, p])

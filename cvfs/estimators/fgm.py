@@ -52,7 +52,10 @@ class FGMClassifier(BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator)
         ``max_iter * B`` features.
     C : float, default=10.0
         Loss weight (larger: less regularisation).
-    loss : {"squared_hinge", "logistic"}, default="squared_hinge"
+    loss : str or MarginLoss, default="squared_hinge"
+        A margin loss of :mod:`cvfs.core.losses` by name ("squared_hinge", "logistic", ...) or
+        object (a user's :class:`~cvfs.core.losses.MarginLoss` included); ``predict_proba``
+        exists for probabilistic losses (the logistic).
     max_iter : int, default=20
         Maximum number of generated constraints (outer cutting-plane iterations).
     tol : float, default=1e-3
@@ -142,14 +145,13 @@ class FGMClassifier(BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator)
 
     def fit(self, X, y):
         """Fit on X (dense or CSR/CSC) of shape (n_samples, n_features) and binary y."""
-        from cvfs.core.fgm import LOSSES, fgm_fit
+        from cvfs.core.fgm import fgm_fit
 
         check_int("B", self.B, 1)
         check_real("C", self.C, 0.0, strict=True)
         check_int("max_iter", self.max_iter, 1)
         check_real("tol", self.tol, 0.0)
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {list(LOSSES)}, got {self.loss!r}")
+        loss = self._loss_object()
         if self.mapping not in (None, "poly2", "additive"):
             raise ValueError(f"mapping must be one of [None, 'poly2', 'additive'], "
                              f"got {self.mapping!r}")
@@ -185,7 +187,7 @@ class FGMClassifier(BinaryScores, ClassifierMixin, SelectorMixin, BaseEstimator)
         else:
             Z, zgroups = self._space(X, groups)
         res = fgm_fit(Z, np.where(y == self.classes_[1], 1.0, -1.0), B=self.B, C=float(self.C),
-                      loss=self.loss, max_iter=self.max_iter, tol=float(self.tol),
+                      loss=loss, max_iter=self.max_iter, tol=float(self.tol),
                       groups=zgroups)
         m = X.shape[1]
         # the learned scaling d = sum_t mu_t d_t over the space's generated features

@@ -10,7 +10,6 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.metaestimators import available_if
@@ -23,9 +22,9 @@ from cvfs.core.fsa import (
     fsa_fit,
     is_out_of_core,
 )
-from cvfs.core.fsa_multiclass import fsa_multiclass_fit
+from cvfs.core.fsa_multiclass import fsa_multiclass_fit, get_multiclass_loss
 from cvfs.core.layouts.dask import is_dask_array
-from cvfs.core.losses import get_loss
+from cvfs.core.losses import get_loss, is_probabilistic
 from cvfs.core.priors import get_prior
 from cvfs.estimators._common import (
     BinaryScores,
@@ -36,8 +35,6 @@ from cvfs.estimators._common import (
 )
 
 __all__ = ["FSAClassifier", "FSARanker", "FSARegressor", "ranking_pairs"]
-
-_CLASSIFICATION_LOSSES = ("logistic", "lorenz", "svm")
 
 
 def ranking_pairs(y, groups=None, weights="uniform", min_gap=None):
@@ -122,7 +119,11 @@ def _repeated_pairs(y, groups, weights, min_gap, sw):
 class _FSABase(SelectorMixin, BaseEstimator):
     """Parameter checks, data handling and the fitted state shared by the FSA estimators."""
 
-    _losses = ()
+    _role = None  # the role a loss must serve: cvfs.core.losses.get_loss
+
+    def _loss_object(self):
+        """The loss object of ``self.loss`` (a name or a loss object), checked for the role."""
+        return get_loss(self.loss, self._role)
 
     def _check_params(self):
         check_int("k", self.k, 1)
@@ -140,8 +141,7 @@ class _FSABase(SelectorMixin, BaseEstimator):
             check_int("max_memory", self.max_memory, 1)
         if self.worker_memory is not None:
             check_int("worker_memory", self.worker_memory, 1)
-        if self.loss not in self._losses:
-            raise ValueError(f"loss must be one of {list(self._losses)}, got {self.loss!r}")
+        self._loss_object()
         return get_prior(self.prior, self.shrinkage, self.smoothness)
 
     def _validate_X_y(self, X, y, y_numeric):
@@ -304,9 +304,13 @@ class FSAClassifier(BinaryScores, ClassifierMixin, _FSABase):
 
     Parameters
     ----------
-    loss : {"logistic", "lorenz", "svm"}, default="logistic"
-        Logistic (eq. 6; softmax for more than two classes), Lorenz (eq. 8, robust to label
-        noise) or Huberised hinge (eq. 7, h = 0.5)."""
+    loss : str or MarginLoss, default="logistic"
+        A margin loss (:class:`cvfs.core.losses.MarginLoss`) or its name in
+        :data:`cvfs.core.losses.LOSSES`: "logistic" (eq. 6; softmax for more than two classes),
+        "lorenz" (eq. 8, robust to label noise), "svm" (Huberised hinge, eq. 7, h = 0.5),
+        "squared_hinge"; a user's loss object (``docs/losses.md``). More than two classes: the
+        loss's multiclass form (one-vs-rest for all but the logistic). ``predict_proba`` exists
+        for probabilistic losses (the logistic)."""
         + _DOC_PARAMS.format(k=10, n_iter=500, bins=None, shrinkage="1e-3")
         + """    class_weight : dict, "balanced" or None, default=None
         Weights of the classes' loss terms, as scikit-learn's ``compute_sample_weight``
@@ -323,7 +327,7 @@ class FSAClassifier(BinaryScores, ClassifierMixin, _FSABase):
     """
     )
 
-    _losses = _CLASSIFICATION_LOSSES
+    _role = "classifier"
 
     def __init__(self, k=10, loss="logistic", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
@@ -373,7 +377,7 @@ class FSAClassifier(BinaryScores, ClassifierMixin, _FSABase):
         if classes is None:
             self.classes_ = binary_classes(y)
             return self._fit_core(X, np.where(y == self.classes_[1], 1.0, -1.0),
-                                  get_loss(self.loss), sample_weight=weight)
+                                  self._loss_object(), sample_weight=weight)
         return self._fit_multiclass(X, y, classes, weight)
 
     def _fit_multiclass(self, X, y, classes, weight):
@@ -433,13 +437,17 @@ class FSAClassifier(BinaryScores, ClassifierMixin, _FSABase):
             return super().predict(X)
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
-    @available_if(lambda self: self.loss == "logistic")
+    @available_if(lambda self: is_probabilistic(self.loss))
     def predict_proba(self, X):
-        """Class probabilities (logistic loss only; softmax for more than two classes),
-        ndarray of shape (n_samples, n_classes)."""
+        """Class probabilities (probabilistic losses only: the loss's ``proba``; the softmax
+        for more than two classes), ndarray of shape (n_samples, n_classes)."""
         if not self._multiclass():
             return super().predict_proba(X)
-        return softmax(self.decision_function(X), axis=1)
+        mloss = get_multiclass_loss(self.loss)
+        if not getattr(mloss, "probabilistic", False):
+            raise AttributeError(f"the multiclass form of the {mloss.name!r} loss gives no "
+                                 f"probabilities")
+        return mloss.proba(self.decision_function(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -453,8 +461,9 @@ class FSARegressor(RegressorMixin, _FSABase):
 
     Parameters
     ----------
-    loss : {"squared"}, default="squared"
-        1/2 (f(x) - y)^2."""
+    loss : str or Loss, default="squared"
+        "squared": 1/2 (f(x) - y)^2; or a regression loss object (neither margin nor pairwise,
+        e.g. a user's Poisson loss, ``docs/losses.md``)."""
         + _DOC_PARAMS.format(k=10, n_iter=500, bins=None, shrinkage="1e-3")
         + _DOC_ATTRS
         + """
@@ -464,7 +473,7 @@ class FSARegressor(RegressorMixin, _FSABase):
     """
     )
 
-    _losses = ("squared",)
+    _role = "regressor"
 
     def __init__(self, k=10, loss="squared", n_iter=500, mu=300, learning_rate=None,
                  annealing_boost=None, bins=None, prior="shrinkage", shrinkage=1e-3,
@@ -492,7 +501,7 @@ class FSARegressor(RegressorMixin, _FSABase):
         statistics and the curvature estimate (not for a Dask X)."""
         X, y = self._validate_X_y(X, y, y_numeric=True)
         weight = check_sample_weight(sample_weight, X.shape[0])
-        return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss(self.loss),
+        return self._fit_core(X, np.asarray(y, dtype=np.float64), self._loss_object(),
                               sample_weight=weight)
 
     def predict(self, X):
@@ -526,7 +535,7 @@ class FSARanker(_FSABase):
     """
     )
 
-    _losses = ("rank",)
+    _role = "ranker"
     loss = "rank"
 
     def __init__(self, k=40, n_iter=300, mu=300, learning_rate=None, annealing_boost=None, bins=4,
@@ -581,7 +590,7 @@ class FSARanker(_FSABase):
             raise ValueError("FSARanker needs at least one group with two or more samples"
                              + ("" if self.min_gap is None else
                                 f" whose targets differ by more than min_gap={self.min_gap}"))
-        return self._fit_core(X, np.asarray(y, dtype=np.float64), get_loss("rank"), pairs=pairs,
+        return self._fit_core(X, np.asarray(y, dtype=np.float64), self._loss_object(), pairs=pairs,
                               fit_intercept=False, sample_weight=weight)
 
     def decision_function(self, X):

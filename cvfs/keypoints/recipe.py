@@ -9,10 +9,39 @@ another recipe is refused. This module imports nothing heavy, so ``--help`` stay
 
 from dataclasses import asdict, dataclass, fields, replace
 
-__all__ = ["METHODS", "NEGATIVE_LEVELS", "TrainingRecipe"]
+__all__ = ["NEGATIVE_LEVELS", "TrainingRecipe", "check_method", "methods"]
 
-#: Learners of one keypoint classifier (:func:`cvfs.keypoints.train.fit_classifier`).
-METHODS = ("fsa-lorenz", "fsa-logistic", "fsa-svm", "logitboost")
+
+def methods():
+    """The learners of one keypoint classifier (:func:`cvfs.keypoints.train.fit_classifier`):
+    "fsa-<loss>" for every classifier loss of :data:`cvfs.core.losses.LOSSES` (a user's loss
+    added there included), and "logitboost"."""
+    from cvfs.core.losses import loss_names
+
+    return tuple(f"fsa-{name}" for name in loss_names("classifier")) + ("logitboost",)
+
+
+def check_method(method):
+    """``method`` if it names a learner of :func:`methods` (the loss checked by
+    :func:`cvfs.core.losses.get_loss` for a classifier).
+
+    Raises
+    ------
+    ValueError
+        Naming the valid learners.
+    """
+    if method == "logitboost":
+        return method
+    if isinstance(method, str) and method.startswith("fsa-"):
+        from cvfs.core.losses import get_loss
+
+        try:
+            get_loss(method[4:], "classifier")
+        except ValueError:
+            pass
+        else:
+            return method
+    raise ValueError(f"method must be one of {list(methods())}; got {method!r}")
 
 #: Where negatives come from: the levels where a face's IED is in ``ied_range`` ("training"),
 #: or every level of the image at scale <= 1 ("all", the levels a detector scans).
@@ -27,7 +56,8 @@ class TrainingRecipe:
     Parameters
     ----------
     method : str, default="fsa-lorenz"
-        One of :data:`METHODS`.
+        One of :func:`methods`: "fsa-<loss>" (FSA with a classifier loss of
+        :data:`cvfs.core.losses.LOSSES`) or "logitboost".
     k, bins, n_iter, mu, annealing_boost, clip_quantile
         Classifier size, FSA settings and learner ranges (see
         :func:`cvfs.keypoints.train.fit_classifier`; ``annealing_boost=None`` is the loss's
@@ -97,8 +127,7 @@ class TrainingRecipe:
     cascade_front_load: float = 10.0
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
+        check_method(self.method)
         if self.negative_levels not in NEGATIVE_LEVELS:
             raise ValueError(f"negative_levels must be one of {NEGATIVE_LEVELS}; got "
                              f"{self.negative_levels!r}")

@@ -53,11 +53,11 @@ from cvfs.keypoints.examples import (
 )
 from cvfs.keypoints.level_scan import cascade_hardness
 from cvfs.keypoints.mining import run_mining
-from cvfs.keypoints.recipe import METHODS, NEGATIVE_LEVELS, TrainingRecipe
+from cvfs.keypoints.recipe import NEGATIVE_LEVELS, TrainingRecipe, check_method, methods
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level, pyramid_scales
 
-__all__ = ["METHODS", "NEGATIVE_LEVELS", "ExampleFeatures", "TrainingRecipe",
-           "additive_from_fsa", "data_description", "fit_classifier", "train_detector",
+__all__ = ["NEGATIVE_LEVELS", "ExampleFeatures", "TrainingRecipe", "additive_from_fsa",
+           "check_method", "data_description", "fit_classifier", "methods", "train_detector",
            "with_cascade", "with_mirrored"]
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,8 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,) in {0, 1}
     method : str
-        One of :data:`METHODS`.
+        One of :func:`methods`: "fsa-<loss>" (FSAClassifier with that classifier loss of
+        :data:`cvfs.core.losses.LOSSES`) or "logitboost".
     k : int
         Features kept by FSA (the paper: 1500).
     bins : int
@@ -230,8 +231,7 @@ def fit_classifier(X, y, method="fsa-lorenz", *, k=300, bins=8, n_iter=300, mu=3
     ValueError
         If ``method`` is unknown.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    check_method(method)
     if clip_quantile is not None:
         rng = check_random_state(random_state)
         lo, hi = clip_ranges(X, clip_quantile, random_state=rng)

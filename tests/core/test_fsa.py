@@ -24,7 +24,7 @@ def _fd(f, x, eps=1e-6):
     return g
 
 
-@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm", "squared_hinge"])
 def test_loss_gradient_matches_finite_differences(name):
     rng = np.random.default_rng(0)
     loss = get_loss(name)
@@ -38,7 +38,7 @@ def test_loss_gradient_matches_finite_differences(name):
     np.testing.assert_allclose(loss.gradient(z, y), fd, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm", "squared_hinge"])
 def test_kernel_loss_matches_numpy(name):
     rng = np.random.default_rng(1)
     loss = get_loss(name)
@@ -52,7 +52,7 @@ def test_kernel_loss_matches_numpy(name):
     np.testing.assert_allclose(loss.gradient(z, y), d, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm"])
+@pytest.mark.parametrize("name", ["squared", "logistic", "lorenz", "svm", "squared_hinge"])
 def test_kernel_row_losses_match_numpy(name):
     rng = np.random.default_rng(16)
     loss = get_loss(name)
@@ -571,7 +571,7 @@ def test_core_errors():
     Xn[2, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity .first in row 2"):
         fsa_fit(Xn, np.ones(5), 1, loss="squared")
-    assert set(LOSSES) == {"squared", "logistic", "lorenz", "svm", "rank"}
+    assert set(LOSSES) == {"squared", "logistic", "lorenz", "svm", "squared_hinge", "rank"}
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

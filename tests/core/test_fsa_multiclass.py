@@ -11,6 +11,7 @@ from cvfs.core.fsa_multiclass import (
     fsa_multiclass_fit,
     get_multiclass_loss,
 )
+from cvfs.core.losses import Squared
 from cvfs.core.priors import SecondOrder, Shrinkage
 from cvfs.model_selection import FSAClassifierCV
 
@@ -175,10 +176,12 @@ def test_multiclass_errors(tmp_path):
         fsa_multiclass_fit(X, y, 3, 2, prior=SecondOrder(1e-3, 1.0))
     with pytest.raises(ValueError, match="annealing_boost must be a positive number"):
         fsa_multiclass_fit(X, y, 3, 2, annealing_boost=0.0)
-    with pytest.raises(ValueError, match="multiclass loss must be one of"):
+    with pytest.raises(ValueError, match=r"loss must be one of \[.logistic., .lorenz."):
         get_multiclass_loss("squared")
-    with pytest.raises(ValueError, match="one-vs-rest needs a margin loss"):
+    with pytest.raises(ValueError, match=r"loss must be one of \[.logistic."):
         OneVsRest("squared")
+    with pytest.raises(ValueError, match="a classifier needs a margin loss"):
+        OneVsRest(Squared())
     with pytest.raises(ValueError, match="a binary loss needs n_classes=2, got 3"):
         fsa_multiclass_fit(X, y, 3, 2, loss=BinaryMargin("svm"))
     with pytest.raises(ValueError, match="schedule must end at k=2"):

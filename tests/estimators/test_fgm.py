@@ -9,6 +9,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvfs import FGMClassifier
 from cvfs.core.fgm import _loss_value, apg_l1sq, moreau_l1sq, worst_case
+from cvfs.core.losses import get_loss
 
 
 def _problem(n=80, m=400, k=5, seed=0):
@@ -59,7 +60,7 @@ def test_apg_matches_scipy_reference(loss):
     def F(z):
         w, b = z[:5], z[5]
         reg = 0.5 * (np.linalg.norm(w[:2]) + np.linalg.norm(w[2:])) ** 2
-        return reg + _loss_value(loss, Xc @ w + b, y, C)
+        return reg + _loss_value(get_loss(loss), Xc @ w + b, y, C)
 
     w, b, _, _, f_apg = apg_l1sq(Xc, starts, y, C, loss, np.zeros(5), 0.0, 0.1 * n * C,
                                  max_iter=5000, tol=1e-13)

@@ -57,6 +57,7 @@ def test_cli_errors(tmp_path, capsys):
     assert "model file not found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["keypoints", "train", "--method", "adaboost", "--out", "x.h5"])
+    assert "method must be one of ['fsa-logistic'" in capsys.readouterr().err
     # a grey photo: refused as by KeypointDetector.detect, naming the file; nothing written
     from skimage import data
 

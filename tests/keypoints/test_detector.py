@@ -17,6 +17,7 @@ from cvfs.keypoints.train import (
     TrainingRecipe,
     data_description,
     fit_classifier,
+    methods,
     train_detector,
 )
 from cvfs.vision import FeaturePool, LevelCache, pyramid_level, window_centres
@@ -336,6 +337,11 @@ def test_fit_classifier_errors():
         fit_classifier(np.zeros((4, 2)), np.array([0, 1, 0, 1]), method="svm")
     with pytest.raises(ValueError, match="method must be one of"):
         TrainingRecipe(method="adaboost")
+    # the FSA learners are the classifier losses of the registry (checked by get_loss)
+    with pytest.raises(ValueError, match=r"method must be one of \['fsa-logistic'"):
+        TrainingRecipe(method="fsa-squared")
+    assert TrainingRecipe(method="fsa-squared_hinge").method == "fsa-squared_hinge"
+    assert "fsa-lorenz" in methods() and "logitboost" in methods()
     with pytest.raises(ValueError, match="negative_levels must be one of"):
         TrainingRecipe(negative_levels="some")
     with pytest.raises(ValueError, match="k must be a positive int"):
