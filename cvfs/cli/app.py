@@ -82,6 +82,8 @@ def main(argv=None):
 
     Errors are printed as ``cvfs <command>: error: <message>`` with exit code 2; an interrupt
     (Ctrl-C, SIGTERM, SIGHUP) removes the temporary outputs and exits with 128 + the signal.
+    ``cvfs keypoints detect`` exits with 3 when it skipped image files it could not read (the
+    others processed and written; the summary on stderr names them).
     """
     from cvfs.io import Interrupted, signals_raise
     from cvfs.io.images import pixel_limit

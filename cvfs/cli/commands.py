@@ -97,6 +97,17 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
     Returns
     -------
     n_frames : int
+        Frames processed.
+    skipped : list of (str, str)
+        ``(file name, reason)`` of every image file passed over: unreadable (corrupt, empty,
+        unknown format, over the pixel limit) or smaller than the detectors' window. The other
+        files are processed and written.
+
+    Raises
+    ------
+    ValueError
+        If no image of the sources could be read (nothing is written), besides the errors of
+        the sources, the model and ``out``.
 
     Notes
     -----
@@ -118,10 +129,11 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
         if fm is None:
             _err("keypoints mode: the detector lacks keypoints of the face model, or there is "
                  "no face model")
-    opened = [open_source(s, max_frames, strict=strict) for s in sources]  # fail before work
+    # fail before work; unreadable image files are skipped while iterating
+    opened = [open_source(s, max_frames, strict=strict, on_error="skip") for s in sources]
     if out is not None:
         check_output_dir(out, sources)
-    times = []
+    times, skipped = [], []
     with _output_set(out, command, sources) as tmp:
         rows = []
         for src in opened:
@@ -129,16 +141,24 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
             scale = VIDEO_MAX_SCALE if max_scale is None and video else max_scale
             run = _keypoints_run if fm is None else functools.partial(
                 _faces_run, top_down=video if top_down is None else top_down)
-            run(det, fm, src, tmp, times, rows, threshold=threshold, max_scale=scale,
+            frames = _usable_frames(src, det.pool.window, skipped)
+            run(det, fm, src, frames, tmp, times, rows, threshold=threshold, max_scale=scale,
                 n_jobs=n_jobs, top=top, fmt=fmt)
+            skipped.extend(src.skipped or ())
+        if skipped and not times:
+            raise ValueError("no image could be read: " + "; ".join(
+                f"{name}: {why}" for name, why in skipped))
         if tmp is not None and fm is not None and fmt == "csv":
             _write_csv(tmp / "faces.csv", rows)
     if times:
         _err(f"{len(times)} frame(s), mean {np.mean(times) * 1e3:.0f} ms "
              f"({1 / max(np.mean(times), 1e-9):.2f} frames/s)")
+    if skipped:
+        _err(f"{len(skipped)} image file(s) skipped, the others processed: "
+             + "; ".join(f"{name}: {why}" for name, why in skipped))
     if out is not None:
         _report_written(out)
-    return len(times)
+    return len(times), skipped
 
 
 def _face_model(det, path, required):
@@ -160,14 +180,25 @@ def _face_model(det, path, required):
     return fm
 
 
-def _check_colour(src, name, rgb):
-    if src.kind == "images" and _is_grey(rgb):
-        raise ValueError(
-            f"{name}: a grey image; the detectors use colour features and refuse grey input "
-            "(KeypointDetector.detect does too): pass a colour image")
+def _usable_frames(src, window, skipped):
+    """The frames of ``src`` large enough for the detectors' window; smaller image files are
+    listed in ``skipped`` (a video with such frames is an error, as every frame is)."""
+    for name, rgb in src:
+        if src.kind == "images" and min(rgb.shape[:2]) < window:
+            skipped.append((name, f"{rgb.shape[1]}x{rgb.shape[0]} pixels, smaller than the "
+                                  f"{window}x{window} detection window"))
+            continue
+        yield name, rgb
 
 
-def _keypoints_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, top, fmt):
+def _grey_note(src, rgb):
+    """`` (grey)`` after the status line of a photo without colour (scanned as three equal
+    channels; the detectors were trained on colour photos)."""
+    return " (grey)" if src.kind == "images" and _is_grey(rgb) else ""
+
+
+def _keypoints_run(det, fm, src, frames, tmp, times, rows, *, threshold, max_scale, n_jobs,
+                   top, fmt):
     """Per-keypoint detections of one source, drawn with :func:`draw_keypoints`."""
     from cvfs.io.images import write_image
     from cvfs.io.video import VideoWriter
@@ -177,8 +208,7 @@ def _keypoints_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jo
     if tmp is not None and src.kind == "video":
         writer = VideoWriter(tmp / f"{src.name}_keypoints.avi", fps=src.fps)
     with writer if writer is not None else contextlib.nullcontext():
-        for name, rgb in src:
-            _check_colour(src, name, rgb)
+        for name, rgb in frames:
             t0 = time.perf_counter()
             found = det.detect(rgb, threshold=threshold, max_scale=max_scale, n_jobs=n_jobs)
             times.append(time.perf_counter() - t0)
@@ -188,7 +218,8 @@ def _keypoints_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jo
                     print(f"{name}\t{k}\t{x:.1f}\t{y:.1f}\t{s:.3f}")
             best = ", ".join(f"{k} ({v[0, 0]:.0f}, {v[0, 1]:.0f})"
                              for k, v in found.items() if len(v))
-            _err(f"{name}: {times[-1] * 1e3:.0f} ms  {best or 'no detections'}")
+            _err(f"{name}{_grey_note(src, rgb)}: {times[-1] * 1e3:.0f} ms  "
+                 f"{best or 'no detections'}")
             if tmp is None:
                 continue
             drawn = draw_keypoints(rgb, kept)
@@ -198,8 +229,8 @@ def _keypoints_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jo
                 write_image(tmp / f"{name}_keypoints.png", drawn)
 
 
-def _faces_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, top, fmt,
-               top_down):
+def _faces_run(det, fm, src, frames, tmp, times, rows, *, threshold, max_scale, n_jobs, top,
+               fmt, top_down):
     """Faces of one source: per image a drawing and a JSON; per video a drawn video, faces
     tracked across frames, and one JSON of every frame."""
     from cvfs.io.images import write_image
@@ -212,10 +243,9 @@ def _faces_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, 
     writer = None
     if tmp is not None and video:
         writer = VideoWriter(tmp / f"{src.name}_faces.avi", fps=src.fps)
-    frames = []
+    records = []  # every frame's faces of a video
     with writer if writer is not None else contextlib.nullcontext():
-        for fi, (name, rgb) in enumerate(src):
-            _check_colour(src, name, rgb)
+        for fi, (name, rgb) in enumerate(frames):
             t0 = time.perf_counter()
             faces = det.detect_faces(rgb, threshold=threshold, max_scale=max_scale,
                                      n_jobs=n_jobs, face_model=fm, top_down=top_down)
@@ -229,7 +259,8 @@ def _faces_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, 
             for i, f in zip(ids, faces, strict=True):
                 for k, (x, y, s) in f.keypoints.items():
                     print(f"{name}\t{i}\t{f.score:.3f}\t{k}\t{x:.1f}\t{y:.1f}\t{s:.3f}")
-            _err(f"{name}: {times[-1] * 1e3:.0f} ms  {len(faces)} face(s)"
+            _err(f"{name}{_grey_note(src, rgb)}: {times[-1] * 1e3:.0f} ms  "
+                 f"{len(faces)} face(s)"
                  + "".join(f", #{i} {f.score:.2f}" for i, f in zip(ids, faces, strict=True)))
             record = {"frame": name, "index": fi, "height": int(rgb.shape[0]),
                       "width": int(rgb.shape[1]),
@@ -241,7 +272,7 @@ def _faces_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, 
             drawn = draw_faces(rgb, faces, ids=ids)
             if writer is not None:
                 writer.write(drawn)
-                frames.append(record)
+                records.append(record)
             else:
                 write_image(tmp / f"{name}_faces.png", drawn)
                 if fmt == "json":
@@ -249,7 +280,7 @@ def _faces_run(det, fm, src, tmp, times, rows, *, threshold, max_scale, n_jobs, 
                                       json.dumps(dict(record, source=src.name), indent=1))
     if writer is not None and fmt == "json":
         atomic_write_text(tmp / f"{src.name}_faces.json", json.dumps(
-            {"source": src.name, "kind": src.kind, "frames": frames}, indent=1))
+            {"source": src.name, "kind": src.kind, "frames": records}, indent=1))
 
 
 _CSV_COLUMNS = ("source", "frame", "face", "face_score", "x0", "y0", "x1", "y1", "keypoint", "x",

@@ -135,6 +135,10 @@ def astro_denoise(args):
 
 # ---- keypoints ----
 
+#: Exit status of ``cvfs keypoints detect`` when some image files were skipped (unreadable or
+#: smaller than the detection window) and the others processed and written.
+EXIT_SKIPPED = 3
+
 KP_DATASETS = ("mtfl-train", "mtfl-test", "caltech", "aflw2000", "faces68-train",
                "faces68-test")
 
@@ -235,12 +239,12 @@ def keypoints_evaluate(args):
 def keypoints_detect(args):
     from cvfs.cli.commands import keypoints_detect
 
-    keypoints_detect(args.sources, model=args.model, out=args.out, threshold=args.threshold,
-                     max_scale=args.max_scale, top=args.top, n_jobs=args.jobs,
-                     max_frames=args.max_frames, strict=args.strict, what=args.what,
-                     face_model=args.face_model, fmt=args.format,
-                     top_down={"auto": None, "full": False, "top-down": True}[args.scan])
-    return 0
+    _, skipped = keypoints_detect(
+        args.sources, model=args.model, out=args.out, threshold=args.threshold,
+        max_scale=args.max_scale, top=args.top, n_jobs=args.jobs, max_frames=args.max_frames,
+        strict=args.strict, what=args.what, face_model=args.face_model, fmt=args.format,
+        top_down={"auto": None, "full": False, "top-down": True}[args.scan])
+    return EXIT_SKIPPED if skipped else 0
 
 
 # `cvfs keypoints train` options set in the TrainingRecipe when given (its defaults otherwise),

@@ -266,7 +266,11 @@ def _add_keypoints_parser(sub):
                 "In an output folder only the previous run's files are replaced.\nImages are "
                 "scanned up to the detector's largest pyramid scale, every keypoint everywhere; "
                 f"video frames up to {VIDEO_MAX_SCALE:g}, top-down (faster; --max-scale and --scan "
-                "override).")
+                "override).\nGrey, palette, 16-bit and RGBA photos are read as RGB (grey as three "
+                "equal channels, alpha dropped). An image file that cannot be read, or is smaller "
+                "than the 24x24 window, is skipped and named in the summary; the others are "
+                "processed and written, and the exit status is 3 (0: every input processed; 2: "
+                "an error, nothing written).")
     p.add_argument("sources", nargs="+", metavar="SOURCE", help=_SOURCE_HELP)
     p.add_argument("--model", default=None, help="model file (default: the shipped detectors)")
     p.add_argument("--threshold", type=float, default=None,

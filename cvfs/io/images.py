@@ -161,8 +161,9 @@ def read_image(path, mode="rgb", *, max_pixels=None):
     ----------
     path : str or Path
     mode : {"rgb", "grey", "float"}, default "rgb"
-        ``"rgb"``: colour image as RGB uint8 (grey files are replicated to three channels; 16-bit
-        files are reduced to 8 bits). ``"grey"``: luminance as float64 in [0, 1] (ITU-R BT.709
+        ``"rgb"``: colour image as RGB uint8 (grey files are replicated to three channels,
+        palette files expanded, an alpha channel dropped; 16-bit files are reduced to 8 bits and
+        float files with samples in [0, 1] scaled to 0-255). ``"grey"``: luminance as float64 in [0, 1] (ITU-R BT.709
         weights, as :func:`skimage.color.rgb2gray`; 16-bit files keep their precision; an alpha
         channel is ignored). ``"float"``: the file's own channels as float64 in [0, 1], shape
         (height, width) for a grey file and (height, width, 3) RGB for a colour one (alpha
@@ -182,7 +183,8 @@ def read_image(path, mode="rgb", *, max_pixels=None):
         If ``path`` does not exist.
     ValueError
         If ``mode`` is unknown, the header claims more pixels than the limit, or the file
-        cannot be decoded as an image (corrupt, empty or of a format OpenCV does not read).
+        cannot be decoded as an image (corrupt, empty or of a format OpenCV does not read; in
+        mode ``"rgb"``, float samples outside [0, 1]).
     """
     import cv2
 
@@ -197,6 +199,8 @@ def read_image(path, mode="rgb", *, max_pixels=None):
     data = np.fromfile(path, dtype=np.uint8)
     flag = cv2.IMREAD_COLOR if mode == "rgb" else cv2.IMREAD_UNCHANGED
     image = cv2.imdecode(data, flag) if data.size else None
+    if image is None and mode == "rgb" and data.size:  # e.g. a float TIFF: its own channels
+        image = _bgr8(path, cv2.imdecode(data, cv2.IMREAD_UNCHANGED))
     if image is None or image.size == 0:
         raise ValueError(f"could not decode image file {path}: not a readable image (corrupt, "
                          "empty or of a format OpenCV does not read)")
@@ -211,6 +215,31 @@ def read_image(path, mode="rgb", *, max_pixels=None):
 
         image = rgb2gray(image[..., 2::-1]) if image.shape[-1] >= 3 else image[..., 0]
     return image
+
+
+def _bgr8(path, image):
+    """A decoded image OpenCV's colour reader refuses (float samples), as BGR uint8; None if
+    there is none."""
+    import cv2
+
+    if image is None or image.size == 0:
+        return None
+    if image.ndim == 3 and image.shape[2] == 4:
+        image = image[:, :, :3]
+    if image.ndim == 3 and image.shape[2] != 3 or image.ndim not in (2, 3):
+        raise ValueError(f"{path}: images of shape {image.shape} are not read (expected grey, "
+                         "RGB or RGBA)")
+    if image.dtype.kind == "f":
+        if not np.isfinite(image).all() or image.min() < 0 or image.max() > 1:
+            raise ValueError(f"{path}: floating-point samples outside [0, 1] (scale the file "
+                             "to [0, 1] or to 8/16-bit integers)")
+        image = np.rint(image * 255.0).astype(np.uint8)
+    elif image.dtype == np.uint16:
+        image = (image >> 8).astype(np.uint8)
+    elif image.dtype != np.uint8:
+        raise ValueError(f"{path}: samples of type {image.dtype} are not read (expected 8- or "
+                         "16-bit integers or float in [0, 1])")
+    return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
 
 
 def write_image(path, image):

@@ -11,6 +11,7 @@ moving crop of scikit-image's astronaut photo instead (a face, for the keypoint 
 """
 
 import contextlib
+import logging
 import warnings
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from cvfs.io.images import IMAGE_SUFFIXES, read_image
 
 __all__ = ["FrameSource", "SyntheticRigidVideo", "VideoWriter", "is_synthetic", "open_source",
            "read_frames", "write_video"]
+
+log = logging.getLogger(__name__)
 
 _SYNTH_KEYS = ("motions", "frames", "seed", "width", "height", "scene")
 _SCENES = ("rigid", "face")
@@ -218,24 +221,45 @@ class FrameSource:
         Frame rate of a video file (10 when the container has none, and for the other sources).
     replayable : bool
         Whether a second iteration yields the same frames again (False for a camera).
+    skipped : list of (str, str) or None
+        Opened with ``on_error="skip"``: the ``(file name, reason)`` of every image file the
+        last iteration could not read (it went on with the next file); else None.
     """
 
-    def __init__(self, kind, name, frames, fps=10.0, replayable=True):
+    def __init__(self, kind, name, frames, fps=10.0, replayable=True, skipped=None):
         self.kind = kind
         self.name = name
         self.fps = float(fps)
         self.replayable = bool(replayable)
+        self.skipped = skipped
         self._frames = frames
 
     def __iter__(self):
         if self.kind == "images":
+            if self.skipped is not None:
+                self.skipped.clear()
             yield from self._frames()
             return
         for i, frame in enumerate(self._frames()):
             yield f"{self.name}_{i:04d}", frame
 
 
-def open_source(source, max_frames=None, *, strict=False):
+def _image_frames(files, skipped):
+    """``(stem, RGB uint8)`` of each file; an unreadable file raises, or with a ``skipped`` list
+    is recorded there and passed over."""
+    for p in files:
+        try:
+            image = read_image(p)
+        except (ValueError, OSError) as exc:
+            if skipped is None:
+                raise
+            log.warning("%s: skipped: %s", p, exc)
+            skipped.append((p.name, str(exc)))
+            continue
+        yield p.stem, image
+
+
+def open_source(source, max_frames=None, *, strict=False, on_error="raise"):
     """Open an image, a folder of images, a video file, a camera index or a synthetic clip.
 
     Parameters
@@ -250,6 +274,10 @@ def open_source(source, max_frames=None, *, strict=False):
     strict : bool, default False
         A video file yielding fewer frames than its container declares raises ValueError
         instead of a warning.
+    on_error : {"raise", "skip"}, default "raise"
+        Image sources: an image file that cannot be read (corrupt, empty, unknown format, over
+        the pixel limit) raises ValueError while iterating, or with ``"skip"`` is logged, listed
+        in :attr:`FrameSource.skipped` and passed over.
 
     Returns
     -------
@@ -265,6 +293,8 @@ def open_source(source, max_frames=None, *, strict=False):
         cannot be opened; while iterating, if no frame can be decoded, an image file is corrupt,
         or (``strict``) a video is shorter than its container declares.
     """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
     if max_frames is not None and int(max_frames) < 1:
         raise ValueError(f"max_frames must be a positive int or None; got {max_frames!r}")
     limit = None if max_frames is None else int(max_frames)
@@ -294,10 +324,13 @@ def open_source(source, max_frames=None, *, strict=False):
         if not files:
             raise FileNotFoundError(f"source: no images ({', '.join(IMAGE_SUFFIXES)}) in {path}")
         files = files[:limit]
-        return FrameSource("images", path.name,
-                           lambda: ((p.stem, read_image(p)) for p in files))
+        skipped = [] if on_error == "skip" else None
+        return FrameSource("images", path.name, lambda: _image_frames(files, skipped),
+                           skipped=skipped)
     if path.suffix.lower() in IMAGE_SUFFIXES:
-        return FrameSource("images", path.stem, lambda: iter([(path.stem, read_image(path))]))
+        skipped = [] if on_error == "skip" else None
+        return FrameSource("images", path.stem, lambda: _image_frames([path], skipped),
+                           skipped=skipped)
     cap = cv2.VideoCapture(str(path))
     if not cap.isOpened():
         raise ValueError(f"source: cannot open video file {path} (unreadable or unknown codec)")

@@ -98,9 +98,12 @@ def band_budget(avail, lv_bytes, n_jobs, max_memory):
     Returns
     -------
     budget : float
-        ``(avail - lv_bytes) / n_jobs``, but at least ``band_floor(max_memory) / n_jobs``.
+        ``(avail - lv_bytes) / n_jobs``, but at least ``band_floor(max_memory)``: the floor is
+        not shared by the threads, since a level beyond the budget is scanned one band at a
+        time (:func:`cvfs.keypoints.level_scan.pyramid_peaks` starts a band only when the
+        memory in flight leaves room for it, or when nothing else runs).
     """
-    return max(avail - lv_bytes, band_floor(max_memory)) / n_jobs
+    return max((avail - lv_bytes) / n_jobs, band_floor(max_memory))
 
 
 def band_bytes(models, haar, hog, cascade):

@@ -63,6 +63,7 @@ from cvfs.vision import (
     iter_pyramid,
     level_bands,
     pyramid_scales,
+    to_rgb,
     window_centres,
 )
 
@@ -164,8 +165,11 @@ class KeypointDetector:
 
         Parameters
         ----------
-        image : ndarray of shape (H, W, 3)
-            RGB, uint8/uint16 or float in [0, 1].
+        image : ndarray of shape (H, W, 3), (H, W) or (H, W, 4), or PIL.Image.Image
+            RGB, grey or with alpha, uint8/uint16 or float in [0, 1], or a Pillow image of any
+            8- or 16-bit mode (palette, CMYK, ...; :func:`cvfs.vision.to_rgb`). Grey is scanned
+            as three equal channels (the detectors were trained on colour photos and find
+            fewer keypoints on grey ones); alpha is dropped.
         threshold : float or dict of str -> float, optional
             Minimum score of a detection (default: the detector's thresholds).
         max_scale : float, optional
@@ -216,11 +220,12 @@ class KeypointDetector:
             If ``image`` is not an ndarray or has an unsupported dtype, or ``pairs`` is not a
             bool, None or a PairModel.
         ValueError
-            If ``image`` is empty, grayscale, not RGB, smaller than 24x24, or float outside
-            [0, 1], ``n_jobs`` is not a positive int or -1, or ``max_memory`` is not a positive
+            If ``image`` is empty, has another shape than those above, is smaller than 24x24,
+            or is float outside [0, 1], ``n_jobs`` is not a positive int or -1, or ``max_memory`` is not a positive
             number.
             If ``pairs`` names a keypoint this detector does not find.
         """
+        image = to_rgb(image)
         return self._detect(image, threshold=threshold, max_scale=max_scale,
                             min_scale=min_scale, nms_radius=nms_radius, refine=refine,
                             cascade=cascade, n_jobs=n_jobs, merge_radius=merge_radius,
@@ -247,8 +252,11 @@ class KeypointDetector:
 
         Parameters
         ----------
-        image : ndarray of shape (H, W, 3)
-            RGB, uint8/uint16 or float in [0, 1].
+        image : ndarray of shape (H, W, 3), (H, W) or (H, W, 4), or PIL.Image.Image
+            RGB, grey or with alpha, uint8/uint16 or float in [0, 1], or a Pillow image of any
+            8- or 16-bit mode (palette, CMYK, ...; :func:`cvfs.vision.to_rgb`). Grey is scanned
+            as three equal channels (the detectors were trained on colour photos and find
+            fewer keypoints on grey ones); alpha is dropped.
         threshold : float, optional
             Minimum face probability in [0, 1] (default: the face model's, chosen so that
             images without faces give none).
@@ -294,6 +302,7 @@ class KeypointDetector:
         """
         from cvfs.keypoints.faces import FaceModel, assemble_faces, load_face_model
 
+        image = to_rgb(image)
         if face_model is None:
             if getattr(self, "_face_model", None) is None:
                 self._face_model = load_face_model()

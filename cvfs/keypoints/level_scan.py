@@ -165,8 +165,8 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
     are scanned one after another within ``max_memory`` bytes (the memory model of
     :mod:`cvfs.keypoints._tiling`): a level that does not fit whole is scanned in bands of rows,
     each of at most ``1 / n_jobs`` of the budget left by the image and the level, or of
-    :func:`cvfs.keypoints._tiling.band_floor` when that is less (with a warning when the call
-    then exceeds ``max_memory``). With
+    :func:`cvfs.keypoints._tiling.band_floor` when that is less (then scanned one at a time,
+    with a warning when the call exceeds ``max_memory``). With
     ``n_jobs > 1`` that many threads scan bands (of one or several levels; the numba kernels
     release the GIL), and a level or band starts only when the memory of those in flight
     leaves room for it. The peaks do not depend on the bands or on ``n_jobs``.
@@ -188,7 +188,8 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
         parts, _ = split_rows(level.shape, budget, per_pixel, fixed)
         rows = max(p.e - p.s for p in parts) + WINDOW - 1
         b_bytes = per_pixel * rows * level.shape[1] + fixed
-        over = image_bytes(rgb.shape) + lv_bytes + n_jobs * b_bytes - max_memory
+        in_flight = max(1, min(n_jobs, int((avail - lv_bytes) // b_bytes)))  # as scheduled
+        over = image_bytes(rgb.shape) + lv_bytes + in_flight * b_bytes - max_memory
         if over > 0 and not warned:
             log.warning("max_memory=%d bytes is too small for an image of shape %s at pyramid "
                         "scale %.3g: the scan takes about %d MiB more (lower max_scale or raise "

@@ -13,7 +13,8 @@ Public API (shapes in the docstrings of each function):
   gives a :class:`ColumnPlan` of fixed columns for many levels) with :class:`LevelCache`,
   :func:`window_centres`, :func:`valid_centres`; :func:`level_bands` (:class:`LevelBand`: rows of
   a level with maps equal to the whole level's, to scan large levels in pieces);
-- :func:`as_float_rgb`: the image check every public function applies.
+- :func:`as_float_rgb`: the image check every public function applies; :func:`to_rgb`: grey,
+  alpha and Pillow images (palette, 16-bit, CMYK) as three channels.
 
 Conventions: images are RGB ``(H, W, 3)`` converted to float32 in ``[0, 1]``; inside arrays use
 ``(row, col)``; public point coordinates ``(x, y)`` are ``x`` = column, ``y`` = row.
@@ -24,7 +25,7 @@ Barbu et al., "Feature Selection with Annealing for Computer Vision and Big Data
 IEEE TPAMI 2017, section 3.3.
 """
 
-from cvfs.vision._checks import as_float_rgb
+from cvfs.vision._checks import as_float_rgb, to_rgb
 from cvfs.vision.haar import (
     HAAR_DTYPE,
     HAAR_TYPES,
@@ -89,6 +90,7 @@ __all__ = [
     "level_bands",
     "pyramid_level",
     "pyramid_scales",
+    "to_rgb",
     "select_haar",
     "valid_centres",
     "window_centres",

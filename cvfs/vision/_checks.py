@@ -2,11 +2,13 @@
 
 Every public function of the package passes user images through :func:`as_float_rgb`, so the rest
 of the package can assume a C-contiguous ``float32`` array of shape ``(H, W, 3)`` in ``[0, 1]``.
+:func:`to_rgb` turns the other kinds of photo (grey, grey or colour with alpha, a Pillow image of
+any mode) into three channels first, for callers that accept them.
 """
 
 import numpy as np
 
-__all__ = ["as_float_rgb"]
+__all__ = ["as_float_rgb", "to_rgb"]
 
 _INT_SCALE = {np.dtype(np.uint8): 255.0, np.dtype(np.uint16): 65535.0}
 
@@ -76,3 +78,49 @@ def as_float_rgb(image, *, name="image", min_size=1):
             f"{image.shape}"
         )
     return np.ascontiguousarray(rgb)
+
+
+def to_rgb(image, *, name="image"):
+    """Three channels of any photo: grey replicated, alpha dropped, Pillow images converted.
+
+    Parameters
+    ----------
+    image : ndarray or PIL.Image.Image
+        An ndarray of shape (H, W) or (H, W, 1) (grey), (H, W, 2) (grey and alpha), (H, W, 3)
+        (RGB) or (H, W, 4) (RGBA), any dtype :func:`as_float_rgb` accepts; or a Pillow image
+        (palette, 1-bit, grey, 16-bit grey, CMYK, with or without alpha).
+
+    Returns
+    -------
+    rgb : ndarray of shape (H, W, 3)
+        The same dtype (a Pillow image: uint8, or uint16 for 16-bit grey); the input itself
+        when it already has three channels. Alpha is dropped, not composited: the colour of
+        transparent pixels is kept as stored.
+
+    Raises
+    ------
+    TypeError
+        If ``image`` is neither an ndarray nor a Pillow image.
+    ValueError
+        If the array has another number of dimensions or channels.
+    """
+    if not isinstance(image, np.ndarray) and hasattr(image, "mode") and hasattr(image, "convert"):
+        mode = image.mode
+        if mode.startswith("I;16"):
+            image = np.asarray(image).astype(np.uint16)
+        elif mode in ("I", "F"):
+            raise ValueError(f"{name} is a Pillow image of mode {mode!r} (32-bit values): "
+                             "scale it to uint8, uint16 or float in [0, 1] first")
+        else:
+            image = np.asarray(image.convert("RGB"))
+    if not isinstance(image, np.ndarray):
+        raise TypeError(f"{name} must be a numpy ndarray or a PIL image; received "
+                        f"{type(image).__name__}")
+    if image.ndim == 2:
+        return np.repeat(image[:, :, None], 3, axis=2)
+    if image.ndim != 3 or image.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(f"{name} must have shape (H, W), (H, W, 1), (H, W, 2), (H, W, 3) or "
+                         f"(H, W, 4); received shape {image.shape}")
+    if image.shape[2] in (1, 2):
+        return np.repeat(image[:, :, :1], 3, axis=2)
+    return image[:, :, :3] if image.shape[2] == 4 else image

@@ -274,8 +274,10 @@ def test_detector_bad_images():
     det = _toy_detector()
     with pytest.raises(ValueError, match="is empty"):
         det.detect(np.zeros((0, 0, 3), np.uint8))
-    with pytest.raises(ValueError, match="grayscale"):
-        det.detect(np.zeros((40, 40), np.uint8))
+    with pytest.raises(ValueError, match=r"must have shape \(H, W\), \(H, W, 1\)"):
+        det.detect(np.zeros((40, 40, 5), np.uint8))
+    with pytest.raises(TypeError, match="numpy ndarray or a PIL image"):
+        det.detect("photo.png")
     with pytest.raises(TypeError, match="dtype int32"):
         det.detect(np.zeros((40, 40, 3), np.int32))
     with pytest.raises(TypeError, match="numpy ndarray"):
@@ -513,3 +515,33 @@ def test_calibrate_script(real_data, tmp_path, capsys):
     assert rec["data"] == "MTFL training.txt, first 3 images"
     assert det.classifiers["nose_center"].cascade_ends.tolist() == [1]
     assert "written" in capsys.readouterr().out
+
+
+def test_detect_any_photo():
+    """Grey, grey + alpha, RGBA, 16-bit and Pillow palette images give the detections of the
+    equivalent three-channel image."""
+    from PIL import Image
+
+    det = _toy_detector()
+    rng = np.random.default_rng(3)
+    rgb = rng.integers(0, 256, (60, 70, 3), dtype=np.uint8)
+    grey = rgb[..., 0]
+
+    def same(a, b):
+        da, db = det.detect(a, max_scale=1.0), det.detect(b, max_scale=1.0)
+        for k in da:
+            np.testing.assert_array_equal(da[k], db[k])
+        return da
+
+    found = same(grey, np.repeat(grey[..., None], 3, axis=2))
+    assert len(found["nose_center"]) > 0
+    same(grey[..., None], np.repeat(grey[..., None], 3, axis=2))
+    same(np.dstack([grey, np.full_like(grey, 7)]), np.repeat(grey[..., None], 3, axis=2))
+    same(np.dstack([rgb, np.full_like(grey, 7)]), rgb)
+    same(rgb.astype(np.uint16) * 257, rgb)
+    pal = Image.fromarray(rgb).convert("P", palette=Image.ADAPTIVE, colors=16)
+    same(pal, np.asarray(pal.convert("RGB")))
+    same(Image.fromarray(grey.astype(np.uint16) * 257).convert("I;16"),
+         np.repeat(grey[..., None], 3, axis=2))
+    with pytest.raises(ValueError, match="mode 'F'"):
+        det.detect(Image.fromarray(grey.astype(np.float32)))

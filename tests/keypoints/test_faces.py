@@ -274,8 +274,8 @@ def test_cli_json_csv(tmp_path, toy_faces, monkeypatch, capsys):
 def test_bad_input(tmp_path, toy_faces, face_model, capsys):
     with pytest.raises(ValueError, match="empty"):
         toy_faces.detect_faces(np.zeros((0, 0, 3), np.uint8), face_model=face_model)
-    with pytest.raises(ValueError):
-        toy_faces.detect_faces(np.zeros((40, 40), np.uint8), face_model=face_model)
+    with pytest.raises(ValueError, match=r"must have shape \(H, W\), \(H, W, 1\)"):
+        toy_faces.detect_faces(np.zeros((40, 40, 5), np.uint8), face_model=face_model)
     with pytest.raises(ValueError, match="threshold must be a face probability"):
         toy_faces.detect_faces(np.zeros((40, 40, 3), np.uint8), threshold=3.0,
                                face_model=face_model)
@@ -289,8 +289,8 @@ def test_bad_input(tmp_path, toy_faces, face_model, capsys):
     assert "could not decode" in capsys.readouterr().err
     grey = tmp_path / "grey.png"
     cv2.imwrite(str(grey), np.full((40, 40), 128, np.uint8))
-    assert main(["keypoints", "detect", str(grey)]) == 2
-    assert "grey image" in capsys.readouterr().err
+    assert main(["keypoints", "detect", str(grey)]) == 0  # scanned as three equal channels
+    assert "grey (grey)" in capsys.readouterr().err
     assert main(["keypoints", "detect", str(grey), "--what", "faces",
                  "--face-model", str(tmp_path / "none.h5")]) == 2
     assert "no face model" in capsys.readouterr().err
