@@ -324,7 +324,16 @@ def test_evaluate_faces():
 
 @pytest.mark.slow
 def test_detect_faces_real(real_data):
-    """The shipped models: three men on a Caltech picture, none on a picture of coffee."""
+    """The shipped models on a Caltech picture of three men, and on a picture of coffee.
+
+    Two men's faces score above the default threshold 0.5 (about 0.98 and 0.89). The third
+    man, on the right, laughs with his mouth wide open: his eyes are probable (about 0.95 each)
+    but his nose and right mouth corner score low (about 0.02 and 0.03), so his face scores
+    about 0.25 and is found at a threshold of 0.1, where each annotated face's eyes lie in
+    exactly one face box and nothing else scores above 0.1. Missing such a face at the default
+    threshold is common: on all Caltech WebFaces dev images the shipped models find 29% of the
+    faces at precision 0.92 (docs/results.md, the shipped detectors and face model).
+    """
     from skimage import data
 
     from cvfs.datasets.faces import keypoint_index, load_caltech_webfaces
@@ -333,8 +342,14 @@ def test_detect_faces_real(real_data):
 
     det = load_detector()
     im = next(i for i in load_caltech_webfaces() if i.path.name == "pic00102.jpg")
-    faces = det.detect_faces(read_image(im.path), max_scale=1.0)
-    assert len(faces) == 3 and all(f.score >= 0.5 for f in faces)
+    image = read_image(im.path)
+    faces = det.detect_faces(image, max_scale=1.0, threshold=0.1)
+    assert len(faces) == 3 and all(f.score >= 0.1 for f in faces)
+    assert faces[2].score < 0.5 <= faces[1].score
+    assert faces[2].box[0] > 350  # the laughing man is the one on the right
+    # the default threshold keeps the same first two faces
+    strong = det.detect_faces(image, max_scale=1.0)
+    assert [f.as_dict() for f in strong] == [f.as_dict() for f in faces[:2]]
     eyes = im.points[:, [keypoint_index("left_eye_center"), keypoint_index("right_eye_center")]]
     for pair in eyes:  # each annotated face's eyes lie in exactly one face box
         inside = [bool(np.all((pair[:, 0] > f.box[0]) & (pair[:, 0] < f.box[2])
