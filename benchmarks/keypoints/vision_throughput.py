@@ -58,7 +58,7 @@ from cvfs.vision import (
     hog_level,
     window_centres,
 )
-from cvfs.vision.hog import HogColumns
+from cvfs.vision.hog_assembly import HogColumns
 from cvfs.vision.hog_direct import block_from_cells, block_from_pixels
 
 log = logging.getLogger("vision_throughput")

@@ -37,6 +37,7 @@ from numba.core import types
 from numba.extending import overload
 
 from cvfs._jit import njit
+from cvfs.core import _compact_kernels as CK
 from cvfs.core import _kernels as K
 
 __all__ = ["FitState", "InMemory", "Steps", "fsa_iterate", "in_memory"]
@@ -174,8 +175,8 @@ def _memory_gradient(layout, loss, model, track):
 
 def _memory_dropped(layout, state, keep, final, loss, bins, e):
     """:func:`layout_dropped` of the in-memory layout: the kept rows of the state, then the
-    compaction of :func:`cvfs.core._kernels.compact` (``final``: the kept count has its final
-    size)."""
+    compaction of :func:`cvfs.core._compact_kernels.compact` (``final``: the kept count has its
+    final size)."""
     v = state.v[keep]
     nv = np.sqrt(np.sum(v * v))
     if nv > 0.0:
@@ -184,7 +185,7 @@ def _memory_dropped(layout, state, keep, final, loss, bins, e):
         v[:, :] = 1.0 / np.sqrt(v.size)
     fp = state.fp[keep]
     cols = state.cols[keep]
-    Xw, transposed, owned, cols, waste = K.compact(
+    Xw, transposed, owned, cols, waste = CK.compact(
         (layout.X, layout.Xw, layout.transposed, layout.owned), cols, fp, bins,
         (_width(layout), layout.waste[0], final, loss.pairwise, layout.y.shape[0]))
     layout.waste[0] = waste

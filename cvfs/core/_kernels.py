@@ -1,4 +1,5 @@
-"""numba kernels of the FSA solver: no validation, no Python objects.
+"""numba kernels of the FSA solver's row passes, gradient, update and curvature estimate: no
+validation, no Python objects.
 
 Conventions shared by every kernel (see :mod:`cvfs.core.fsa` for the orchestration):
 
@@ -14,6 +15,9 @@ Conventions shared by every kernel (see :mod:`cvfs.core.fsa` for the orchestrati
   :func:`finalize` step centres and scales them.
 
 Every kernel has a NumPy twin in ``tests/naive.py``.
+
+The first pass's column statistics are in :mod:`cvfs.core._stats_kernels`, the compaction of the
+working matrix to the kept columns in :mod:`cvfs.core._compact_kernels`.
 """
 
 import math
@@ -31,7 +35,6 @@ from cvfs.core._loss_kernels import (
     weight_rows,
 )
 from cvfs.core._pl_kernels import (
-    compact_bins,
     pl_grad_pass,
     pl_grad_pass_t,
     pl_row_pass,
@@ -42,73 +45,7 @@ from cvfs.core._pl_kernels import (
 from cvfs.core.priors import prior_lipschitz, prior_value_grad
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
-def column_stats(X, shift, s1, s2, lo, hi, d, gacc, minmax=True):
-    """One row-wise pass accumulating per column sum(x - shift), sum((x - shift)^2), and with
-    ``minmax`` min and max (shifting by a sample value keeps the variance free of
-    cancellation), and gacc_j += sum_i d_i (x_ij - shift_j) (with d the loss derivatives at
-    beta = 0 these are the raw gradient sums of FSA's first iteration, whose scores are all the
-    intercept, so it needs no pass of its own; d = 0 otherwise). Four rows per sweep, so the
-    per-column accumulators are loaded and stored once per four rows; the min/max sweep over
-    the same four rows (from L1/L2) is skipped for linear responses, which need only the mean
-    and variance: that pass is then memory-bound (about the time of a plain ``X.sum()``;
-    min/max add ~70%). Returns False if a value is not finite (a
-    NaN or infinity propagates into the sums, so the check is done once on them; the loops stay
-    branch-free and vectorised)."""
-    N, M = X.shape
-    i = 0
-    while i + 4 <= N:
-        x0r, x1r, x2r, x3r = X[i], X[i + 1], X[i + 2], X[i + 3]
-        d0, d1, d2, d3 = d[i], d[i + 1], d[i + 2], d[i + 3]
-        for j in range(M):
-            sh = shift[j]
-            e0, e1, e2, e3 = x0r[j] - sh, x1r[j] - sh, x2r[j] - sh, x3r[j] - sh
-            s1[j] += (e0 + e1) + (e2 + e3)
-            s2[j] += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)
-            gacc[j] += (d0 * e0 + d1 * e1) + (d2 * e2 + d3 * e3)
-        if minmax:
-            for j in range(M):
-                x0, x1, x2, x3 = x0r[j], x1r[j], x2r[j], x3r[j]
-                a = x0 if x0 < x1 else x1
-                b = x2 if x2 < x3 else x3
-                a = a if a < b else b
-                lo[j] = a if a < lo[j] else lo[j]
-                a = x0 if x0 > x1 else x1
-                b = x2 if x2 > x3 else x3
-                a = a if a > b else b
-                hi[j] = a if a > hi[j] else hi[j]
-        i += 4
-    while i < N:
-        row = X[i]
-        di = d[i]
-        for j in range(M):
-            x = row[j]
-            e = x - shift[j]
-            s1[j] += e
-            s2[j] += e * e
-            gacc[j] += di * e
-            if minmax:
-                lo[j] = x if x < lo[j] else lo[j]
-                hi[j] = x if x > hi[j] else hi[j]
-        i += 1
-    for j in range(M):
-        if not (math.isfinite(s1[j]) and math.isfinite(s2[j])):
-            return False
-    return True
-
-
 _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two kernels of a pass
-# kept linear columns are stored feature-major (axpy/dot sweeps, four columns at a time, instead
-# of the row kernels per row block) when there are at most SMALL_WIDTH of them, or at most
-# CACHED_WIDTH whose matrix fits in CACHED_BYTES (cache-resident: the sweeps are compute-bound
-# and win; streamed from memory the row kernels win beyond ~40 columns). Measured on this
-# machine, row_pass time / row_pass_t time (logistic, tracked / not): N = 1000 float64: 1.9 / 1.8
-# at 10 columns, 1.5 / 1.5 at 20, 1.3 / 1.15 at 64, 1.2 / 1.1 at 128, 1.0 / 0.9 at 256;
-# N = 3000 float64: 1.3 / 1.1 at 128, 1.1 / 1.0 at 160; N = 1e5 float32: 2.2 / 1.8 at 10,
-# 1.2 / 1.1 at 32, 1.1 / 0.95 at 40, 0.9 / 0.85 at 48, 0.6 at 100
-SMALL_WIDTH = 32
-CACHED_WIDTH = 128
-CACHED_BYTES = 1 << 22
 # the row kernels (_row_dots) take one row per sweep of w and v up to this width (w, v and
 # the row stay in L1; several rows per sweep stream short rows from memory at half the rate)
 # and four rows per sweep above it (w and v come from L2 once per four rows): measured on
@@ -122,14 +59,6 @@ ROW_SWEEP_WIDTH = 2048
 # blocks); at 1,779 columns (73-row blocks) it makes no difference (benchmarks/fsa/row_kernels.py
 # times the pass against `X @ b` on the same rows)
 FLUSH_ROWS = 64
-# page faults of fresh memory, per element written, in units of an element streamed: filling
-# 1.8 GB of fresh memory (4 KiB pages) takes about 8-10x as long as refilling or reading it
-# (benchmarks/scale/scaling.py's large cells exercise it). Matrices above FRESH_BYTES (glibc's
-# largest mmap threshold) are mapped afresh by every allocation; smaller ones reuse the heap's pages
-# after the first fit. At N x M = 1e5 x 1e4 and 1.5e4 x 1e5 (float32) this defers the first
-# compaction from iteration 0 (45.8% of the columns) to iteration 3 (17.8%)
-FRESH_COST = 8.0
-FRESH_BYTES = 32 << 20
 
 
 @njit(cache=True)
@@ -443,9 +372,9 @@ def row_pass_t(XT, y, loss, model, acc, track):
     """:func:`row_pass` for linear responses on a feature-major working matrix ``XT`` (W, N):
     the scores and the raw sums are axpy and dot sweeps over whole columns, four columns at a
     time, within row chunks that stay in L2; they beat the row kernels for the widths described
-    at ``SMALL_WIDTH``. The one-matrix case of :func:`sweep_columns`, written out: packing
-    the arrays into a tuple of parts costs measurably more per pass on small fits, where a
-    pass takes a few microseconds."""
+    at ``cvfs.core._compact_kernels.SMALL_WIDTH``. The one-matrix case of :func:`sweep_columns`,
+    written out: packing the arrays into a tuple of parts costs measurably more per pass on
+    small fits, where a pass takes a few microseconds."""
     cols, fp, _, beta, v, intercept = model
     g, h = acc
     N = XT.shape[1]
@@ -567,7 +496,7 @@ def compute_gradient(X, y, pairs, loss, model, track, transposed=False):
     (pi, pj, pr, pw) with weights pw summing to 1), for the ``model`` (cols, fp, bins, beta, v,
     intercept). ``transposed``: X is feature-major (W, N): the kept linear
     columns of a row-separable loss, or the bin coordinates of kept piecewise-linear features
-    (:func:`cvfs.core._pl_kernels.compact_bins`); see :func:`compact`."""
+    (:func:`cvfs.core._pl_kernels.compact_bins`); see :func:`cvfs.core._compact_kernels.compact`."""
     m, G = model[3].shape
     g = np.zeros((m, G))
     h = np.zeros((m, G))
@@ -706,96 +635,3 @@ def power_estimate_rows(X, rows, fp, v, n_iter):
         for j in range(M):
             v[j, 0] = hr[j] / nh
     return lam
-
-
-@njit(cache=True)
-def take_columns(X, cols, out):
-    """out[i, j] = X[i, cols[j]] (3-4x numpy's fancy indexing of a row block here)."""
-    for i in range(X.shape[0]):
-        for j in range(cols.size):
-            out[i, j] = X[i, cols[j]]
-
-
-@njit(cache=True)
-def compact_columns(X, cols):
-    """A new C-contiguous matrix holding the columns ``cols`` of ``X``."""
-    out = np.empty((X.shape[0], cols.size), dtype=X.dtype)
-    take_columns(X, cols, out)
-    return out
-
-
-@njit(cache=True)
-def compact_columns_inplace(X, cols):
-    """The columns ``cols`` (increasing) of the C-contiguous ``X``, moved to the front of X's
-    own buffer: returns an (N, cols.size) view of it. Row i's values move from
-    i W + cols[j] to i m + j <= that, in increasing order, so nothing is overwritten before it
-    is read; no allocation, hence no page faults (a fresh copy spends most of its time there)."""
-    N, W = X.shape
-    m = cols.size
-    flat = X.reshape(N * W)
-    for i in range(N):
-        src = i * W
-        dst = i * m
-        for j in range(m):
-            flat[dst + j] = flat[src + cols[j]]
-    return flat[:N * m].reshape((N, m))
-
-
-@njit(cache=True)
-def compact_features(X, cols, transposed):
-    """A new feature-major matrix (cols.size, N) holding the columns ``cols`` of ``X`` (rows
-    ``cols`` if ``X`` is already feature-major)."""
-    if transposed:
-        out = np.empty((cols.size, X.shape[1]), dtype=X.dtype)
-        for j in range(cols.size):
-            out[j] = X[cols[j]]
-        return out
-    N = X.shape[0]
-    out = np.empty((cols.size, N), dtype=X.dtype)
-    for i in range(N):
-        for j in range(cols.size):
-            out[j, i] = X[i, cols[j]]
-    return out
-
-
-@njit(cache=True)
-def compact(mats, cols, fp, bins, policy):
-    """The working matrix after a drop to the kept columns ``cols`` (positions in the current
-    one). ``mats`` = (X, Xw, transposed, owned): the caller's matrix, the solver's own (see
-    :class:`cvfs.core._driver.InMemory`); ``policy`` = (width read by the last pass, waste,
-    final, pairwise loss, N). Returns (Xw, transposed, owned, cols, waste).
-
-    Piecewise-linear responses: the first drop moves the kept features of the caller's X into
-    a new feature-major matrix of bin coordinates, whose passes cost a fraction of the
-    row-major ones (:mod:`cvfs.core._pl_kernels`) and read only the kept rows ``cols``; an
-    out-of-core fit loads them in that layout already. Linear responses: compact at the
-    ``final`` size, and before when the kept set has halved or the zero-weight reads since the
-    last compaction have cost as much as a copy (read the width, write the kept columns); a
-    first compaction into a new matrix larger than FRESH_BYTES also pays the page faults of its
-    memory, and waits until those reads, the next iteration's included, have cost as much (ski
-    rental). With a row-separable loss and few enough kept columns they are then stored
-    feature-major (``transposed``, shape (W, N)).
-    """
-    X, Xw, transposed, owned = mats
-    width, waste, final, pairwise, N = policy
-    if bins > 0:
-        if not transposed:
-            return compact_bins(X, cols, fp, bins), True, True, np.arange(cols.size), waste
-        return Xw, transposed, owned, cols, waste
-    copy = width + cols.size
-    if not owned and N * cols.size * X.itemsize > FRESH_BYTES:
-        due = waste + width - cols.size >= copy + FRESH_COST * cols.size
-    else:
-        due = 2 * cols.size <= width or waste >= copy
-    if not (due or final):
-        return Xw, transposed, owned, cols, waste
-    if transposed or (not pairwise and (
-            cols.size <= SMALL_WIDTH or (cols.size <= CACHED_WIDTH
-                                         and N * cols.size * X.itemsize <= CACHED_BYTES))):
-        Xw = compact_features(Xw if owned else X, cols, transposed)
-        transposed = True
-    elif owned:
-        Xw = compact_columns_inplace(Xw, cols)
-    else:
-        Xw = compact_columns(X, cols)
-    return Xw, transposed, True, np.arange(cols.size), 0.0

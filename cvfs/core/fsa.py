@@ -3,16 +3,18 @@
 ``beta = 0``; for e = 1..N_iter: one gradient step on the mean loss + prior, then keep the M_e
 feature groups of largest norm (eq. 3 schedule) and drop the others from the data. The
 intercept is never selected. Three layers (stumpy style): :func:`fsa_fit` (light checks and
-orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels` and
-:mod:`cvfs.core._pl_kernels`, and their NumPy twins in ``tests/naive.py``.
+orchestration, this module), the numba kernels in :mod:`cvfs.core._kernels` (row passes,
+gradient, update), :mod:`cvfs.core._stats_kernels` (statistics pass),
+:mod:`cvfs.core._compact_kernels` (compaction) and :mod:`cvfs.core._pl_kernels`, and their NumPy
+twins in ``tests/naive.py``.
 
 - Working set: the centred basis of the kept columns (linear columns also scaled to unit
   variance). Every iteration is one fused pass over the kept columns (ranking: two); the kept
   columns are compacted when the kept count halves or the zero-weight reads since the last
   compaction have cost as much as a copy (ski rental). Small working sets
-  (``_kernels.SMALL_WIDTH``, ``CACHED_WIDTH``/``CACHED_BYTES``) and piecewise-linear features
-  after the first drop are stored feature-major. The first iteration's gradient comes from the
-  statistics pass. ``history["width"]`` records the columns each iteration read.
+  (``_compact_kernels.SMALL_WIDTH``, ``CACHED_WIDTH``/``CACHED_BYTES``) and piecewise-linear
+  features after the first drop are stored feature-major. The first iteration's gradient comes
+  from the statistics pass. ``history["width"]`` records the columns each iteration read.
 - Step size (``learning_rate=None``): eta_e = 1 / (c_loss * lam_e / kappa + L_prior), lam_e the
   largest eigenvalue of the kept columns' centred Gram matrix by a power iteration fused into
   the gradient pass; kappa is the loss's ``annealing_boost`` while features are still removed,

@@ -64,7 +64,7 @@ class _ColumnStats:
         (M,). With sample weights ``sw`` (the block's rows) every statistic is weighted: ``n``
         is the sum of the weights and min/max are over the rows of positive weight. Returns
         False if a value is NaN or infinite."""
-        from cvfs.core._kernels import column_stats
+        from cvfs.core._stats_kernels import column_stats
 
         if block.shape[0] == 0:
             return True

@@ -38,12 +38,11 @@ from cvfs.vision.haar import (
 from cvfs.vision.hog import (
     N_HOG,
     WINDOW,
-    HogColumns,
     HogLevel,
     hog_level,
     hog_names,
-    hog_windows,
 )
+from cvfs.vision.hog_assembly import HogColumns, hog_windows
 from cvfs.vision.hog_direct import hog_direct
 from cvfs.vision.pyramid import (
     PyramidLevel,

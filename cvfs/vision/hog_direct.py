@@ -38,11 +38,13 @@ from cvfs.vision.hog import (
     N_HOG_PER_CHANNEL,
     N_ORIENT,
     WINDOW,
+    _orient_bin,
+)
+from cvfs.vision.hog_assembly import (
     _check_border,
     _check_columns,
     _check_top_left,
     _normalize_block,
-    _orient_bin,
     _sum_squares,
     l2hys,
 )

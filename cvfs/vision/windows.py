@@ -46,12 +46,10 @@ from cvfs.vision.haar import (
 from cvfs.vision.hog import (
     N_HOG,
     WINDOW,
-    HogColumns,
-    _check_border,
-    _check_columns,
     _hog_level,
     hog_names,
 )
+from cvfs.vision.hog_assembly import HogColumns, _check_border, _check_columns
 from cvfs.vision.pyramid import PyramidLevel
 
 __all__ = [

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from cvfs.core import _compact_kernels as CK
 from cvfs.core import _kernels as K
 from cvfs.core import _loss_kernels as LK
 from cvfs.core import _pl_kernels as PL
@@ -73,12 +74,12 @@ def test_compactions_match_fancy_indexing(dtype):
     X = rng.normal(size=(37, 23)).astype(dtype)
     cols = np.array([0, 3, 4, 9, 22])
     ref = X[:, cols].copy()
-    np.testing.assert_array_equal(K.compact_columns(X, cols), ref)
-    np.testing.assert_array_equal(K.compact_features(X, cols, False), ref.T)
-    np.testing.assert_array_equal(K.compact_features(np.ascontiguousarray(X.T), cols, True),
+    np.testing.assert_array_equal(CK.compact_columns(X, cols), ref)
+    np.testing.assert_array_equal(CK.compact_features(X, cols, False), ref.T)
+    np.testing.assert_array_equal(CK.compact_features(np.ascontiguousarray(X.T), cols, True),
                                   ref.T)
     buf = X.copy()
-    out = K.compact_columns_inplace(buf, cols)
+    out = CK.compact_columns_inplace(buf, cols)
     np.testing.assert_array_equal(out, ref)
     assert out.flags.c_contiguous and np.shares_memory(out, buf)
 
@@ -296,7 +297,7 @@ def test_feature_major_pass_matches_row_pass_for_every_remainder(m):
     cols = np.sort(rng.choice(12, m, replace=False))
     beta = rng.normal(0, 0.2, (m, 1))
     v = rng.normal(size=(m, 1))
-    XT = K.compact_features(X, cols, False)
+    XT = CK.compact_features(X, cols, False)
     for loss in (get_loss("squared"), get_loss("lorenz")):
         for track in (True, False):
             none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
@@ -392,10 +393,10 @@ def test_first_compaction_into_a_large_new_matrix_waits_for_its_page_faults():
     X, y, true = make_ar1_classification(n, m, k_true=10, random_state=3)
     res = fsa_fit(X, np.where(y > 0, 1.0, -1.0), 10, loss="logistic")
     kept, width = res.history["n_kept"], res.history["width"]
-    assert n * kept[0] * X.itemsize > K.FRESH_BYTES  # the rule applies from iteration 0 on
+    assert n * kept[0] * X.itemsize > CK.FRESH_BYTES  # the rule applies from iteration 0 on
     waste, e = 0.0, 0
-    while n * kept[e] * X.itemsize > K.FRESH_BYTES and (
-            waste + m - kept[e] < m + (1 + K.FRESH_COST) * kept[e]):
+    while n * kept[e] * X.itemsize > CK.FRESH_BYTES and (
+            waste + m - kept[e] < m + (1 + CK.FRESH_COST) * kept[e]):
         e += 1
         waste += m - kept[e - 1]
     assert e >= 2  # the old rule (compact once halved) compacted after iteration 0

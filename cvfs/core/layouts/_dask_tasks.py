@@ -20,6 +20,7 @@ import uuid
 import numpy as np
 
 from cvfs._jit import njit
+from cvfs.core import _compact_kernels as CK
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core.layouts.dense import _raise_not_finite
@@ -143,7 +144,7 @@ def _chunk_take(x, yp, args):
     if bins > 0:
         return PL.compact_bins(x, cols, _writable(fp), bins)
     out = np.empty((x.shape[0], cols.size), dtype=x.dtype)
-    K.take_columns(x, cols, out)
+    CK.take_columns(x, cols, out)
     return out
 
 
@@ -152,7 +153,7 @@ def _bundle(x, yp, args):
     cols = _writable(args)
     x = _writable(x)
     out = np.empty((x.shape[0], cols.size), dtype=x.dtype)
-    K.take_columns(x, cols, out)
+    CK.take_columns(x, cols, out)
     return out, yp
 
 
@@ -206,12 +207,12 @@ def _spill(x, yp, args):
     and pairs); the chunk stays on this worker."""
     mem, disk, tag = args
     x = _writable(x)
-    kept = K.compact_features(x, _writable(mem), False)
+    kept = CK.compact_features(x, _writable(mem), False)
     folder = _scratch_dir(tag)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, uuid.uuid4().hex + ".f")
     out = _thread_buffer("spill", (disk.size, x.shape[0]), x.dtype)
-    K.take_columns(x, _writable(disk), out.T)  # (written in place: no fresh pages per chunk)
+    CK.take_columns(x, _writable(disk), out.T)  # (written in place: no fresh pages per chunk)
     out.tofile(path)
     with _spill_lock:
         _spill_files[path] = _Spilled(kept, path, mem.size + np.arange(disk.size))

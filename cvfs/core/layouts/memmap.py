@@ -11,6 +11,7 @@ import logging
 
 import numpy as np
 
+from cvfs.core import _compact_kernels as CK
 from cvfs.core import _kernels as K
 from cvfs.core import _pl_kernels as PL
 from cvfs.core.layouts.base import Passes
@@ -129,6 +130,6 @@ class RowBlocks(Passes):
             if transposed:
                 PL.take_bins(block, cols, fp, bins, Xw, r0)
             else:
-                K.take_columns(block, cols, Xw[r0:r1])
+                CK.take_columns(block, cols, Xw[r0:r1])
         log.debug("FSA: %d kept columns loaded into memory", cols.size)
         return Xw, transposed
