@@ -12,8 +12,8 @@ from cvfs.core._pl_kernels import compact_bins
 # kept linear columns are stored feature-major (axpy/dot sweeps, four columns at a time, instead
 # of the row kernels per row block) when there are at most SMALL_WIDTH of them, or at most
 # CACHED_WIDTH whose matrix fits in CACHED_BYTES (cache-resident: the sweeps are compute-bound
-# and win; streamed from memory the row kernels win beyond ~40 columns). Measured on this
-# machine, row_pass time / row_pass_t time (logistic, tracked / not): N = 1000 float64: 1.9 / 1.8
+# and win; streamed from memory the row kernels win beyond ~40 columns). Measured as
+# row_pass time / row_pass_t time (logistic, tracked / not): N = 1000 float64: 1.9 / 1.8
 # at 10 columns, 1.5 / 1.5 at 20, 1.3 / 1.15 at 64, 1.2 / 1.1 at 128, 1.0 / 0.9 at 256;
 # N = 3000 float64: 1.3 / 1.1 at 128, 1.1 / 1.0 at 160; N = 1e5 float32: 2.2 / 1.8 at 10,
 # 1.2 / 1.1 at 32, 1.1 / 0.95 at 40, 0.9 / 0.85 at 48, 0.6 at 100
