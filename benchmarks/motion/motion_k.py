@@ -127,7 +127,7 @@ def affinity_eigenvalues(points, n_eig=10):
 def sequence_cache(points, ks=K_RANGE):
     """What the K rules need of one sequence: ``lab{K}`` (the labellings
     :func:`~cvfs.motion.kselect.k_residuals` fits) and the affinity spectra."""
-    pts = normalise_points(points)
+    pts = normalise_points(points, per_axis=True)
     out = {f"lab{k}": lab.astype(np.int8) for k, lab in k_labellings(pts, ks).items()}
     out.update(affinity_eigenvalues(pts))
     return out
@@ -204,7 +204,7 @@ def k_statistics(points, cached, ks=K_RANGE, *, extra=False, min_fraction=False)
     lowest robust cost on the grid and the planar residual ``q`` of the lowest-``r`` labelling
     among the labellings whose every cluster holds at least phi P trajectories (None when no
     labelling of K does)."""
-    pts = normalise_points(points)
+    pts = normalise_points(points, per_axis=True)
     Y = velocity_matrix(pts).T
     P = Y.shape[0]
     sigma2 = noise_variance(Y)
@@ -534,7 +534,7 @@ def synthetic_rows(seeds, lam, mu):
             labels = segment(pts, k)
             errs.append(misclassification(labels, truth))
             pools.append(pool_errors(pts, truth, k))
-            npts = normalise_points(pts)
+            npts = normalise_points(pts, per_axis=True)
             labs = k_labellings(npts, range(2, k + 2))
             res, planar = k_residuals(npts, range(2, k + 2), return_planar=True, labellings=labs)
             costs = k_capped_costs(npts, labellings=labs, cap=CAPPED_CAP,

@@ -49,12 +49,17 @@ log = logging.getLogger(__name__)
 _MODEL_NAME = "motion_ranker.h5"
 
 
-def normalise_points(points):
+def normalise_points(points, *, per_axis=False):
     """Centre trajectories on their bounding box and scale it into [-1, 1] (isotropic).
 
     Parameters
     ----------
     points : ndarray of shape (P, F, 2)
+    per_axis : bool, default False
+        Scale x and y separately, each into [-1, 1]: the result is then the same for any
+        change of units ``(a x + b, c y + d)``, ``a, c > 0`` (pixels, or coordinates divided by
+        the half image width and height as Hopkins155's normalised points are). An axis without
+        spread takes the other axis' scale.
 
     Returns
     -------
@@ -68,10 +73,14 @@ def normalise_points(points):
     lo = points.reshape(-1, 2).min(axis=0)
     hi = points.reshape(-1, 2).max(axis=0)
     # halves first: (hi - lo) and (hi + lo) of finite coordinates near 1e308 would overflow
-    half = float(np.max(hi / 2.0 - lo / 2.0))
-    if not half > 1e-12 * float(np.max(np.maximum(np.abs(lo), np.abs(hi)))):
+    halves = hi / 2.0 - lo / 2.0
+    mag = np.maximum(np.abs(lo), np.abs(hi))
+    half = float(np.max(halves))
+    if not half > 1e-12 * float(np.max(mag)):
         raise ValueError("points: every trajectory stays at one position (no spread to "
                          "segment)")
+    if per_axis:
+        half = np.where(halves > 1e-12 * mag, halves, half)
     return (points - (lo / 2.0 + hi / 2.0)) / half
 
 
@@ -256,7 +265,10 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         (:func:`cvfs.motion.kselect.k_capped_costs`: capped residuals in units of the noise
         level, each cluster 2-, 3- or 4-D) over seeded K-subspaces and spectral labellings of
         K, ``q_K`` the planar residual of the lowest-residual labelling; then the ranker picks
-        the labelling of that K as with K given. The K chosen is ``labels.max() + 1``. With
+        the labelling of that K as with K given. The K chosen is ``labels.max() + 1``. K is
+        chosen on the tracks with x and y each scaled into [-1, 1] (:func:`normalise_points`
+        with ``per_axis``, close to Hopkins155's points, which the rule was fitted on), so it
+        is the same in pixels or any other units of x and y. With
         ``visible``, K is chosen on the trajectories observed in every frame when there are at
         least ``MIN_COMPLETE_FOR_K`` of them, otherwise on all of them completed at rank 12.
     visible : array_like of shape (P, F), bool, optional
@@ -385,7 +397,9 @@ def _choose_k(points, candidates_k, tau):
     if not ks:
         raise ValueError(f"points: {n_pts} trajectories are too few for any K in "
                          f"{tuple(candidates_k)} (4 per motion needed)")
-    pts = normalise_points(arr)
+    # per axis: the rule was fitted on Hopkins155's points, each axis already mapped to [-1, 1]
+    # by the image size; this makes K the same for pixels or any other units of x and y
+    pts = normalise_points(arr, per_axis=True)
     labellings = k_labellings(pts, ks)
     residuals, planar = k_residuals(pts, ks, return_planar=True, labellings=labellings)
     tried = {kk: float(residuals[kk]) for kk in ks}

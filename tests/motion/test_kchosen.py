@@ -45,3 +45,17 @@ def test_k_chosen_on_three_small_synthetic_motions():
 def test_k_chosen_matches_k_given_at_that_k():
     pts, _ = make_rigid_motions(2, 80, 20, random_state=1)
     np.testing.assert_array_equal(segment(pts), segment(pts, 2))
+
+
+def test_k_chosen_same_in_any_units(real_data):
+    # Hopkins155's points are the pixels with each axis divided by half the image size: the K
+    # rule sees the same tracks in pixels, normalised points or any other units
+    s = h155.load_hopkins155(names=["cars1"])[0]
+    ks = [segment(p).max() + 1 for p in (s.points, s.pixels, s.pixels * 3.7)]
+    assert ks == [2, 2, 2]
+
+
+def test_k_chosen_same_in_any_units_synthetic():
+    pts, _ = make_rigid_motions(2, 80, 20, random_state=0)
+    units = [pts, pts * [320.0, 240.0] + [320.0, 240.0], pts * [0.01, 0.03] - 5.0]
+    assert [segment(p).max() + 1 for p in units] == [2, 2, 2]

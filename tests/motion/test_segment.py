@@ -105,6 +105,21 @@ def test_normalise_points():
     np.testing.assert_allclose(out[0, 0], [-1.0, -0.4])
 
 
+def test_normalise_points_per_axis():
+    pts = np.random.default_rng(0).uniform(-3.0, 7.0, (6, 4, 2))
+    out = normalise_points(pts, per_axis=True)
+    np.testing.assert_allclose(out.reshape(-1, 2).min(axis=0), [-1.0, -1.0])
+    np.testing.assert_allclose(out.reshape(-1, 2).max(axis=0), [1.0, 1.0])
+    # the same for any units of x and y
+    np.testing.assert_allclose(normalise_points(pts * [320.0, 0.5] + [9.0, -2.0], per_axis=True),
+                               out, atol=1e-12)
+    # an axis without spread takes the other axis' scale
+    flat = pts.copy()
+    flat[..., 1] = 2.0
+    np.testing.assert_array_equal(normalise_points(flat, per_axis=True),
+                                  normalise_points(flat))
+
+
 # ---- the shipped model on real data -----------------------------------------------------------
 
 
