@@ -35,7 +35,7 @@ layouts) is in ``docs/methods.md``, section "FSA solver"; ``benchmarks/fsa/synth
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -51,8 +51,8 @@ from cvfs.core.priors import Shrinkage, get_prior
 from cvfs.core.responses import get_response
 from cvfs.core.schedules import annealing_schedule, check_schedule
 
-__all__ = ["FSAResult", "FitSpec", "RowBlocks", "check_sample_weight", "fit", "fsa_fit",
-           "fsa_fit_sparse", "is_out_of_core", "pair_degree", "power_rows"]
+__all__ = ["FSAResult", "FitSpec", "RowBlocks", "check_sample_weight", "fit", "fit_spec",
+           "fsa_fit", "fsa_fit_sparse", "is_out_of_core", "pair_degree", "power_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +183,11 @@ def ranking_arrays(pairs, is_rank, sw=None):
     return pi, pj, pr, pw
 
 
-def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
-            schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
-            pairs=None, sample_weight=None, max_memory=None, block_bytes=_BLOCK_BYTES,
-            worker_memory=None, random_state=None, record_path=False, verbose=False):
+def fsa_fit(X, y, k, spec=None, **settings):
     """Fit FSA: minimise mean loss + prior subject to at most ``k`` selected feature groups.
+
+    The settings come as one :class:`FitSpec` (``spec``), as keyword arguments (the fields of
+    :class:`FitSpec`, documented below), or both: keywords replace the fields of ``spec``.
 
     Parameters
     ----------
@@ -199,6 +199,8 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
         Targets: real for the squared loss, +-1 for margin losses, ignored for ranking.
     k : int
         Number of feature groups to keep (capped at M).
+    spec : FitSpec, optional
+        The settings below in one object (default: ``FitSpec()``).
     loss : str or loss object, default="logistic"
         See :mod:`cvfs.core.losses`.
     bins : int or None, default=None
@@ -253,15 +255,10 @@ def fsa_fit(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=3
     Barbu, She, Ding, Gramajo, "Feature Selection with Annealing for Computer Vision and Big
     Data Learning", TPAMI 2017: Algorithm 1, eq. (3) schedule, eqs. (4)-(9) losses, eq. (13).
     """
-    spec = FitSpec(**{name: value for name, value in locals().items()
-                      if name not in ("X", "y", "k")})
-    return fit(X, y, k, spec)
+    return fit(X, y, k, fit_spec(spec, settings))
 
 
-def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=500, mu=300.0,
-                   schedule=None, learning_rate=None, annealing_boost=None, fit_intercept=True,
-                   pairs=None, sample_weight=None, max_memory=None, block_bytes=_BLOCK_BYTES,
-                   random_state=None, record_path=False, verbose=False):
+def fsa_fit_sparse(X, y, k, spec=None, **settings):
     """:func:`fsa_fit` for a scipy.sparse X (CSR or CSC; other formats are converted to CSR),
     on the sparse layout (:mod:`cvfs.core.layouts.sparse`) whatever the registry holds. Same
     parameters and result; the fit equals the dense one up to rounding.
@@ -276,14 +273,13 @@ def fsa_fit_sparse(X, y, k, *, loss="logistic", bins=None, prior=None, n_iter=50
     ValueError
         If X has no row or column, holds NaN or infinity, or the weights are invalid.
     """
-    spec = FitSpec(**{name: value for name, value in locals().items()
-                      if name not in ("X", "y", "k")})
-    return fit(X, y, k, spec, SparseLayout)
+    return fit(X, y, k, fit_spec(spec, settings), SparseLayout)
 
 
 @dataclass(frozen=True)
 class FitSpec:
-    """The keyword arguments of :func:`fsa_fit` (same names and defaults)."""
+    """The settings of an FSA fit: the keyword arguments of :func:`fsa_fit`, same names,
+    defaults and meaning (its docstring documents each)."""
 
     loss: object = "logistic"
     bins: object = None
@@ -307,6 +303,27 @@ class FitSpec:
     def lr_fixed(self):
         """The fixed step, 0 for the automatic one."""
         return float(self.learning_rate) if self.learning_rate is not None else 0.0
+
+
+def fit_spec(spec=None, settings=None):
+    """``spec`` (default: ``FitSpec()``) with the fields named in ``settings`` replaced.
+
+    Raises
+    ------
+    TypeError
+        If ``spec`` is not a :class:`FitSpec` or a setting is not one of its fields.
+    """
+    if spec is None:
+        spec = FitSpec()
+    elif not isinstance(spec, FitSpec):
+        raise TypeError(f"spec must be a FitSpec, got {type(spec).__name__}")
+    if not settings:
+        return spec
+    unknown = sorted(set(settings) - {f.name for f in fields(FitSpec)})
+    if unknown:
+        raise TypeError(f"unknown FSA setting(s) {unknown}; the settings are the fields of "
+                        f"FitSpec: {[f.name for f in fields(FitSpec)]}")
+    return replace(spec, **settings)
 
 
 def fit(X, y, k, spec, layout=None):

@@ -709,3 +709,27 @@ def test_user_prior_is_one_class_that_reaches_the_kernels():
     duck = type("Duck", (), {"shrinkage": 0.1, "smoothness": 0.2})()
     prior = get_prior(duck)
     assert isinstance(prior, SecondOrder) and (prior.shrinkage, prior.smoothness) == (0.1, 0.2)
+
+
+def test_fit_spec_as_argument_equals_keywords():
+    """A FitSpec passed to fsa_fit gives the fit of the same keywords; keywords replace its
+    fields; an unknown setting or a spec of another type is refused, naming it."""
+    from cvfs.core.fsa import FitSpec, fsa_fit_sparse
+
+    X, y, _ = make_ar1_classification(120, 30, k_true=3, random_state=2)
+    y = np.where(y > 0, 1.0, -1.0)
+    spec = FitSpec(loss="lorenz", bins=3, n_iter=40)
+    a = fsa_fit(X, y, 3, spec)
+    b = fsa_fit(X, y, 3, loss="lorenz", bins=3, n_iter=40)
+    np.testing.assert_array_equal(a.support, b.support)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    c = fsa_fit(X, y, 3, spec, n_iter=20)
+    assert len(c.history["n_kept"]) == 20 and spec.n_iter == 40
+    import scipy.sparse as sp
+
+    d = fsa_fit_sparse(sp.csr_matrix(X), y, 3, spec)
+    np.testing.assert_array_equal(d.support, a.support)
+    with pytest.raises(TypeError, match=r"unknown FSA setting\(s\) \['n_iters'\]"):
+        fsa_fit(X, y, 3, n_iters=10)
+    with pytest.raises(TypeError, match="spec must be a FitSpec, got dict"):
+        fsa_fit(X, y, 3, {"n_iter": 10})
