@@ -27,7 +27,7 @@ from cvfs.astro.localise import (
     localise_and_denoise,
 )
 from cvfs.astro.psf import delta_e, render_psf
-from cvfs.astro.simulate import CATALOGUE_DTYPE, make_scene
+from cvfs.astro.simulate import CATALOGUE_DTYPE, inject_stars, make_scene
 
 __all__ = [
     "Background",
@@ -45,6 +45,7 @@ __all__ = [
     "detection_scores",
     "estimate_background_noise",
     "group_iou",
+    "inject_stars",
     "leaves",
     "localise",
     "localise_and_denoise",

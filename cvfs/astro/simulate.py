@@ -1,11 +1,12 @@
-"""Synthetic star fields: point sources with the integrated Gaussian PSF (eq. 66) plus noise."""
+"""Synthetic star fields: point sources with the integrated Gaussian PSF (eq. 66) plus noise, and
+artificial stars added to a real frame."""
 
 import numpy as np
 
 from cvfs.astro.psf import render_psf
 from cvfs.base import check_random_state
 
-__all__ = ["CATALOGUE_DTYPE", "make_scene"]
+__all__ = ["CATALOGUE_DTYPE", "inject_stars", "make_scene"]
 
 #: fields of a source catalogue (x = column, y = row, pixel centres at integer coordinates)
 CATALOGUE_DTYPE = np.dtype([("x", "f8"), ("y", "f8"), ("sigma", "f8"), ("flux", "f8")])
@@ -69,3 +70,69 @@ def make_scene(shape=(28, 28), n_sources=(4, 8), psf_sigma=(1.0, 2.0), snr=(5.0,
     clean = render_psf(shape, pos[:, 0], pos[:, 1], sig, flux, background)
     image = clean + noise_sigma * rng.standard_normal(shape)
     return image, clean, truth
+
+
+def inject_stars(image, x, y, flux, sigma, *, gain=None, random_state=None):
+    """Add artificial point sources with a Gaussian PSF to a frame (artificial-star tests).
+
+    As DAOPHOT's ADDSTAR: the frame keeps its own sky and noise, and each star is the
+    pixel-integrated Gaussian PSF (:func:`cvfs.astro.psf.render_psf`) scaled to its flux, with the
+    star's own photon noise when ``gain`` is given.
+
+    Parameters
+    ----------
+    image : array-like of shape (height, width)
+        The frame; NaN pixels stay NaN.
+    x, y : array-like of shape (n,)
+        Star columns and rows (pixel centres at integer coordinates from 0).
+    flux : float or array-like of shape (n,)
+        Total counts of each star, in the frame's units.
+    sigma : float or array-like of shape (n,)
+        PSF width (pixels), e.g. the frame's PSF measured on its bright isolated stars.
+    gain : float, optional
+        Electrons per frame unit: the added counts get Poisson noise (``poisson(gain * model) /
+        gain``); None adds the noise-free model.
+    random_state : None, int or numpy.random.Generator
+        Seeds the Poisson noise (unused without ``gain``).
+
+    Returns
+    -------
+    out : ndarray of float64, shaped like ``image``
+        The frame with the stars added.
+    truth : structured ndarray of dtype :data:`CATALOGUE_DTYPE`
+        x, y, sigma and flux of the added stars.
+
+    Raises
+    ------
+    ValueError
+        ``image`` is not 2-D, the star arrays differ in length, a flux is negative or not finite,
+        a width is not positive, or ``gain`` is not positive.
+    """
+    img = np.asarray(image, dtype=np.float64)
+    if img.ndim != 2:
+        raise ValueError(f"inject_stars: image must be 2-D, got shape {img.shape}")
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    y = np.atleast_1d(np.asarray(y, dtype=np.float64))
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"inject_stars: x and y must be 1-D of one length, got {x.shape} and "
+                         f"{y.shape}")
+    n = len(x)
+    flux = np.broadcast_to(np.asarray(flux, dtype=np.float64), (n,)).copy()
+    sigma = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (n,)).copy()
+    if not (np.all(np.isfinite(flux)) and np.all(flux >= 0)):
+        raise ValueError("inject_stars: fluxes must be finite and >= 0")
+    if not (np.all(np.isfinite(sigma)) and np.all(sigma > 0)):
+        raise ValueError("inject_stars: sigma must be finite and > 0")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("inject_stars: positions must be finite")
+    truth = np.zeros(n, CATALOGUE_DTYPE)
+    truth["x"], truth["y"], truth["sigma"], truth["flux"] = x, y, sigma, flux
+    if n == 0:
+        return img.copy(), truth
+    model = render_psf(img.shape, x, y, sigma, flux)
+    if gain is not None:
+        if not (np.isfinite(gain) and gain > 0):
+            raise ValueError(f"inject_stars: gain must be finite and > 0, got {gain}")
+        rng = check_random_state(random_state)
+        model = rng.poisson(gain * model) / gain
+    return img + model, truth
