@@ -7,9 +7,9 @@ median differ by more than 0.3 clipped standard deviations, i.e. a crowded box) 
 is the clipped standard deviation (Bertin & Arnouts 1996, Sec. 3.1) less the variance of the sky's
 slope across the box. Boxes with too few unmasked pixels take the values of the nearest valid box;
 a median filter over the mesh (around its fitted plane, so that a sky gradient is kept) removes
-boxes biased by bright objects; a cubic spline through the box centres (not-a-knot, one axis after the
-other: the tensor-product spline) gives the value at every pixel; the noise map is clipped to the
-range of the box values (no overshoot to near-zero noise at the edges).
+boxes biased by bright objects; a cubic spline through the box centres (not-a-knot, one axis
+after the other: the tensor-product spline) gives the value at every pixel; the noise map is
+clipped to the range of the box values (no overshoot to near-zero noise at the edges).
 :func:`estimate_background_noise` gives one global level and noise sigma (wavelet MAD).
 """
 

@@ -16,6 +16,11 @@ from cvfs.astro.background import _clipped_stats
 __all__ = ["detection_image", "moments", "segment"]
 
 
+#: smoothing width, in filter widths, removed before the correlated noise is measured: slow sky
+#: structure the background mesh leaves (box-sized) does not count as noise
+_HIGHPASS = 4.0
+
+
 def _gaussian_taps(sigma, truncate=3.0):
     """The sampled, normalised 1-D Gaussian of :func:`scipy.ndimage.gaussian_filter`."""
     r = int(truncate * sigma + 0.5)
@@ -40,11 +45,6 @@ def _highpass_white_std(taps, sigma):
     delta[pad - r:pad + r + 1, pad - r:pad + r + 1] = kern
     hp = delta - ndimage.gaussian_filter(delta, _HIGHPASS * sigma, mode="constant", truncate=3.0)
     return float(np.sqrt(np.sum(hp**2)))
-
-
-#: smoothing width, in filter widths, removed before the correlated noise is measured: slow sky
-#: structure the background mesh leaves (box-sized) does not count as noise
-_HIGHPASS = 4.0
 
 
 def detection_image(sub, rms, mask, sigma, white=False):
