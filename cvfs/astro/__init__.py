@@ -27,7 +27,7 @@ from cvfs.astro.localise import (
     localise_and_denoise,
 )
 from cvfs.astro.psf import delta_e, render_psf
-from cvfs.astro.simulate import CATALOGUE_DTYPE, inject_stars, make_scene
+from cvfs.astro.simulate import CATALOGUE_DTYPE, inject_stars, make_field, make_scene
 
 __all__ = [
     "Background",
@@ -49,6 +49,7 @@ __all__ = [
     "leaves",
     "localise",
     "localise_and_denoise",
+    "make_field",
     "make_scene",
     "match_levels",
     "match_sources",

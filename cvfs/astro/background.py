@@ -4,11 +4,12 @@ The image is cut into boxes of ``box`` x ``box`` pixels (the last row and column
 smaller). In each box the unmasked pixels are sigma-clipped around their median until no pixel
 moves; the box background is the mode estimate 2.5 median - 1.5 mean (the median when mean and
 median differ by more than 0.3 clipped standard deviations, i.e. a crowded box) and the box noise
-is the clipped standard deviation (Bertin & Arnouts 1996, Sec. 3.1). Boxes with too few unmasked
-pixels take the values of the nearest valid box; a median filter over the mesh removes boxes
-biased by bright objects; a cubic spline through the box centres (not-a-knot, one axis after the
-other: the tensor-product spline) gives the value at every pixel; the noise map is clipped to the
-range of the box values (no overshoot to near-zero noise at the edges).
+is the clipped standard deviation (Bertin & Arnouts 1996, Sec. 3.1) less the variance of the sky's
+slope across the box. Boxes with too few unmasked pixels take the values of the nearest valid box;
+a median filter over the mesh (around its fitted plane, so that a sky gradient is kept) removes
+boxes biased by bright objects; a cubic spline through the box centres (not-a-knot, one axis
+after the other: the tensor-product spline) gives the value at every pixel; the noise map is
+clipped to the range of the box values (no overshoot to near-zero noise at the edges).
 :func:`estimate_background_noise` gives one global level and noise sigma (wavelet MAD).
 """
 
@@ -138,6 +139,23 @@ def _clipped_stats(boxes, nsigma, max_iter):
     return med, mean, std, n_prev
 
 
+def _box_centres(box, m, n):
+    """Pixel coordinates of the centres of ``m`` boxes along an axis of ``n`` pixels."""
+    # a partial last box is centred on its own pixels
+    return np.minimum(box * np.arange(m) + (box - 1) / 2.0, (box * np.arange(m) + n - 1) / 2.0)
+
+
+def _median_filter_detrended(mesh, size, yc, xc):
+    """Median filter of a mesh (box centres ``yc``, ``xc``) around its least-squares plane: boxes
+    biased by bright objects are replaced, and a linear sky gradient passes unchanged (a median
+    filter of the mesh itself pulls the edge boxes of a gradient by one box step)."""
+    rr, cc = np.meshgrid(yc, xc, indexing="ij")
+    design = np.column_stack([np.ones(mesh.size), rr.ravel(), cc.ravel()])
+    coef = np.linalg.lstsq(design, mesh.ravel(), rcond=None)[0]
+    plane = (design @ coef).reshape(mesh.shape)
+    return plane + median_filter(mesh - plane, size=size, mode="nearest")
+
+
 def _spline_to_pixels(mesh, box, shape):
     """Cubic (or lower-order, for short axes) interpolating spline from box centres to pixels."""
     out = mesh
@@ -146,9 +164,7 @@ def _spline_to_pixels(mesh, box, shape):
         if m == 1:
             out = np.repeat(out, n, axis=axis)
             continue
-        centres = np.minimum(box * np.arange(m) + (box - 1) / 2.0,
-                             # a partial last box is centred on its own pixels
-                             (box * np.arange(m) + n - 1) / 2.0)
+        centres = _box_centres(box, m, n)
         spline = make_interp_spline(centres, out, k=min(3, m - 1), axis=axis)
         out = spline(np.arange(n, dtype=np.float64))
     return out
@@ -219,11 +235,20 @@ def estimate_background(image, *, mask=None, box=None, filter_size=3, nsigma=3.0
         idx = distance_transform_edt(~valid, return_distances=False, return_indices=True)
         back, rms = back[tuple(idx)], rms[tuple(idx)]
     if filter_size > 1 and (ny > 1 or nx > 1):
-        back = median_filter(back, size=filter_size, mode="nearest")
+        back = _median_filter_detrended(back, filter_size, _box_centres(box, ny, h),
+                                        _box_centres(box, nx, w))
         rms = median_filter(rms, size=filter_size, mode="nearest")
     if min(ny, nx) < 3:
         # two boxes along an axis cannot tell a gradient from a crowded box: a flat sky
         back = np.full_like(back, np.median(back))
+    else:
+        # a box's clipped std holds the sky's slope across the box (a ramp of width
+        # b * slope has variance (b * slope)^2 / 12) besides the noise: removed
+        gy, gx = np.gradient(back, _box_centres(box, ny, h), _box_centres(box, nx, w))
+        hy = np.minimum(box, h - box * np.arange(ny))[:, None]
+        wx = np.minimum(box, w - box * np.arange(nx))[None, :]
+        ramp = ((hy * gy) ** 2 + (wx * gx) ** 2) / 12.0
+        rms = np.sqrt(np.maximum(rms * rms - ramp, 0.25 * rms * rms))
     back_map = _spline_to_pixels(back, box, (h, w))
     rms_map = np.clip(_spline_to_pixels(rms, box, (h, w)), rms.min(), rms.max())
     floor = max(float(np.median(rms)) * 1e-3, 1e-300)

@@ -1,10 +1,9 @@
 """Object detection: a matched-filter detection image, thresholding and connected components.
 
-The detection image is the background-subtracted image divided by the noise map, smoothed with a
-Gaussian of the PSF width (the matched filter of a point source) and divided by its own
-sigma-clipped standard deviation, so that it is in units of its noise even when the pixel noise is
-correlated (drizzled or resampled images). Frames too small to hold enough sky (crowded 28 x 28
-scenes) are divided by the filter's white-noise standard deviation instead. Objects are
+The detection image is the matched filter of a point source (a Gaussian of the PSF width) in
+units of the local noise: at every pixel, the SNR of a source centred there, from the noise map
+and with masked pixels left out (:func:`detection_image`). Correlated pixel noise (drizzled or
+resampled images) is measured on the filtered image at small scales and divided out. Objects are
 8-connected regions above ``thresh`` with at least ``min_area`` pixels whose peak reaches
 ``peak_snr``.
 """
@@ -17,8 +16,48 @@ from cvfs.astro.background import _clipped_stats
 __all__ = ["detection_image", "moments", "segment"]
 
 
+#: smoothing width, in filter widths, removed before the correlated noise is measured: slow sky
+#: structure the background mesh leaves (box-sized) does not count as noise
+_HIGHPASS = 4.0
+
+
+def _gaussian_taps(sigma, truncate=3.0):
+    """The sampled, normalised 1-D Gaussian of :func:`scipy.ndimage.gaussian_filter`."""
+    r = int(truncate * sigma + 0.5)
+    x = np.arange(-r, r + 1, dtype=np.float64)
+    g = np.exp(-0.5 * (x / sigma) ** 2)
+    return g / g.sum()
+
+
+def _separable(img, taps):
+    out = ndimage.correlate1d(img, taps, axis=0, mode="constant")
+    return ndimage.correlate1d(out, taps, axis=1, mode="constant")
+
+
+def _highpass_white_std(taps, sigma):
+    """Standard deviation, on white noise, of a unit-norm filter less its smoothing at
+    ``_HIGHPASS`` filter widths (the scale :func:`detection_image` measures correlations at)."""
+    kern = np.outer(taps, taps)
+    kern /= np.sqrt(np.sum(kern**2))
+    pad = int(3.0 * _HIGHPASS * sigma + 0.5) + kern.shape[0]
+    delta = np.zeros((2 * pad + 1,) * 2)
+    r = kern.shape[0] // 2
+    delta[pad - r:pad + r + 1, pad - r:pad + r + 1] = kern
+    hp = delta - ndimage.gaussian_filter(delta, _HIGHPASS * sigma, mode="constant", truncate=3.0)
+    return float(np.sqrt(np.sum(hp**2)))
+
+
 def detection_image(sub, rms, mask, sigma, white=False):
-    """Noise-normalised, matched-filter-smoothed image.
+    """Matched-filter SNR image in units of the local noise.
+
+    With weights w = 1 / rms^2 (0 on masked pixels) and the Gaussian kernel k of width
+    ``sigma``, the detection SNR is sum(k w sub) / sqrt(sum(k^2 w)) over the kernel around each
+    pixel: the SNR of a point source of that width centred there, with the local noise and
+    masked pixels accounted for (the same statistic as sep's matched filter). Unless ``white``,
+    it is divided by the ratio of its own clipped standard deviation (measured on the image less
+    its smoothing at 4 filter widths, so that sky structure does not count) to that of white
+    noise, when that ratio exceeds 1: correlated pixel noise (drizzled or resampled images)
+    would otherwise give false detections.
 
     Parameters
     ----------
@@ -27,30 +66,38 @@ def detection_image(sub, rms, mask, sigma, white=False):
     rms : ndarray of shape (height, width)
         Noise standard deviation per pixel.
     mask : ndarray of bool of shape (height, width)
-        True where pixels are ignored (they count as zero signal).
+        True where pixels are ignored.
     sigma : float
         Gaussian width of the filter (the PSF width).
     white : bool
-        Normalise by the filter's standard deviation on white noise of unit variance, not by the
-        clipped standard deviation of the filtered image (which sources inflate when they cover
-        much of the frame).
+        Take the pixel noise as uncorrelated (no correction; frames too small to measure it,
+        whose sources cover much of the frame).
 
     Returns
     -------
     ndarray of shape (height, width)
-        Detection SNR per pixel.
+        Detection SNR per pixel (0 where the kernel covers only masked pixels).
+
+    References
+    ----------
+    Bertin & Arnouts 1996, Sec. 3.2 (detection filtering); sep's matched filter
+    (Barbary 2016, JOSS 1, 58).
     """
-    snr = np.where(mask, 0.0, sub / rms)
-    det = ndimage.gaussian_filter(snr, sigma, mode="nearest", truncate=3.0)
+    taps = _gaussian_taps(sigma)
+    wt = np.where(mask, 0.0, 1.0 / (rms * rms))
+    num = _separable(np.where(mask, 0.0, sub) * wt, taps)
+    den = np.sqrt(_separable(wt, taps * taps))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        det = np.where(den > 0, num / den, 0.0)
     if white:
-        delta = np.zeros((int(6 * sigma) * 2 + 1,) * 2)
-        delta[delta.shape[0] // 2, delta.shape[1] // 2] = 1.0
-        kern = ndimage.gaussian_filter(delta, sigma, mode="constant", truncate=3.0)
-        return det / float(np.sqrt(np.sum(kern**2)))
-    vals = det[~mask]
+        return det
+    hp = det - ndimage.gaussian_filter(det, _HIGHPASS * sigma, mode="nearest", truncate=3.0)
+    vals = hp[~mask & (den > 0)]
+    if vals.size < 100:
+        return det
     _, _, std, _ = _clipped_stats(vals[None, :], 3.0, 20)
-    std = float(std[0]) if np.isfinite(std[0]) and std[0] > 0 else 1.0
-    return det / std
+    factor = float(std[0]) / _highpass_white_std(taps, sigma)
+    return det / factor if np.isfinite(factor) and factor > 1.0 else det
 
 
 def segment(det, mask, thresh, min_area, peak_snr):

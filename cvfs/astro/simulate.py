@@ -1,12 +1,16 @@
-"""Synthetic star fields: point sources with the integrated Gaussian PSF (eq. 66) plus noise, and
-artificial stars added to a real frame."""
+"""Synthetic star fields: point sources with the integrated Gaussian PSF (eq. 66) plus noise.
+
+:func:`make_scene` draws point sources on a flat sky; :func:`make_field` adds a sky gradient and
+extended elliptical blobs, the structures a detection stage must not take for sources;
+:func:`inject_stars` adds artificial stars to a real frame.
+"""
 
 import numpy as np
 
 from cvfs.astro.psf import render_psf
 from cvfs.base import check_random_state
 
-__all__ = ["CATALOGUE_DTYPE", "inject_stars", "make_scene"]
+__all__ = ["CATALOGUE_DTYPE", "inject_stars", "make_field", "make_scene"]
 
 #: fields of a source catalogue (x = column, y = row, pixel centres at integer coordinates)
 CATALOGUE_DTYPE = np.dtype([("x", "f8"), ("y", "f8"), ("sigma", "f8"), ("flux", "f8")])
@@ -14,7 +18,7 @@ CATALOGUE_DTYPE = np.dtype([("x", "f8"), ("y", "f8"), ("sigma", "f8"), ("flux", 
 
 def make_scene(shape=(28, 28), n_sources=(4, 8), psf_sigma=(1.0, 2.0), snr=(5.0, 50.0), *,
                noise_sigma=1.0, background=10.0, min_separation=2.0, border=1.0,
-               random_state=None):
+               snr_scale="linear", random_state=None):
     """A noisy image of point sources with known positions, widths and fluxes.
 
     Parameters
@@ -27,7 +31,7 @@ def make_scene(shape=(28, 28), n_sources=(4, 8), psf_sigma=(1.0, 2.0), snr=(5.0,
         PSF width or its range (uniform).
     snr : float or (float, float)
         Peak signal-to-noise ratio of each source: peak pixel value above background divided by
-        ``noise_sigma`` (drawn uniformly in the range).
+        ``noise_sigma`` (drawn in the range, uniformly in ``snr_scale``).
     noise_sigma : float
         Standard deviation of the additive Gaussian noise.
     background : float
@@ -36,6 +40,9 @@ def make_scene(shape=(28, 28), n_sources=(4, 8), psf_sigma=(1.0, 2.0), snr=(5.0,
         Minimum distance between sources (pixels), so that "within 1 px" matching is unambiguous.
     border : float
         Sources lie at least this far inside the image edges (pixel centres).
+    snr_scale : {"linear", "log"}
+        Peak SNRs uniform in the range, or uniform in its logarithm (as many faint as bright
+        sources per octave, closer to the counts of real sky).
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -45,7 +52,14 @@ def make_scene(shape=(28, 28), n_sources=(4, 8), psf_sigma=(1.0, 2.0), snr=(5.0,
     clean : ndarray of shape ``shape``
         Noise-free image (background included).
     truth : structured ndarray of dtype :data:`CATALOGUE_DTYPE`
+
+    Raises
+    ------
+    ValueError
+        If ``snr_scale`` is not "linear" or "log".
     """
+    if snr_scale not in ("linear", "log"):
+        raise ValueError(f"snr_scale must be 'linear' or 'log'; got {snr_scale!r}")
     rng = check_random_state(random_state)
     h, w = shape
     lo, hi = np.broadcast_to(np.asarray(n_sources), (2,))
@@ -59,7 +73,10 @@ def make_scene(shape=(28, 28), n_sources=(4, 8), psf_sigma=(1.0, 2.0), snr=(5.0,
     s_lo, s_hi = np.broadcast_to(np.asarray(psf_sigma, float), (2,))
     sig = rng.uniform(s_lo, s_hi, k)
     r_lo, r_hi = np.broadcast_to(np.asarray(snr, float), (2,))
-    peak_snr = rng.uniform(r_lo, r_hi, k)
+    if snr_scale == "log":
+        peak_snr = np.exp(rng.uniform(np.log(r_lo), np.log(r_hi), k))
+    else:
+        peak_snr = rng.uniform(r_lo, r_hi, k)
     # peak of a centred unit-flux integrated PSF
     from cvfs.astro.psf import delta_e
 
@@ -136,3 +153,52 @@ def inject_stars(image, x, y, flux, sigma, *, gain=None, random_state=None):
         rng = check_random_state(random_state)
         model = rng.poisson(gain * model) / gain
     return img + model, truth
+
+
+def make_field(shape=(256, 256), n_sources=110, psf_sigma=(1.0, 2.0), snr=(5.0, 50.0), *,
+               snr_scale="log", noise_sigma=1.0, background=10.0, gradient=16.0, n_blobs=2,
+               blob_sigma=(5.0, 9.0), blob_peak=(8.0, 15.0), min_separation=2.0, border=3.0,
+               random_state=None):
+    """A sky field: point sources (:func:`make_scene`) on a sky gradient with extended blobs.
+
+    Parameters
+    ----------
+    shape, n_sources, psf_sigma, snr, snr_scale, noise_sigma, background, min_separation, border
+        As in :func:`make_scene` (here the peak SNRs are log-uniform by default).
+    gradient : float
+        Rise of the sky across the frame in units of ``noise_sigma``: a plane
+        ``gradient * noise_sigma * (0.6 x / width + 0.4 y / height)``.
+    n_blobs : int
+        Extended elliptical Gaussian blobs (axis-aligned), centred at least 20 px inside the
+        frame (or in its middle when it is smaller than 40 px).
+    blob_sigma : (float, float)
+        Range of the blobs' Gaussian widths along each axis (pixels, uniform).
+    blob_peak : (float, float)
+        Range of the blobs' peak values in units of ``noise_sigma`` (uniform).
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    image : ndarray of shape ``shape``
+        Noisy image.
+    clean : ndarray of shape ``shape``
+        Noise-free image (sky and blobs included).
+    truth : structured ndarray of dtype :data:`CATALOGUE_DTYPE`
+        The point sources.
+    blobs : ndarray of shape (n_blobs, 2)
+        Blob centres (x, y).
+    """
+    rng = check_random_state(random_state)
+    image, clean, truth = make_scene(shape, n_sources, psf_sigma, snr, noise_sigma=noise_sigma,
+                                     background=background, min_separation=min_separation,
+                                     border=border, snr_scale=snr_scale, random_state=rng)
+    h, w = shape
+    yy, xx = np.mgrid[:h, :w]
+    sky = gradient * noise_sigma * (0.6 * xx / w + 0.4 * yy / h)
+    lo = np.minimum(20.0, [(w - 1) / 2.0, (h - 1) / 2.0])
+    blobs = rng.uniform(lo, [w - 1 - lo[0], h - 1 - lo[1]], (int(n_blobs), 2))
+    for bx, by in blobs:
+        sx, sy = rng.uniform(*blob_sigma, 2)
+        sky = sky + rng.uniform(*blob_peak) * noise_sigma * np.exp(
+            -0.5 * (((xx - bx) / sx) ** 2 + ((yy - by) / sy) ** 2))
+    return image + sky, clean + sky, truth, blobs

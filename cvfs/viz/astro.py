@@ -1,4 +1,4 @@
-"""Figures of the astronomy application: detections, residuals, lambda sensitivity.
+"""Figures of the astronomy application: detections, residuals, lambda sensitivity, completeness.
 
 Plot functions take ``ax=None`` (a new figure when None) and return the axes; image panels have
 axes in pixels (x = column, y = row) and a colour bar with the image's unit. :func:`source_figure`
@@ -9,8 +9,8 @@ with :func:`cvfs.viz.save_figure`). Colour limits come from the finite pixels on
 
 import numpy as np
 
-__all__ = ["denoise_figure", "plot_detections", "plot_lambda_sensitivity", "plot_residual",
-           "source_figure"]
+__all__ = ["denoise_figure", "plot_completeness", "plot_detections", "plot_lambda_sensitivity",
+           "plot_residual", "source_figure"]
 
 
 def _axes(ax):
@@ -150,6 +150,38 @@ def plot_lambda_sensitivity(factors, scores, ax=None, chosen=None, ylabel="F1 wi
     ax.set_xlabel(r"$\lambda / \sigma^2$")
     ax.set_ylabel(ylabel)
     ax.legend()
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_completeness(edges, curves, ax=None, xlabel="source flux (noise sigma = 1)",
+                      ylabel="completeness", title=None):
+    """Completeness (fraction of true sources found) against flux, one curve per method.
+
+    Parameters
+    ----------
+    edges : array-like of shape (n_bins + 1,)
+        Flux bin edges (positive, increasing); drawn on a log axis at the bins' geometric
+        centres.
+    curves : dict of str -> array-like of shape (n_bins,)
+        Completeness per bin (NaN = empty bin, not drawn) for each label.
+
+    Returns
+    -------
+    ax
+    """
+    ax = _axes(ax)
+    edges = np.asarray(edges, float)
+    centres = np.sqrt(edges[:-1] * edges[1:])
+    for label, ys in curves.items():
+        ax.plot(centres, np.asarray(ys, float), "o-", label=label)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     return ax
 

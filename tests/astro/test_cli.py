@@ -203,6 +203,7 @@ def test_viz_functions_return_axes(tmp_path, scene):
     from cvfs.viz import save_figure
     from cvfs.viz.astro import (
         denoise_figure,
+        plot_completeness,
         plot_detections,
         plot_lambda_sensitivity,
         plot_residual,
@@ -213,6 +214,9 @@ def test_viz_functions_return_axes(tmp_path, scene):
     ax = plot_lambda_sensitivity([1, 4, 16], {"a": [0.5, 0.9, 1.0], "b": [0.4, 0.8, 0.9]},
                                  chosen=16)
     assert len(ax.get_lines()) == 3 and ax.get_xscale() == "log"
+    axc = plot_completeness([10, 20, 40, 80], {"a": [0.2, 0.9, 1.0], "b": [np.nan, 0.5, 1.0]})
+    assert len(axc.get_lines()) == 2 and axc.get_xscale() == "log"
+    assert axc.get_legend() is not None and axc.get_xlabel() and axc.get_ylabel()
     ax2 = plot_detections(img, truth, truth, ax=None)
     assert len(ax2.patches) == len(truth)
     assert ax2.get_legend() is not None

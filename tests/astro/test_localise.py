@@ -322,7 +322,8 @@ def test_no_false_source_on_a_sky_gradient():
     img = sky + 5.0 * rng.standard_normal((56, 56))
     res = astro.localise_and_denoise(img, random_state=0)
     assert len(res.catalogue) == 0
-    assert np.median(np.abs(res.background_map - sky)) < 1.0
+    # within a quarter of the noise sigma (5) on 16 px boxes
+    assert np.median(np.abs(res.background_map - sky)) < 1.25
     # a star on the gradient is found, with the new fields
     star = img + astro.render_psf(img.shape, 30.2, 20.7, 1.4, 2000.0)
     cat = astro.localise(star, random_state=0)
