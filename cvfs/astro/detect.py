@@ -8,6 +8,8 @@ divided out. Objects are 8-connected regions above ``thresh`` with at least ``mi
 whose peak reaches ``peak_snr``.
 """
 
+import math
+
 import numpy as np
 from scipy import ndimage
 
@@ -72,7 +74,11 @@ def detection_image(sub, rms, mask, sigma, white=False):
         det = np.where(den > 0, num / den, 0.0)
     if white:
         return det
-    vals = det[~mask & (den > 0)]
+    valid = ~mask & (den > 0)
+    # a regular subgrid of about 2^18 pixels measures the spread to 0.3 % at a fraction of the
+    # cost on large frames
+    step = max(1, int(math.sqrt(valid.sum() / 2**18)))
+    vals = det[::step, ::step][valid[::step, ::step]]
     if vals.size < 100:
         return det
     # correlated pixel noise, or sources covering much of the frame, raise the filtered image's
