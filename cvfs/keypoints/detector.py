@@ -20,6 +20,7 @@ Learning", IEEE TPAMI 2017, section 3.3.
 
 import logging
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -579,11 +580,11 @@ def load_detector(path=None):
 
     Parameters
     ----------
-    path : str or Path, optional
-        A model file written by :meth:`KeypointDetector.save`. Default: every
-        ``keypoints_*.h5`` in :func:`cvfs.datasets.models_dir` (the shipped models), merged into
-        one detector (they must share the feature pool; a keypoint in several files comes from
-        the first file in name order).
+    path : str, Path or sequence of them, optional
+        A model file written by :meth:`KeypointDetector.save`, or several merged into one
+        detector (they must share the feature pool; a keypoint in several files comes from the
+        first file). Default: every ``keypoints_*.h5`` in :func:`cvfs.datasets.models_dir` (the
+        shipped models) in name order.
 
     Returns
     -------
@@ -592,20 +593,26 @@ def load_detector(path=None):
     Raises
     ------
     FileNotFoundError
-        If ``path`` does not exist, or no shipped model is found.
+        If a file does not exist, or no shipped model is found.
     ValueError
         If a file is not a keypoint-detector model, fails a check of :func:`cvfs.io.load_model`
         (checksums, layout) or of the detector (settings, array names, shapes, feature indices
-        inside the pool, finite values), or shipped models use different pools.
+        inside the pool, finite values), the sequence is empty, or the files use different
+        pools.
     """
-    if path is not None:
+    if isinstance(path, (str, os.PathLike)):
         return KeypointDetector.from_saved(load_model(path, kind=KIND))
-    files = sorted(Path(models_dir()).glob("keypoints_*.h5"))
-    if not files:
-        raise FileNotFoundError(
-            f"no shipped keypoint models (keypoints_*.h5) in {models_dir()}; train one with "
-            "`cvfs keypoints train` or pass a path"
-        )
+    if path is None:
+        files = sorted(Path(models_dir()).glob("keypoints_*.h5"))
+        if not files:
+            raise FileNotFoundError(
+                f"no shipped keypoint models (keypoints_*.h5) in {models_dir()}; train one with "
+                "`cvfs keypoints train` or pass a path"
+            )
+    else:
+        files = [Path(p) for p in path]
+        if not files:
+            raise ValueError("path is an empty sequence of model files")
     dets = [KeypointDetector.from_saved(load_model(f, kind=KIND)) for f in files]
     if len(dets) == 1:
         return dets[0]
@@ -614,7 +621,7 @@ def load_detector(path=None):
     for f, d in zip(files, dets, strict=True):
         if d.pool_params != first.pool_params:
             raise ValueError(f"{f} uses feature pool {d.pool_params}, {files[0]} uses "
-                             f"{first.pool_params}: shipped models must share one pool")
+                             f"{first.pool_params}: merged models must share one pool")
         for k in d.keypoints:
             if k not in clfs:
                 clfs[k] = d.classifiers[k]
