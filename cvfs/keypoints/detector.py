@@ -240,10 +240,12 @@ class KeypointDetector:
         The keypoints are detected (:meth:`detect` with ``threshold=-inf``: every window the
         soft cascades keep), their scores become calibrated probabilities and the face shape
         model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. By default
-        every keypoint is scanned everywhere. With ``top_down`` (for video frames) the eyes
-        are detected over the whole pyramid and the other keypoints only where a pair of eye
-        candidates, or a probable eye without a partner, places them
-        (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate places a face:
+        the five keypoints of :data:`cvfs.keypoints.faces.FACE_KEYPOINTS` (eyes, nose tip,
+        mouth corners) are scanned everywhere and any other keypoint of the face model (nose
+        sides, chin) only where a pair of eye candidates, or a probable eye without a partner,
+        places it (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate
+        places a face. With ``top_down`` (for video frames) only the eyes are scanned
+        everywhere and every other keypoint that way:
         about twice as fast on a 640x480 frame with a face, with the same peaks inside those
         regions, but it misses faces whose eyes are weak (on Caltech WebFaces, whose faces are
         small, it finds about a tenth fewer).
@@ -270,7 +272,7 @@ class KeypointDetector:
         max_faces : int, default=50
         top_down : bool, default=False
             Scan the keypoints other than the eyes only around eye pairs and unpaired probable
-            eyes, or everywhere when there is none (else always everywhere).
+            eyes, or everywhere when there is none (else only the keypoints beyond the five).
         refine : bool, default=True
             Move each keypoint of a found face to the sub-pixel maximum of a dense rescan of
             its neighbourhood on levels that bring the face to the detectors' training size.
@@ -343,16 +345,20 @@ class KeypointDetector:
         kw = dict(threshold=-math.inf, max_scale=max_scale, min_scale=0.0, nms_radius=None,
                   refine=True, cascade=True, n_jobs=n_jobs, merge_radius=None, pairs=None,
                   max_memory=max_memory, stride=stride, hog_blocks=hog_blocks)
+        from cvfs.keypoints.faces import FACE_KEYPOINTS
+
         names = list(face_model.shape.names)
-        if not top_down:
+        # scanned everywhere: the eyes (top-down) or the five keypoints MTFL annotates; the
+        # others only where eye hypotheses place them
+        everywhere = [k for k in names if k in (EYES if top_down else FACE_KEYPOINTS)]
+        others = [k for k in names if k not in everywhere]
+        if not others:
             return self._detect(image, names=names, **kw)
         image = as_float_rgb(image, min_size=self.pool.window)  # checked once, reused
-        eyes = [k for k in names if k in EYES]
-        others = [k for k in names if k not in EYES]
-        # the eye scan keeps every level's maps for the second scan when they fit the budget
+        # the first scan keeps every level's maps for the second scan when they fit the budget
         keep = [] if n_jobs == 1 and self._maps_fit(image, max_scale, others,
                                                      max_memory) else None
-        found, scale = self._detect(image, names=eyes, keep=keep, **kw)
+        found, scale = self._detect(image, names=everywhere, keep=keep, **kw)
         c, t = eye_pairs(found, scale, face_model)
         c1, t1 = single_eye_hypotheses(found, scale, face_model, c, t)
         c, t = np.concatenate([c, c1]), np.concatenate([t, t1])
