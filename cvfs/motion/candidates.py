@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import eigh
-from scipy.linalg.lapack import dsyevr
 from scipy.linalg.blas import dsymv
+from scipy.linalg.lapack import dsyevr
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
@@ -268,7 +268,7 @@ def _principal_directions(R, dim):
     n, D = R.shape
     dim = min(int(dim), D)
     if n > D and dim > 0:
-        w, v, m, _, info = dsyevr(R.T @ R, compute_v=1, range="I", il=D - dim + 1, iu=D)
+        _, v, m, _, info = dsyevr(R.T @ R, compute_v=1, range="I", il=D - dim + 1, iu=D)
         if info == 0 and m == dim:
             return v[:, dim - 1::-1].T
     _, _, vt = np.linalg.svd(R, full_matrices=False)
