@@ -67,6 +67,9 @@ class LocalisationSettings:
     refine : bool, default True
         Continuous refinement. False reports the grouped SBL atoms on the footprints as they are
         (the sampled-dictionary estimate of the thesis; for ablations), without extent test.
+    fast_path : bool, default True
+        Fit an object with one detection peak as one PSF (:mod:`cvfs.astro.fastfit`) and keep
+        that fit when it explains the object; False fits every object with the screened SBL.
     levels : {"sources", "objects", "all"}, default "sources"
         Rows of the catalogue: ``"sources"`` one row per source (point sources and extended
         objects, as the deblended catalogues of SExtractor, sep and photutils);
@@ -90,6 +93,7 @@ class LocalisationSettings:
     extended_factor: float = 4.0
     sbl_iter: int = 5
     refine: bool = True
+    fast_path: bool = True
     levels: str = "sources"
 
     @classmethod
@@ -129,6 +133,7 @@ class FitSettings:
     extended_factor: float
     seed: int
     margin: float = 1.0
+    fast_path: bool = True
 
 
 def _check_positive(name, value):
@@ -189,6 +194,6 @@ def resolve_settings(settings=None, **overrides):
     rng = check_random_state(st.random_state)
     fit = FitSettings(s_lo, s_hi, int(st.n_atoms), int(st.tile), int(st.overlap), lam_factor,
                       detect_snr, int(st.sbl_iter), bool(st.refine), int(st.max_sources),
-                      extended_factor, int(rng.integers(2**31)))
+                      extended_factor, int(rng.integers(2**31)), fast_path=bool(st.fast_path))
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
     return st, fit, n_jobs

@@ -1,0 +1,126 @@
+"""Fast path of the point fit: one PSF fitted to an isolated object, accepted when it explains it.
+
+An object with one detection peak that fits inside one ``tile`` is fitted as a single integrated
+Gaussian (position, width in the PSF range, flux) plus a constant by the compiled bounded
+Levenberg-Marquardt fit of :mod:`cvfs.astro.fit`, started from the extent test's fit. The fit is
+accepted when the object is what it looks like, a single point source:
+
+- the source is significant (matched-filter SNR at least ``detect_snr``) and lies on the
+  footprint grown by 2 px (the rule the tiled fit reports sources by);
+- its width is below the upper bound of the PSF range (a width at the bound can be an unresolved
+  pair);
+- the weighted residuals hold no peak of a point source: their correlation with unit-norm PSFs of
+  the PSF range, at every pixel of the footprint grown by 3 px, stays below ``detect_snr`` noise
+  units (the tiled fit adds residual peaks at ``detect_snr + 1`` on jittered positions; the
+  integer grid reads a peak up to 12 % low);
+- chi^2 on the footprint grown by 3 px is within 5 standard deviations of its expectation.
+
+Anything else (several peaks, a large object, a rejected fit) goes to the screened SBL fit of
+:mod:`cvfs.astro.pointfit`. Uncertainties are those of the tiled fit
+(:func:`cvfs.astro.fit.uncertainties`).
+"""
+
+import numpy as np
+from scipy import ndimage
+
+from cvfs.astro.fit import fit_sources, model_and_jac, significance, uncertainties
+from cvfs.astro.psf import delta_e
+
+__all__ = ["MAX_PEAKS", "fit_isolated", "residual_peak"]
+
+#: most detection peaks of an object the fast path fits (one source each)
+MAX_PEAKS = 4
+
+_KERNELS = {}
+
+
+def _kernels(s_lo, s_hi):
+    """Unit-norm integrated Gaussian PSFs centred on a pixel, widths s_lo, their mean, s_hi."""
+    key = (s_lo, s_hi)
+    if key not in _KERNELS:
+        out = []
+        for s in sorted({s_lo, 0.5 * (s_lo + s_hi), s_hi}):
+            r = int(np.ceil(3.0 * s))
+            e = delta_e(np.arange(-r, r + 1), s)
+            k = np.outer(e, e)
+            out.append(k / np.sqrt(np.sum(k * k)))
+        _KERNELS[key] = out
+    return _KERNELS[key]
+
+
+def residual_peak(resid, weights, region, s_lo, s_hi):
+    """Largest correlation of the weighted residuals with a unit-norm PSF of width s_lo, their
+    mean or s_hi, centred on a pixel of ``region`` (noise units)."""
+    rw = resid * weights
+    best = -np.inf
+    for k in _kernels(s_lo, s_hi):
+        corr = ndimage.correlate(rw, k, mode="constant")
+        best = max(best, float(corr[region].max()))
+    return best
+
+
+def fit_isolated(ob, noise, st, start, bg, max_peaks=MAX_PEAKS):
+    """PSF fit of an object with up to ``max_peaks`` well separated detection peaks inside one
+    tile, one source per peak.
+
+    Parameters
+    ----------
+    ob : cvfs.astro.objects._Object
+    noise : float
+        Typical noise sigma of the object.
+    st : cvfs.astro.settings.FitSettings
+    start : ndarray of shape (k, 4)
+        Starting x, y, sigma, flux (patch coordinates) of one source per peak, e.g. the extent
+        test's fit.
+    bg : float
+        Starting constant.
+    max_peaks : int
+        Most peaks of an object fitted here.
+
+    Returns
+    -------
+    rows : ndarray of shape (k, 8) or None
+        x, y (image coordinates), sigma, flux, x_err, y_err, flux_err, at_bound, as
+        :func:`cvfs.astro.pointfit.fit_point_sources`; None when the object needs the tiled
+        SBL fit.
+    model : ndarray of shape (h, w) or None
+        The sources and, on the footprint grown by 2 px, the fitted constant.
+    """
+    h, w = ob.patch.shape
+    k = len(ob.peaks)
+    if not 1 <= k <= max_peaks or len(start) != k:
+        return None, None
+    src0 = np.array(start, dtype=np.float64).reshape(k, 4)
+    src0[:, 2] = np.clip(src0[:, 2], st.s_lo, st.s_hi)
+    src, bgf = fit_sources(ob.patch, ob.weights, src0, bg, st.s_lo, st.s_hi, st.margin)
+    x, y, s = src[:, 0], src[:, 1], src[:, 2]
+    if st.s_hi > st.s_lo and np.any(s >= st.s_hi * (1 - 1e-6)):
+        return None, None
+    if k > 1:
+        # pairs the tiled fit would test for a merge (fit.refine) are left to it
+        d = np.hypot(x[:, None] - x[None], y[:, None] - y[None])
+        d[np.diag_indices(k)] = np.inf
+        if np.any(d < 1.5 * (s[:, None] + s[None])):
+            return None, None
+    ix, iy = np.rint(x).astype(np.intp), np.rint(y).astype(np.intp)
+    if np.any((ix < 0) | (ix >= w) | (iy < 0) | (iy >= h)):
+        return None, None
+    on_own = ndimage.binary_dilation(ob.own, iterations=2)
+    if not on_own[iy, ix].all():
+        return None, None
+    if np.any(significance(src, ob.patch.shape, noise) < st.detect_snr):
+        return None, None
+    near = ndimage.binary_dilation(on_own, iterations=1) & (ob.weights > 0)
+    model = model_and_jac(np.r_[src.ravel(), 0.0], ob.patch.shape, jac=False)[0]
+    resid = ob.patch - model - bgf
+    if residual_peak(resid, ob.weights, near, st.s_lo, st.s_hi) >= st.detect_snr:
+        return None, None
+    n = int(near.sum())
+    c2 = float(np.sum((resid[near] * ob.weights[near]) ** 2))
+    if c2 > n + 5.0 * np.sqrt(2.0 * n):
+        return None, None
+    x_err, y_err, f_err, at_bound = uncertainties(ob.patch, ob.weights, src, bgf, st.s_lo,
+                                                  st.s_hi, st.margin)
+    model += bgf * on_own
+    rows = np.column_stack([x + ob.c0, y + ob.r0, s, src[:, 3], x_err, y_err, f_err, at_bound])
+    return rows, model
