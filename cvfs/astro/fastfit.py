@@ -23,6 +23,7 @@ Anything else (several peaks, a large object, a rejected fit) goes to the screen
 import numpy as np
 from scipy import ndimage
 
+from cvfs._jit import njit
 from cvfs.astro.fit import fit_sources, model_and_jac, significance, uncertainties
 from cvfs.astro.psf import delta_e
 
@@ -35,28 +36,47 @@ _KERNELS = {}
 
 
 def _kernels(s_lo, s_hi):
-    """Unit-norm integrated Gaussian PSFs centred on a pixel, widths s_lo, their mean, s_hi."""
+    """Unit-norm integrated Gaussian PSFs centred on a pixel, widths s_lo, their mean and s_hi,
+    as one zero-padded stack (n, 2 r + 1, 2 r + 1)."""
     key = (s_lo, s_hi)
     if key not in _KERNELS:
-        out = []
-        for s in sorted({s_lo, 0.5 * (s_lo + s_hi), s_hi}):
-            r = int(np.ceil(3.0 * s))
+        widths = sorted({s_lo, 0.5 * (s_lo + s_hi), s_hi})
+        r = int(np.ceil(3.0 * widths[-1]))
+        out = np.zeros((len(widths), 2 * r + 1, 2 * r + 1))
+        for i, s in enumerate(widths):
             e = delta_e(np.arange(-r, r + 1), s)
             k = np.outer(e, e)
-            out.append(k / np.sqrt(np.sum(k * k)))
+            out[i] = k / np.sqrt(np.sum(k * k))
         _KERNELS[key] = out
     return _KERNELS[key]
+
+
+@njit(cache=True)
+def _max_correlation(rw, rows, cols, kernels):
+    """Largest correlation of ``rw`` (zero outside) with any kernel centred on (rows, cols)."""
+    h, w = rw.shape
+    r = kernels.shape[1] // 2
+    best = -np.inf
+    for q in range(rows.size):
+        i, j = rows[q], cols[q]
+        for k in range(kernels.shape[0]):
+            acc = 0.0
+            for a in range(max(0, r - i), min(2 * r + 1, h - i + r)):
+                for b in range(max(0, r - j), min(2 * r + 1, w - j + r)):
+                    acc += kernels[k, a, b] * rw[i + a - r, j + b - r]
+            best = max(best, acc)
+    return best
 
 
 def residual_peak(resid, weights, region, s_lo, s_hi):
     """Largest correlation of the weighted residuals with a unit-norm PSF of width s_lo, their
     mean or s_hi, centred on a pixel of ``region`` (noise units)."""
-    rw = resid * weights
-    best = -np.inf
-    for k in _kernels(s_lo, s_hi):
-        corr = ndimage.correlate(rw, k, mode="constant")
-        best = max(best, float(corr[region].max()))
-    return best
+    rows, cols = np.nonzero(region)
+    if rows.size == 0:
+        return -np.inf
+    return float(_max_correlation(np.ascontiguousarray(resid * weights, dtype=np.float64),
+                                  rows.astype(np.int64), cols.astype(np.int64),
+                                  _kernels(float(s_lo), float(s_hi))))
 
 
 def fit_isolated(ob, noise, st, start, bg, max_peaks=MAX_PEAKS):
