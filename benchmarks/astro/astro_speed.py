@@ -57,28 +57,30 @@ def m17_frame(crop):
 
 
 def count_fast(img, **options):
-    """Objects the fast path fits, of all objects, in one cvfs run (not timed)."""
-    from cvfs.astro import objects
+    """Objects the fast path fits, of all objects, and why the others went to the SBL fit, in
+    one cvfs run (not timed)."""
+    from cvfs.astro import fastfit, objects
 
-    seen = {"fast": 0, "objects": 0}
-    real = objects.fit_isolated
+    seen = {"objects": 0, "fast": 0, "sbl": {}}
+    real_fit, real_proc = fastfit._fit, objects.process_objects
 
-    def spy(ob, *a, **k):
-        out = real(ob, *a, **k)
-        seen["fast"] += out[0] is not None
+    def spy(*a, **k):
+        out = real_fit(*a, **k)
+        if out[2] is None:
+            seen["fast"] += 1
+        else:
+            seen["sbl"][out[2]] = seen["sbl"].get(out[2], 0) + 1
         return out
-
-    real_proc = objects.process_objects
 
     def proc(obj_list, st):
         seen["objects"] += len(obj_list)
         return real_proc(obj_list, st)
 
-    objects.fit_isolated, objects.process_objects = spy, proc
+    fastfit._fit, objects.process_objects = spy, proc
     try:
         astro.localise(img, n_jobs=1, **options)
     finally:
-        objects.fit_isolated, objects.process_objects = real, real_proc
+        fastfit._fit, objects.process_objects = real_fit, real_proc
     return seen
 
 
@@ -136,7 +138,8 @@ def main(argv=None):
             f1 = f"{r['f1']:>7.3f}{r['rmse']:>7.3f}" if "f1" in r else ""
             print(f"{name:<36}{m:<42}{r['rows']:>7}{r['cpu_s']:>9.1f}{f1}")
         fast = rows["cvfs (fast path)"]
-        print(f"{name}: fast path fitted {fast['fast']} of {fast['objects']} objects")
+        print(f"{name}: fast path fitted {fast['fast']} of {fast['objects']} objects; SBL fit "
+              "for: " + ", ".join(f"{k} {v}" for k, v in fast["sbl"].items()))
     print(f"written {write_json(result_path(__file__), out)}")
 
 

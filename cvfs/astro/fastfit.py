@@ -106,41 +106,46 @@ def fit_isolated(ob, noise, st, start, bg, max_peaks=MAX_PEAKS):
     model : ndarray of shape (h, w) or None
         The sources and, on the footprint grown by 2 px, the fitted constant.
     """
+    return _fit(ob, noise, st, start, bg, max_peaks)[:2]
+
+
+def _fit(ob, noise, st, start, bg, max_peaks):
+    """:func:`fit_isolated` and why it left the object to the SBL fit (None when it did not)."""
     h, w = ob.patch.shape
     k = len(ob.peaks)
     if not 1 <= k <= max_peaks or len(start) != k:
-        return None, None
+        return None, None, "peaks"
     src0 = np.array(start, dtype=np.float64).reshape(k, 4)
     src0[:, 2] = np.clip(src0[:, 2], st.s_lo, st.s_hi)
     src, bgf = fit_sources(ob.patch, ob.weights, src0, bg, st.s_lo, st.s_hi, st.margin)
     x, y, s = src[:, 0], src[:, 1], src[:, 2]
     if st.s_hi > st.s_lo and np.any(s >= st.s_hi * (1 - 1e-6)):
-        return None, None
+        return None, None, "width at s_hi"
     if k > 1:
         # pairs the tiled fit would test for a merge (fit.refine) are left to it
         d = np.hypot(x[:, None] - x[None], y[:, None] - y[None])
         d[np.diag_indices(k)] = np.inf
         if np.any(d < 1.5 * (s[:, None] + s[None])):
-            return None, None
+            return None, None, "close pair"
     ix, iy = np.rint(x).astype(np.intp), np.rint(y).astype(np.intp)
     if np.any((ix < 0) | (ix >= w) | (iy < 0) | (iy >= h)):
-        return None, None
+        return None, None, "off patch"
     on_own = ndimage.binary_dilation(ob.own, iterations=2)
     if not on_own[iy, ix].all():
-        return None, None
+        return None, None, "off footprint"
     if np.any(significance(src, ob.patch.shape, noise) < st.detect_snr):
-        return None, None
+        return None, None, "not significant"
     near = ndimage.binary_dilation(on_own, iterations=1) & (ob.weights > 0)
     model = model_and_jac(np.r_[src.ravel(), 0.0], ob.patch.shape, jac=False)[0]
     resid = ob.patch - model - bgf
     if residual_peak(resid, ob.weights, near, st.s_lo, st.s_hi) >= st.detect_snr:
-        return None, None
+        return None, None, "residual peak"
     n = int(near.sum())
     c2 = float(np.sum((resid[near] * ob.weights[near]) ** 2))
     if c2 > n + 5.0 * np.sqrt(2.0 * n):
-        return None, None
+        return None, None, "chi2"
     x_err, y_err, f_err, at_bound = uncertainties(ob.patch, ob.weights, src, bgf, st.s_lo,
                                                   st.s_hi, st.margin)
     model += bgf * on_own
     rows = np.column_stack([x + ob.c0, y + ob.r0, s, src[:, 3], x_err, y_err, f_err, at_bound])
-    return rows, model
+    return rows, model, None
