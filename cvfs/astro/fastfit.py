@@ -15,6 +15,10 @@ accepted when the object is what it looks like, a single point source:
   integer grid reads a peak up to 12 % low);
 - chi^2 on the footprint grown by 3 px is within 5 standard deviations of its expectation.
 
+With ``model_tolerance`` t > 0 (a PSF that the integrated Gaussian matches only to a fraction t
+of its signal, as on real frames), residual peaks up to t times the sources' signal in noise
+units, and a chi^2 excess up to its square, are accepted as the model's error.
+
 Anything else (several peaks, a large object, a rejected fit) goes to the screened SBL fit of
 :mod:`cvfs.astro.pointfit`. Uncertainties are those of the tiled fit
 (:func:`cvfs.astro.fit.uncertainties`).
@@ -138,11 +142,14 @@ def _fit(ob, noise, st, start, bg, max_peaks):
     near = ndimage.binary_dilation(on_own, iterations=1) & (ob.weights > 0)
     model = model_and_jac(np.r_[src.ravel(), 0.0], ob.patch.shape, jac=False)[0]
     resid = ob.patch - model - bgf
-    if residual_peak(resid, ob.weights, near, st.s_lo, st.s_hi) >= st.detect_snr:
+    # a PSF model off by a fraction t of the signal leaves residuals up to t * signal
+    signal = float(np.sqrt(np.sum((model[near] * ob.weights[near]) ** 2)))
+    if residual_peak(resid, ob.weights, near, st.s_lo, st.s_hi) >= max(
+            st.detect_snr, st.model_tolerance * signal):
         return None, None, "residual peak"
     n = int(near.sum())
     c2 = float(np.sum((resid[near] * ob.weights[near]) ** 2))
-    if c2 > n + 5.0 * np.sqrt(2.0 * n):
+    if c2 > n + 5.0 * np.sqrt(2.0 * n) + (st.model_tolerance * signal) ** 2:
         return None, None, "chi2"
     x_err, y_err, f_err, at_bound = uncertainties(ob.patch, ob.weights, src, bgf, st.s_lo,
                                                   st.s_hi, st.margin)

@@ -150,7 +150,8 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
         Any field of :class:`cvfs.astro.LocalisationSettings` (``psf_sigma``, ``n_atoms``,
         ``random_state``, ``n_jobs``, ``tile``, ``overlap``, ``lam_factor``, ``detect_snr``,
         ``detect_thresh``, ``min_area``, ``box``, ``max_sources``, ``extended_factor``,
-        ``sbl_iter``, ``refine``, ``fast_path``, ``levels``): overrides the value of ``settings``.
+        ``sbl_iter``, ``refine``, ``fast_path``, ``model_tolerance``, ``levels``): overrides
+        the value of ``settings``.
 
     Returns
     -------

@@ -70,3 +70,29 @@ def test_residual_peak_is_in_noise_units():
     expect = 200.0 * np.sqrt(np.sum(astro.render_psf((40, 40), 20.0, 20.0, 1.5, 1.0) ** 2))
     assert residual_peak(star, np.ones((40, 40)), region, 1.5, 1.5) == pytest.approx(expect,
                                                                                     rel=1e-6)
+
+
+def test_model_tolerance_accepts_a_bright_star_whose_psf_is_not_gaussian(monkeypatch):
+    # a bright star with a core and a wider wing: one Gaussian leaves structured residuals
+    from cvfs.astro import fastfit
+
+    img = astro.render_psf((48, 48), [24.3, 24.3], [23.6, 23.6], [1.2, 2.6], [6000.0, 1500.0],
+                           background=5.0)
+    img = img + np.random.default_rng(1).standard_normal(img.shape)
+    reasons = []
+    real = fastfit._fit
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        reasons.append(out[2])
+        return out
+
+    monkeypatch.setattr(fastfit, "_fit", spy)
+    astro.localise(img, random_state=0)
+    assert reasons[0] == "residual peak"  # exact-model acceptance: the residuals are not noise
+    reasons.clear()
+    cat = astro.localise(img, random_state=0, model_tolerance=0.2)
+    assert reasons[0] is None and len(cat) == 1  # the star's object took the fast path
+    assert abs(cat["x"][0] - 24.3) < 0.05 and abs(cat["y"][0] - 23.6) < 0.05
+    with pytest.raises(ValueError, match="model_tolerance"):
+        astro.localise(img, model_tolerance=1.5)
