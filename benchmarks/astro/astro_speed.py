@@ -1,12 +1,14 @@
 """CPU time of cvfs (fast path on and off) against sep and photutils DAOStarFinder +
 PSFPhotometry on the crowded 2MASS Ks frame of M17 (shared data ``astro/m17``) and on the
 synthetic 2048 x 2048 frame with 2,000 sources of ``astro_field.py --big``; rows found, objects
-fitted by the fast path, and on the synthetic frame F1 and position RMSE. CPU seconds are
-``time.process_time`` of this process plus the CPU of finished child processes (``--jobs``).
+fitted by the fast path (and why the others were not), and on the synthetic frame F1 and
+position RMSE. CPU seconds are ``time.process_time`` of this process plus the CPU of finished
+child processes (``--jobs``).
 Writes benchmarks/results/astro/astro_speed.json.
 
     python benchmarks/astro/astro_speed.py [--frames m17 big] [--crop 256] [--jobs 1]
         [--no-sbl]  # skip cvfs with the fast path off (the slow reference)
+        [--tolerance 0.1]  # also cvfs with model_tolerance 0.1
 """
 
 import argparse
@@ -88,6 +90,9 @@ def run_frame(name, img, truth, blobs, args):
     # peers see NaN pixels as the frame's median (they take no mask); cvfs ignores them
     filled = np.where(np.isfinite(img), img, np.nanmedian(img))
     methods = {"cvfs (fast path)": lambda: astro.localise(img, n_jobs=args.jobs)}
+    if args.tolerance:
+        methods[f"cvfs (model_tolerance {args.tolerance:g})"] = lambda: astro.localise(
+            img, n_jobs=args.jobs, model_tolerance=args.tolerance)
     if not args.no_sbl:
         methods["cvfs (SBL only)"] = lambda: astro.localise(img, n_jobs=args.jobs,
                                                              fast_path=False)
@@ -119,6 +124,8 @@ def main(argv=None):
                     help="central crop of the M17 frame (0 = the whole 1024 x 512 frame)")
     ap.add_argument("--jobs", type=int, default=1, help="cvfs processes")
     ap.add_argument("--no-sbl", action="store_true", help="skip cvfs with the fast path off")
+    ap.add_argument("--tolerance", type=float, default=0.0,
+                    help="also cvfs with this model_tolerance (e.g. 0.1)")
     args = ap.parse_args(argv)
     astro.localise(make_field(64, 5, 0, 0)[0])  # JIT warm-up, not timed
     out = {"jobs": args.jobs, "crop": args.crop, "frames": {}}
