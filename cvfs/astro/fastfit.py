@@ -1,14 +1,16 @@
-"""Fast path of the point fit: one PSF fitted to an isolated object, accepted when it explains it.
+"""Fast path of the point fit: one PSF per detection peak, kept when it explains the object.
 
-An object with one detection peak that fits inside one ``tile`` is fitted as a single integrated
-Gaussian (position, width in the PSF range, flux) plus a constant by the compiled bounded
+An object with one to :data:`MAX_PEAKS` detection peaks is fitted as one integrated Gaussian per
+peak (position, width in the PSF range, flux) plus a constant by the compiled bounded
 Levenberg-Marquardt fit of :mod:`cvfs.astro.fit`, started from the extent test's fit. The fit is
-accepted when the object is what it looks like, a single point source:
+kept when the object is what it looks like, isolated or well separated point sources:
 
-- the source is significant (matched-filter SNR at least ``detect_snr``) and lies on the
+- every source is significant (matched-filter SNR at least ``detect_snr``) and lies on the
   footprint grown by 2 px (the rule the tiled fit reports sources by);
-- its width is below the upper bound of the PSF range (a width at the bound can be an unresolved
+- no width is at the upper bound of the PSF range (a width at the bound can be an unresolved
   pair);
+- no two sources are closer than 1.5 (sigma_1 + sigma_2), a pair the tiled fit would test for a
+  merge;
 - the weighted residuals hold no peak of a point source: their correlation with unit-norm PSFs of
   the PSF range, at every pixel of the footprint grown by 3 px, stays below ``detect_snr`` noise
   units (the tiled fit adds residual peaks at ``detect_snr + 1`` on jittered positions; the
@@ -19,8 +21,8 @@ With ``model_tolerance`` t > 0 (a PSF that the integrated Gaussian matches only 
 of its signal, as on real frames), residual peaks up to t times the sources' signal in noise
 units, and a chi^2 excess up to its square, are accepted as the model's error.
 
-Anything else (several peaks, a large object, a rejected fit) goes to the screened SBL fit of
-:mod:`cvfs.astro.pointfit`. Uncertainties are those of the tiled fit
+Anything else (more peaks, an unresolved blend, a fit the checks reject) goes to the screened SBL
+fit of :mod:`cvfs.astro.pointfit`. Uncertainties are those of the tiled fit
 (:func:`cvfs.astro.fit.uncertainties`).
 """
 
@@ -84,8 +86,8 @@ def residual_peak(resid, weights, region, s_lo, s_hi):
 
 
 def fit_isolated(ob, noise, st, start, bg, max_peaks=MAX_PEAKS):
-    """PSF fit of an object with up to ``max_peaks`` well separated detection peaks inside one
-    tile, one source per peak.
+    """PSF fit of an object with up to ``max_peaks`` well separated detection peaks, one source
+    per peak.
 
     Parameters
     ----------

@@ -5,7 +5,8 @@ weight) and tested for extent: a fit of one integrated Gaussian per detection pe
 to ``extended_factor`` times the PSF range. Extended objects become deblended moment rows
 (:mod:`cvfs.astro.deblend`); point-like ones get the fast path of :mod:`cvfs.astro.fastfit` (one
 PSF per detection peak) and, when it does not explain them, the SBL fit of
-:mod:`cvfs.astro.pointfit`. Objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
+:mod:`cvfs.astro.pointfit`. Objects are independent: ``n_jobs`` processes share them, BLAS runs
+on one thread per process.
 """
 
 from concurrent.futures import ProcessPoolExecutor, as_completed
