@@ -278,11 +278,10 @@ class KeypointDetector:
             its neighbourhood on levels that bring the face to the detectors' training size.
         upsampled_stride : int, default=1
             Score only every ``upsampled_stride``-th window row and column of the upsampled
-            pyramid levels (scale > 1, most of the windows of a photo; a level scanned in bands
-            keeps every window), their peaks taken on that grid. ``2`` scans 1.6 times fewer
-            windows on Caltech WebFaces photos at the default ``max_memory``; the keypoint
-            refinement then restores the positions
-            (``benchmarks/keypoints/keypoints_faces_speed.py`` measures time and eye AP).
+            pyramid levels (scale > 1, most of the windows of a photo; whole or in bands,
+            the same lattice), their peaks taken on that grid; the keypoint refinement then
+            restores the positions (``benchmarks/keypoints/keypoints_faces_speed.py``
+            measures time and eye AP).
         hog_blocks : {"maps", "pixels"}, default="maps"
             Where the scan takes a window's HOG blocks from: each level's cell-histogram maps
             (scores equal ``decision_function`` of the pool's features bitwise), or the
