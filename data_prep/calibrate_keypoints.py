@@ -7,8 +7,8 @@ Usage (the shipped models, see ``cvfs/models/README.md``)::
 
 Each model file is read, its classifiers get a rejection threshold after every feature with the
 features in a rejection-first order (:func:`cvfs.keypoints.calibrate.calibrate_detector`: positives
-and faces of the first ``--n-images`` MTFL training images, negatives drawn from their detection
-pyramids), and the file is rewritten (atomically) with the calibration recorded in its training
+and faces of the first ``--n-images`` images of ``--dataset``, MTFL's training images by default,
+negatives drawn from their detection pyramids), and the file is rewritten (atomically) with the calibration recorded in its training
 description. Scores of windows that pass every threshold do not change.
 """
 
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from cvfs.datasets.faces import load_mtfl  # noqa: E402
+from cvfs.datasets.faces import FACE_SETS, load_face_set  # noqa: E402
 from cvfs.io.images import read_image  # noqa: E402
 from cvfs.keypoints import load_detector  # noqa: E402
 from cvfs.keypoints.calibrate import calibrate_detector  # noqa: E402
@@ -36,9 +36,11 @@ def main(argv=None):
     """Recalibrate and rewrite the given model files; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+", help="keypoint model files (rewritten in place)")
-    parser.add_argument("--data", default=None, help="MTFL folder (default: data home)")
+    parser.add_argument("--dataset", choices=FACE_SETS, default="mtfl-train",
+                        help="annotated face images (those the detectors were trained on)")
+    parser.add_argument("--data", default=None, help="dataset folder (default: data home)")
     parser.add_argument("--n-images", type=int, default=1500,
-                        help="first N images of MTFL training.txt")
+                        help="first N images of --dataset")
     parser.add_argument("--miss-rate", type=float, default=0.005)
     parser.add_argument("--n-negatives", type=int, default=60_000)
     parser.add_argument("--hog-cost", type=float, default=8.0)
@@ -54,7 +56,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
-    images = load_mtfl("train", args.data)[:args.n_images]
+    images = load_face_set(args.dataset, args.data)[:args.n_images]
     if args.degrade:
         shapes = [read_image(im.path).shape[:2] for im in images]
         images = with_degraded(images, shapes, args.degrade, random_state=args.seed)
@@ -67,7 +69,7 @@ def main(argv=None):
                                  front_load=args.front_load, random_state=args.seed,
                                  verbose=not args.quiet)
         cal = det.info["training"]["calibration"]
-        cal.update(data=f"MTFL training.txt, first {len(images)} images", command=command,
+        cal.update(data=f"{args.dataset}, first {len(images)} images", command=command,
                    seconds=time.perf_counter() - t0)
         det.save(path)
         for name, s in cal["keypoints"].items():

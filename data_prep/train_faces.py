@@ -4,19 +4,24 @@ Usage (the shipped file, see ``cvfs/models/README.md``)::
 
     python data_prep/train_faces.py --out cvfs/models/faces.h5
 
-1. Shape model: generalised Procrustes mean and principal modes of the five MTFL keypoints of
-   every MTFL training face outside the held-out range (:func:`cvfs.keypoints.faces.
-   fit_shape_model`), with the roll range seen there.
-2. The shipped keypoint detectors run (``threshold=-inf``, pyramid up to scale 2) on the
-   held-out MTFL training images ``--start`` .. ``--start + 2 * --n-images`` (not used to
-   train or calibrate the detectors). On the first half, per keypoint, an isotonic regression maps
-   the detector score to the probability that the detection lies within 10% IED of the
-   annotated keypoint, and the ``IED x pyramid scale`` range of each face's best-scoring such
-   detection (the one the assembly uses; weaker ones on far levels would widen the range and
-   with it the regions of the top-down scan) is recorded.
-3. On the second half, faces are assembled with every threshold, and a logistic regression
-   maps their consensus score to the probability that both eyes lie within 10% IED of the
-   annotated face (strictly increasing, so faces keep the order of their scores).
+The model's keypoints are those of the detectors (``--detectors``, default the shipped ones), the
+five MTFL keypoints first.
+
+1. Shape model: generalised Procrustes mean and principal modes of the keypoints of every face
+   that annotates all of them (:func:`cvfs.keypoints.faces.fit_shape_model`): the MTFL training
+   faces outside the held-out range and the 300-W faces of ``faces68-train``, with the roll
+   range seen there.
+2. The detectors run (``threshold=-inf``, pyramid up to scale 2) on held-out images, none used
+   to train or calibrate them: MTFL training images ``--start`` .. ``--start + 2 * --n-images``
+   and ``faces68-train`` from image ``--faces68-start`` on. On the first MTFL half and the
+   300-W images, per keypoint (on the images that annotate it), an isotonic regression maps the
+   detector score to the probability that the detection lies within 10% IED of the nearest
+   annotated face's keypoint, and the ``IED x pyramid scale`` range of each face's best-scoring
+   such detection (the one the assembly uses; weaker ones on far levels would widen the range
+   and with it the regions of the top-down scan) is recorded.
+3. On the second MTFL half, faces are assembled with every threshold, and a logistic
+   regression maps their consensus score to the probability that both eyes lie within 10% IED
+   of the annotated face (strictly increasing, so faces keep the order of their scores).
 """
 
 import argparse
@@ -36,7 +41,7 @@ from sklearn.isotonic import IsotonicRegression  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-from cvfs.datasets.faces import keypoint_index, load_mtfl  # noqa: E402
+from cvfs.datasets.faces import keypoint_index, load_face_set, load_mtfl  # noqa: E402
 from cvfs.io.images import read_image  # noqa: E402
 from cvfs.keypoints import load_detector  # noqa: E402
 from cvfs.keypoints.faces import (  # noqa: E402
@@ -68,6 +73,30 @@ def _run_detector(det, images, max_scale, verbose):
     return out
 
 
+def _calibration_rows(k, images, runs):
+    """Scores, 0/1 labels (within 10% IED of the nearest annotated face's ``k``) and, per
+    annotated face with a true detection, ``IED x scale`` of its best one."""
+    kidx = keypoint_index(k)
+    xs, ys, ratio = [], [], []
+    for im, (found, scale) in zip(images, runs, strict=True):
+        pts, ieds = im.points[:, kidx], im.ied()
+        ok = np.isfinite(pts).all(axis=1) & np.isfinite(ieds)
+        if not ok.any():
+            continue
+        pts, ieds = pts[ok], ieds[ok]
+        d, s = found[k], scale[k]
+        dist = np.hypot(d[:, None, 0] - pts[None, :, 0], d[:, None, 1] - pts[None, :, 1]) / ieds
+        near = np.argmin(dist, axis=1) if len(pts) else np.zeros(len(d), int)
+        pos = dist[np.arange(len(d)), near] < 0.10
+        xs.append(d[:, 2])
+        ys.append(pos.astype(float))
+        for f in range(len(pts)):  # the face's best detection of k: the one the assembly uses
+            mine = pos & (near == f)
+            if mine.any():
+                ratio.append(float(ieds[f]) * s[mine][np.argmax(d[mine, 2])])
+    return np.concatenate(xs), np.concatenate(ys), np.array(ratio)
+
+
 def main(argv=None):
     """Train and write the face model; returns the exit code."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -77,6 +106,11 @@ def main(argv=None):
                     help="first held-out MTFL training image")
     ap.add_argument("--n-images", type=int, default=200,
                     help="held-out images per half (keypoint / face calibration)")
+    ap.add_argument("--faces68-start", type=int, default=640,
+                    help="first faces68-train image held out from the detectors' training "
+                    "(calibrates the keypoints MTFL lacks); -1: none")
+    ap.add_argument("--detectors", nargs="+", default=None,
+                    help="keypoint model files (default: the shipped ones)")
     ap.add_argument("--max-scale", type=float, default=2.0)
     ap.add_argument("--n-modes", type=int, default=4)
     ap.add_argument("--threshold", type=float, default=0.5,
@@ -92,32 +126,30 @@ def main(argv=None):
     lo, hi = args.start, args.start + 2 * args.n_images
     if hi > len(train):
         raise SystemExit(f"--start + 2 * --n-images = {hi} exceeds the {len(train)} images")
-    cols = [keypoint_index(k) for k in FACE_KEYPOINTS]
-    shape_faces = np.concatenate([im.points[:, cols] for im in train[:lo] + train[hi:]])
-    shape = fit_shape_model(shape_faces, FACE_KEYPOINTS, n_modes=args.n_modes)
-    log.info("shape model from %d faces; roll range %s deg; sigma %s", len(shape_faces),
-             np.round(shape.roll_range, 1), np.round(shape.sigma, 3))
+    det = load_detector(args.detectors)
+    names = tuple(FACE_KEYPOINTS) + tuple(k for k in det.keypoints if k not in FACE_KEYPOINTS)
+    missing = [k for k in FACE_KEYPOINTS if k not in det.keypoints]
+    if missing:
+        raise SystemExit(f"the detectors lack {missing}")
+    cols = [keypoint_index(k) for k in names]
+    faces68 = load_face_set("faces68-train") if args.faces68_start >= 0 else []
+    shape_faces = np.concatenate([im.points[:, cols] for im in train[:lo] + train[hi:]]
+                                 + [im.points[:, cols] for im in faces68])
+    complete = int(np.isfinite(shape_faces).all(axis=(1, 2)).sum())
+    shape = fit_shape_model(shape_faces, names, n_modes=args.n_modes)
+    log.info("shape model of %d keypoints from %d faces; roll range %s deg; sigma %s",
+             len(names), complete, np.round(shape.roll_range, 1), np.round(shape.sigma, 3))
 
-    det = load_detector()
     held = train[lo:hi]
-    runs = _run_detector(det, held, args.max_scale, not args.quiet)
     half = args.n_images
+    extra = faces68[args.faces68_start:] if args.faces68_start >= 0 else []
+    runs = _run_detector(det, held + extra, args.max_scale, not args.quiet)
+    cal_images, cal_runs = held[:half] + extra, runs[:half] + runs[2 * half:]
 
-    # keypoint calibration and scale range on the first half
+    # keypoint calibration and scale range on the first half and the 300-W images
     cal, scale_range, kp_stats = {}, {}, {}
-    for k in FACE_KEYPOINTS:
-        kidx = keypoint_index(k)
-        xs, ys, ratio = [], [], []
-        for im, (found, scale) in zip(held[:half], runs[:half], strict=True):
-            d, s = found[k], scale[k]
-            pt, ied = im.points[0, kidx], float(im.ied()[0])
-            dist = np.hypot(d[:, 0] - pt[0], d[:, 1] - pt[1]) / ied
-            pos = dist < 0.10
-            xs.append(d[:, 2])
-            ys.append(pos.astype(float))
-            if pos.any():  # the face's best detection of k: the one the assembly would use
-                ratio.append(ied * s[pos][np.argmax(d[pos, 2])])
-        x, y, r = np.concatenate(xs), np.concatenate(ys), np.array(ratio)
+    for k in names:
+        x, y, r = _calibration_rows(k, cal_images, cal_runs)
         cal[k] = _isotonic(x, y)
         q = np.quantile(r, [0.005, 0.995])
         scale_range[k] = (float(q[0] / 1.15), float(q[1] * 1.15))
@@ -130,7 +162,7 @@ def main(argv=None):
     model = FaceModel(shape, cal, (1.0, 0.0), scale_range, threshold=0.0)
     ev, lab = [], []
     le, re = keypoint_index("left_eye_center"), keypoint_index("right_eye_center")
-    for im, (found, scale) in zip(held[half:], runs[half:], strict=True):
+    for im, (found, scale) in zip(held[half:], runs[half:2 * half], strict=True):
         ied = float(im.ied()[0])
         for f in assemble_faces(found, model, scales=scale, threshold=0.0):
             ok = all(np.hypot(f.keypoints[n][0] - im.points[0, i, 0],
@@ -148,9 +180,12 @@ def main(argv=None):
         "params": {"n_modes": args.n_modes, "max_scale": args.max_scale,
                    "threshold": args.threshold, "start": args.start, "n_images": args.n_images},
         "training": {
-            "command": command, "data": "MTFL training.txt (LFW part)",
-            "shape_faces": int(len(shape_faces)),
+            "command": command,
+            "data": "MTFL training.txt (LFW part); 300-W faces68-train (AFW, HELEN)",
+            "shape_faces": complete,
             "keypoint_calibration_images": [lo, lo + half],
+            "faces68_calibration_images": ([args.faces68_start, len(faces68)]
+                                           if args.faces68_start >= 0 else []),
             "face_calibration_images": [lo + half, hi],
             "keypoints": kp_stats, "n_faces": int(len(ev)), "n_right_faces": int(lab.sum()),
             "face_calibration": "logistic regression (scikit-learn, C=1e4)",

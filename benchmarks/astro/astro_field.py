@@ -7,6 +7,7 @@ and the calibration of cvfs's uncertainties (std of the pulls (x - true) / x_err
 benchmarks/results/astro/astro_field.json.
 
     python benchmarks/astro/astro_field.py [--fields 4] [--size 512] [--sources 320]
+        [--compare-sbl]  # also cvfs with the fast path off
     python benchmarks/astro/astro_field.py --big  # one 2048 x 2048 frame, 2,000 sources, --jobs 2
 """
 
@@ -125,9 +126,12 @@ def cpu(fn, *a):
 
 
 def fields(args):
-    methods = {"cvfs": None, "photutils IterativePSFPhot": lambda im: run_photutils(im, True),
-               "photutils PSFPhotometry": lambda im: run_photutils(im, False),
-               "photutils DAOStarFinder": run_dao, "sep": run_sep}
+    methods = {"cvfs": None}
+    if args.compare_sbl:
+        methods["cvfs (fast path off)"] = None
+    methods.update({"photutils IterativePSFPhot": lambda im: run_photutils(im, True),
+                    "photutils PSFPhotometry": lambda im: run_photutils(im, False),
+                    "photutils DAOStarFinder": run_dao, "sep": run_sep})
     astro.localise(make_field(64, 5, 0, 0)[0])  # JIT warm-up, not timed
     per = {m: [] for m in methods}
     pulls = {"x": [], "y": [], "flux": []}
@@ -138,17 +142,16 @@ def fields(args):
         crlb_sq += float(np.sum(crlb**2))
         n_crlb += len(crlb)
         for name, fn in methods.items():
-            if name == "cvfs":
-                res, t = cpu(astro.localise, img)
+            if name.startswith("cvfs"):
+                res, t = cpu(lambda im, n=name: astro.localise(im, fast_path=n == "cvfs"), img)
                 pts = res[~res["extended"]]  # point sources (one row per source)
                 xy = np.column_stack([pts["x"], pts["y"]])
                 cat = np.zeros(len(pts), astro.CATALOGUE_DTYPE)
                 for c in ("x", "y", "sigma", "flux"):
                     cat[c] = pts[c]
                 pi, ti = match_sources(cat, truth).T
-                pulls["x"] += list((pts["x"][pi] - truth["x"][ti]) / pts["x_err"][pi])
-                pulls["y"] += list((pts["y"][pi] - truth["y"][ti]) / pts["y_err"][pi])
-                pulls["flux"] += list((pts["flux"][pi] - truth["flux"][ti]) / pts["flux_err"][pi])
+                for k in pulls if name == "cvfs" else ():  # pulls of the default run
+                    pulls[k] += list((pts[k][pi] - truth[k][ti]) / pts[f"{k}_err"][pi])
             else:
                 try:
                     xy, t = cpu(fn, img)
@@ -212,6 +215,8 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=512)
     ap.add_argument("--sources", type=int, default=320)
     ap.add_argument("--big", action="store_true", help="the 2048 x 2048 frame instead")
+    ap.add_argument("--compare-sbl", action="store_true",
+                    help="also cvfs with the fast path off (fast_path=False)")
     ap.add_argument("--jobs", type=int, default=2, help="processes for --big")
     args = ap.parse_args(argv)
     out = big(args) if args.big else fields(args)

@@ -11,7 +11,11 @@ Pipeline (settings: :class:`cvfs.astro.settings.LocalisationSettings`):
    detection peak with widths up to ``extended_factor`` times the PSF range; an object with a
    significant component wider than the PSF range is *extended* and becomes one row per
    deblended part (footprint flux, centroid, moments; :mod:`cvfs.astro.deblend`);
-4. a point-like (or crowded) object is fitted as in the SBL paper, per ``tile`` of the patch
+4. fast path (``fast_path``, :mod:`cvfs.astro.fastfit`): an object with one to four well
+   separated detection peaks is fitted with one PSF per peak by the compiled Levenberg-Marquardt
+   fit, kept when every source is significant and the residuals hold no point source and no
+   excess chi^2; other objects go to the SBL fit;
+5. a point-like (or crowded) object is fitted as in the SBL paper, per ``tile`` of the patch
    (:mod:`cvfs.astro.pointfit`): nonnegative SBL (Alg. 1, lambda = ``lam_factor`` sigma^2, see
    :data:`LAMBDA_FACTOR`) with dynamic gap-safe screening over sampled atoms (x0, y0, sigma) of
    the integrated Gaussian PSF (eq. 66) centred on the footprint grown by 3 px -> atoms grouped
@@ -19,10 +23,10 @@ Pipeline (settings: :class:`cvfs.astro.settings.LocalisationSettings`):
    merging and residual peaks (:mod:`cvfs.astro.fit`); uncertainties from the inverse Fisher
    information; sources are kept by the tile whose core contains them and when they lie on the
    object's footprint; more than ``max_sources`` sources per tile make the object extended;
-5. a point-fitted object with several sources is split into parts by the watershed of the
+6. a point-fitted object with several sources is split into parts by the watershed of the
    extended objects; a part holding two or more sources becomes a parent row (isophotal centroid
    and flux of its pixels) whose children are those sources (:mod:`cvfs.astro.catalogue`);
-6. objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
+7. objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
 """
 
 import logging
@@ -146,7 +150,8 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
         Any field of :class:`cvfs.astro.LocalisationSettings` (``psf_sigma``, ``n_atoms``,
         ``random_state``, ``n_jobs``, ``tile``, ``overlap``, ``lam_factor``, ``detect_snr``,
         ``detect_thresh``, ``min_area``, ``box``, ``max_sources``, ``extended_factor``,
-        ``sbl_iter``, ``refine``, ``levels``): overrides the value of ``settings``.
+        ``sbl_iter``, ``refine``, ``fast_path``, ``model_tolerance``, ``levels``): overrides
+        the value of ``settings``.
 
     Returns
     -------

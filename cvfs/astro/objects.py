@@ -3,8 +3,10 @@
 Each detected object is cut out with a margin (pixels of other objects and masked pixels get zero
 weight) and tested for extent: a fit of one integrated Gaussian per detection peak with widths up
 to ``extended_factor`` times the PSF range. Extended objects become deblended moment rows
-(:mod:`cvfs.astro.deblend`); point-like ones are fitted by :mod:`cvfs.astro.pointfit`. Objects are
-independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
+(:mod:`cvfs.astro.deblend`); point-like ones get the fast path of :mod:`cvfs.astro.fastfit` (one
+PSF per detection peak) and, when it does not explain them, the SBL fit of
+:mod:`cvfs.astro.pointfit`. Objects are independent: ``n_jobs`` processes share them, BLAS runs
+on one thread per process.
 """
 
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -15,6 +17,7 @@ from scipy import ndimage
 from threadpoolctl import threadpool_limits
 
 from cvfs.astro.deblend import extended_rows, parents
+from cvfs.astro.fastfit import fit_isolated
 from cvfs.astro.fit import fit_sources, significance
 from cvfs.astro.pointfit import fit_point_sources, tile_starts
 
@@ -39,23 +42,28 @@ def is_extended(ob, noise, st):
     """Fit one Gaussian per peak with widths up to ``extended_factor`` * s_hi: extended when
     significant components wider than 1.5 s_hi carry at least half of the fitted flux, or when
     at least two components, and at least half of them, are at the lower width bound."""
+    return _extent_fit(ob, noise, st)[0]
+
+
+def _extent_fit(ob, noise, st):
+    """:func:`is_extended` and its fit: (extended, sources (k, 4), constant)."""
     peaks = ob.peaks[: st.max_sources]
     start = np.column_stack([peaks[:, 1], peaks[:, 0], np.full(len(peaks), st.s_hi),
                              np.maximum(ob.patch[peaks[:, 0], peaks[:, 1]], 0) * 4 * np.pi
                              * st.s_hi**2])
-    src, _ = fit_sources(ob.patch, ob.weights, start, 0.0, st.s_lo,
-                         st.extended_factor * st.s_hi, st.margin)
+    src, bg = fit_sources(ob.patch, ob.weights, start, 0.0, st.s_lo,
+                          st.extended_factor * st.s_hi, st.margin)
     sig = significance(src, ob.patch.shape, noise)
     wide = (src[:, 2] > 1.5 * st.s_hi) & (sig >= st.detect_snr)
     # blends of point sources with a missed peak get a component up to ~1.5 s_hi wide carrying a
     # third of the flux; galaxies one carrying nearly all of it (measured on synthetic blends
     # and the Hubble Deep Field)
     if src[wide, 3].sum() >= 0.5 * max(src[:, 3].sum(), 1e-300):
-        return True
+        return True, src, bg
     # several components sharper than the narrowest PSF: resolved structure (as in the point fit,
     # see process_objects); the upper bound is not used here, a missed peak of a blend can reach it
     sharp = int(np.sum(src[:, 2] < st.s_lo * (1 + 1e-6)))
-    return sharp >= 2 and 2 * sharp >= len(src)
+    return sharp >= 2 and 2 * sharp >= len(src), src, bg
 
 
 def source_cap(shape, st):
@@ -91,9 +99,17 @@ def process_objects(obj_list, st):
         noise = float(np.median(1.0 / ob.weights[ob.own & (ob.weights > 0)])) \
             if (ob.own & (ob.weights > 0)).any() else 1.0
         rms_patch = np.where(ob.weights > 0, 1.0 / np.maximum(ob.weights, 1e-300), 0.0)
-        if st.refine and is_extended(ob, noise, st):
-            results.append(("extended", extended_rows(ob, rms_patch, st), None, []))
-            continue
+        if st.refine:
+            extended, src, bg = _extent_fit(ob, noise, st)
+            if extended:
+                results.append(("extended", extended_rows(ob, rms_patch, st), None, []))
+                continue
+            if st.fast_path:
+                rows, model = fit_isolated(ob, noise, st, src, bg)
+                if rows is not None:
+                    results.append(("points", (rows, parents(ob, rows, rms_patch, st)), model,
+                                    []))
+                    continue
         rows, model, screened = fit_point_sources(ob, noise, st, cache)
         if rows is None:
             results.append(("extended", extended_rows(ob, rms_patch, st), None, screened))

@@ -68,6 +68,12 @@ class LocalisationSettings:
     refine : bool, default True
         Continuous refinement. False reports the grouped SBL atoms on the footprints as they are
         (the sampled-dictionary estimate of the thesis; for ablations), without extent test.
+    fast_path : bool, default True
+        Fit an object with one detection peak as one PSF (:mod:`cvfs.astro.fastfit`) and keep
+        that fit when it explains the object; False fits every object with the screened SBL.
+    model_tolerance : float, default 0
+        Fraction of a source's signal the fast path accepts in its residuals as the error of the
+        Gaussian PSF model (e.g. 0.1 on frames whose PSF is not Gaussian); 0 accepts noise only.
     levels : {"sources", "objects", "all"}, default "sources"
         Rows of the catalogue: ``"sources"`` one row per source (point sources and extended
         objects, as the deblended catalogues of SExtractor, sep and photutils);
@@ -91,6 +97,8 @@ class LocalisationSettings:
     extended_factor: float = 4.0
     sbl_iter: int = 5
     refine: bool = True
+    fast_path: bool = True
+    model_tolerance: float = 0.0
     levels: str = "sources"
 
     @classmethod
@@ -130,6 +138,8 @@ class FitSettings:
     extended_factor: float
     seed: int
     margin: float = 1.0
+    fast_path: bool = True
+    model_tolerance: float = 0.0
 
 
 def _check_positive(name, value):
@@ -182,6 +192,9 @@ def resolve_settings(settings=None, **overrides):
     detect_snr = _check_positive("detect_snr", st.detect_snr)
     _check_positive("detect_thresh", st.detect_thresh)
     extended_factor = _check_positive("extended_factor", st.extended_factor)
+    tol = st.model_tolerance
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1:
+        raise ValueError(f"model_tolerance must be a number in [0, 1); got {tol!r}")
     if extended_factor <= 1.5:
         raise ValueError(f"extended_factor must be > 1.5; got {extended_factor!r}")
     if not isinstance(st.levels, str) or st.levels not in LEVELS:
@@ -190,6 +203,7 @@ def resolve_settings(settings=None, **overrides):
     rng = check_random_state(st.random_state)
     fit = FitSettings(s_lo, s_hi, int(st.n_atoms), int(st.tile), int(st.overlap), lam_factor,
                       detect_snr, int(st.sbl_iter), bool(st.refine), int(st.max_sources),
-                      extended_factor, int(rng.integers(2**31)))
+                      extended_factor, int(rng.integers(2**31)), fast_path=bool(st.fast_path),
+                      model_tolerance=float(tol))
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
     return st, fit, n_jobs

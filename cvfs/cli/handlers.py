@@ -139,26 +139,16 @@ def astro_denoise(args):
 #: smaller than the detection window) and the others processed and written.
 EXIT_SKIPPED = 3
 
+#: The ``--dataset`` choices: :data:`cvfs.datasets.faces.FACE_SETS`, spelled out so that
+#: ``--help`` does not import numpy (a test checks they agree).
 KP_DATASETS = ("mtfl-train", "mtfl-test", "caltech", "aflw2000", "faces68-train",
                "faces68-test")
 
 
 def _kp_images(name, n_images, root=None):
-    from cvfs.datasets import faces
+    from cvfs.datasets.faces import load_face_set
 
-    if name == "mtfl-train":
-        ims = faces.load_mtfl("train", root)
-    elif name == "mtfl-test":
-        ims = faces.load_mtfl("test", root)
-    elif name == "caltech":
-        ims = faces.load_caltech_webfaces(root)
-    elif name.startswith("faces68-"):
-        from cvfs.datasets.ibug68 import load_faces68, split_faces68
-
-        train, test = split_faces68(load_faces68(root))
-        ims = train if name == "faces68-train" else test
-    else:
-        ims = faces.load_aflw2000(root)
+    ims = load_face_set(name, root)
     return ims[:n_images] if n_images else ims
 
 

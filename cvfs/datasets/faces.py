@@ -34,6 +34,7 @@ from cvfs.datasets.registry import DATASETS, require_path
 __all__ = [
     "ANNOTATED",
     "FIRST_PIXEL",
+    "FACE_SETS",
     "KEYPOINTS",
     "MIRROR_INDEX",
     "AnnotatedImage",
@@ -41,6 +42,7 @@ __all__ = [
     "keypoint_index",
     "load_aflw2000",
     "load_caltech_webfaces",
+    "load_face_set",
     "load_mtfl",
     "mirrored",
 ]
@@ -307,3 +309,44 @@ def load_aflw2000(root=None):
         pts[(pts < 0).any(axis=-1)] = np.nan
         images.append(AnnotatedImage(mat.with_suffix(".jpg"), pts, "aflw2000"))
     return images
+
+
+#: Annotated face sets by name: the ``--dataset`` choices of ``cvfs keypoints train``/``evaluate``
+#: and of the training scripts. "faces68-train"/"faces68-test" are the two parts of
+#: :func:`cvfs.datasets.ibug68.split_faces68`.
+FACE_SETS = ("mtfl-train", "mtfl-test", "caltech", "aflw2000", "faces68-train", "faces68-test")
+
+
+def load_face_set(name, root=None):
+    """The annotated images of the face set ``name`` (one of :data:`FACE_SETS`).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`FACE_SETS`.
+    root : str or Path, optional
+        The set's folder; default its folder in the data home.
+
+    Returns
+    -------
+    images : list of AnnotatedImage
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a face set.
+    """
+    if name == "mtfl-train":
+        return load_mtfl("train", root)
+    if name == "mtfl-test":
+        return load_mtfl("test", root)
+    if name == "caltech":
+        return load_caltech_webfaces(root)
+    if name == "aflw2000":
+        return load_aflw2000(root)
+    if name in ("faces68-train", "faces68-test"):
+        from cvfs.datasets.ibug68 import load_faces68, split_faces68  # imports this module
+
+        train, test = split_faces68(load_faces68(root))
+        return train if name == "faces68-train" else test
+    raise ValueError(f"face set must be one of {list(FACE_SETS)}; got {name!r}")

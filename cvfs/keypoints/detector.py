@@ -20,6 +20,7 @@ Learning", IEEE TPAMI 2017, section 3.3.
 
 import logging
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -239,10 +240,12 @@ class KeypointDetector:
         The keypoints are detected (:meth:`detect` with ``threshold=-inf``: every window the
         soft cascades keep), their scores become calibrated probabilities and the face shape
         model is fitted to them by :func:`cvfs.keypoints.faces.assemble_faces`. By default
-        every keypoint is scanned everywhere. With ``top_down`` (for video frames) the eyes
-        are detected over the whole pyramid and the other keypoints only where a pair of eye
-        candidates, or a probable eye without a partner, places them
-        (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate places a face:
+        the five keypoints of :data:`cvfs.keypoints.faces.FACE_KEYPOINTS` (eyes, nose tip,
+        mouth corners) are scanned everywhere and any other keypoint of the face model (nose
+        sides, chin) only where a pair of eye candidates, or a probable eye without a partner,
+        places it (:mod:`cvfs.keypoints._topdown`), and everywhere when no eye candidate
+        places a face. With ``top_down`` (for video frames) only the eyes are scanned
+        everywhere and every other keypoint that way:
         about twice as fast on a 640x480 frame with a face, with the same peaks inside those
         regions, but it misses faces whose eyes are weak (on Caltech WebFaces, whose faces are
         small, it finds about a tenth fewer).
@@ -269,17 +272,16 @@ class KeypointDetector:
         max_faces : int, default=50
         top_down : bool, default=False
             Scan the keypoints other than the eyes only around eye pairs and unpaired probable
-            eyes, or everywhere when there is none (else always everywhere).
+            eyes, or everywhere when there is none (else only the keypoints beyond the five).
         refine : bool, default=True
             Move each keypoint of a found face to the sub-pixel maximum of a dense rescan of
             its neighbourhood on levels that bring the face to the detectors' training size.
         upsampled_stride : int, default=1
             Score only every ``upsampled_stride``-th window row and column of the upsampled
-            pyramid levels (scale > 1, most of the windows of a photo; a level scanned in bands
-            keeps every window), their peaks taken on that grid. ``2`` scans 1.6 times fewer
-            windows on Caltech WebFaces photos at the default ``max_memory``; the keypoint
-            refinement then restores the positions
-            (``benchmarks/keypoints/keypoints_faces_speed.py`` measures time and eye AP).
+            pyramid levels (scale > 1, most of the windows of a photo; whole or in bands,
+            the same lattice), their peaks taken on that grid; the keypoint refinement then
+            restores the positions (``benchmarks/keypoints/keypoints_faces_speed.py``
+            measures time and eye AP).
         hog_blocks : {"maps", "pixels"}, default="maps"
             Where the scan takes a window's HOG blocks from: each level's cell-histogram maps
             (scores equal ``decision_function`` of the pool's features bitwise), or the
@@ -342,16 +344,20 @@ class KeypointDetector:
         kw = dict(threshold=-math.inf, max_scale=max_scale, min_scale=0.0, nms_radius=None,
                   refine=True, cascade=True, n_jobs=n_jobs, merge_radius=None, pairs=None,
                   max_memory=max_memory, stride=stride, hog_blocks=hog_blocks)
+        from cvfs.keypoints.faces import FACE_KEYPOINTS
+
         names = list(face_model.shape.names)
-        if not top_down:
+        # scanned everywhere: the eyes (top-down) or the five keypoints MTFL annotates; the
+        # others only where eye hypotheses place them
+        everywhere = [k for k in names if k in (EYES if top_down else FACE_KEYPOINTS)]
+        others = [k for k in names if k not in everywhere]
+        if not others:
             return self._detect(image, names=names, **kw)
         image = as_float_rgb(image, min_size=self.pool.window)  # checked once, reused
-        eyes = [k for k in names if k in EYES]
-        others = [k for k in names if k not in EYES]
-        # the eye scan keeps every level's maps for the second scan when they fit the budget
+        # the first scan keeps every level's maps for the second scan when they fit the budget
         keep = [] if n_jobs == 1 and self._maps_fit(image, max_scale, others,
                                                      max_memory) else None
-        found, scale = self._detect(image, names=eyes, keep=keep, **kw)
+        found, scale = self._detect(image, names=everywhere, keep=keep, **kw)
         c, t = eye_pairs(found, scale, face_model)
         c1, t1 = single_eye_hypotheses(found, scale, face_model, c, t)
         c, t = np.concatenate([c, c1]), np.concatenate([t, t1])
@@ -579,11 +585,11 @@ def load_detector(path=None):
 
     Parameters
     ----------
-    path : str or Path, optional
-        A model file written by :meth:`KeypointDetector.save`. Default: every
-        ``keypoints_*.h5`` in :func:`cvfs.datasets.models_dir` (the shipped models), merged into
-        one detector (they must share the feature pool; a keypoint in several files comes from
-        the first file in name order).
+    path : str, Path or sequence of them, optional
+        A model file written by :meth:`KeypointDetector.save`, or several merged into one
+        detector (they must share the feature pool; a keypoint in several files comes from the
+        first file). Default: every ``keypoints_*.h5`` in :func:`cvfs.datasets.models_dir` (the
+        shipped models) in name order.
 
     Returns
     -------
@@ -592,20 +598,26 @@ def load_detector(path=None):
     Raises
     ------
     FileNotFoundError
-        If ``path`` does not exist, or no shipped model is found.
+        If a file does not exist, or no shipped model is found.
     ValueError
         If a file is not a keypoint-detector model, fails a check of :func:`cvfs.io.load_model`
         (checksums, layout) or of the detector (settings, array names, shapes, feature indices
-        inside the pool, finite values), or shipped models use different pools.
+        inside the pool, finite values), the sequence is empty, or the files use different
+        pools.
     """
-    if path is not None:
+    if isinstance(path, (str, os.PathLike)):
         return KeypointDetector.from_saved(load_model(path, kind=KIND))
-    files = sorted(Path(models_dir()).glob("keypoints_*.h5"))
-    if not files:
-        raise FileNotFoundError(
-            f"no shipped keypoint models (keypoints_*.h5) in {models_dir()}; train one with "
-            "`cvfs keypoints train` or pass a path"
-        )
+    if path is None:
+        files = sorted(Path(models_dir()).glob("keypoints_*.h5"))
+        if not files:
+            raise FileNotFoundError(
+                f"no shipped keypoint models (keypoints_*.h5) in {models_dir()}; train one with "
+                "`cvfs keypoints train` or pass a path"
+            )
+    else:
+        files = [Path(p) for p in path]
+        if not files:
+            raise ValueError("path is an empty sequence of model files")
     dets = [KeypointDetector.from_saved(load_model(f, kind=KIND)) for f in files]
     if len(dets) == 1:
         return dets[0]
@@ -614,7 +626,7 @@ def load_detector(path=None):
     for f, d in zip(files, dets, strict=True):
         if d.pool_params != first.pool_params:
             raise ValueError(f"{f} uses feature pool {d.pool_params}, {files[0]} uses "
-                             f"{first.pool_params}: shipped models must share one pool")
+                             f"{first.pool_params}: merged models must share one pool")
         for k in d.keypoints:
             if k not in clfs:
                 clfs[k] = d.classifiers[k]

@@ -16,7 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from cvfs.keypoints._scan import ScanPlan
-from cvfs.keypoints._tiling import band_budget, band_bytes, image_bytes, level_bytes, split_rows
+from cvfs.keypoints._tiling import (
+    BandPlan,
+    band_budget,
+    band_bytes,
+    image_bytes,
+    level_bytes,
+    split_rows,
+)
 from cvfs.keypoints.peaks import grid_peaks, parabolic_offsets
 from cvfs.vision import HALF, N_HOG, WINDOW, LevelCache, level_bands, valid_centres
 
@@ -111,9 +118,12 @@ def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True, stride=1
     """Score peaks of the windows of one band of a level: per model ``None`` or an ``(n, 3)``
     array of ``x, y, score`` in original-image pixels, in row-major order of the peaks.
 
-    ``stride > 1`` on an upsampled level (index > 0) scanned whole: only the windows whose
-    top-left row and column are multiples of ``stride`` are scored, the peaks are those of that
-    coarser grid and their sub-pixel offsets are scaled by ``stride`` (else every window).
+    ``stride > 1`` on an upsampled level (index > 0): only the windows whose top-left row and
+    column on the level are multiples of ``stride`` are scored, the peaks are those of that
+    coarser grid and their sub-pixel offsets are scaled by ``stride`` (else every window); a
+    band then needs ``stride`` rows of scores beyond its own rows on either side
+    (:func:`pyramid_peaks` gives them), for the peaks of its own rows to be those of the whole
+    level's grid.
 
     ``band`` is a :class:`LevelCache` (the whole level, ``rows.s == 0``) or a
     :class:`cvfs.vision.LevelBand` starting at level row ``rows.s``; windows of top-left rows
@@ -123,10 +133,10 @@ def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True, stride=1
     maps are dropped before returning (kept with ``clear=False``).
     """
     level = band.level
-    st = int(stride) if stride > 1 and level.index > 0 and isinstance(band, LevelCache) else 1
+    st = int(stride) if stride > 1 and level.index > 0 else 1
     gw = level.shape[1] - 2 * HALF + 1
     nr = rows.e - rows.s
-    rr = np.arange(0, nr, st, dtype=np.int64)
+    rr = np.arange((-rows.s) % st, nr, st, dtype=np.int64)  # the level's lattice rows
     cc = np.arange(0, gw, st, dtype=np.int64)
     tl = np.empty((rr.size * cc.size, 2), dtype=np.int64)
     tl[:, 0] = np.repeat(rr, cc.size)
@@ -144,12 +154,12 @@ def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True, stride=1
     for s, t in zip(scores, thr, strict=True):
         grid = s.reshape(rr.size, cc.size)
         r, c = grid_peaks(grid, t)
-        own = (st * r >= rows.k0 - rows.s) & (st * r < rows.k1 - rows.s)
+        own = (rr[r] >= rows.k0 - rows.s) & (rr[r] < rows.k1 - rows.s)
         r, c = r[own], c[own]
         if r.size == 0:
             out.append(None)
             continue
-        xy = np.column_stack([st * c, st * r + rows.s]).astype(np.float64) + HALF
+        xy = np.column_stack([st * c, rr[r] + rows.s]).astype(np.float64) + HALF
         if refine:
             xy += st * parabolic_offsets(grid, r, c)
         out.append(np.column_stack([level.to_original(xy), grid[r, c]]))
@@ -173,7 +183,9 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
 
     ``plan``: the :class:`ScanPlan` of ``models``' soft cascades, or None for the full scan.
     ``keep``: a list that receives each level's :class:`LevelCache` with its maps (the caller
-    checks that they fit the budget; ``n_jobs`` must be 1). ``stride``: see :func:`band_peaks`.
+    checks that they fit the budget; ``n_jobs`` must be 1). ``stride``: see :func:`band_peaks`;
+    the bands of an upsampled level then score ``stride`` rows beyond their own rows on either
+    side (instead of one), so the peaks do not depend on the bands either.
     """
     feats = np.concatenate([m.features for m in models])
     per_pixel, fixed = band_bytes(models, bool((feats >= N_HOG).any()),
@@ -186,6 +198,10 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
         nonlocal warned
         budget = band_budget(avail, lv_bytes, n_jobs, max_memory)
         parts, _ = split_rows(level.shape, budget, per_pixel, fixed)
+        if stride > 1 and level.index > 0 and len(parts) > 1:  # lattice neighbours of own rows
+            gh = parts[-1].e
+            parts = [BandPlan(max(p.k0 - stride, 0), min(p.k1 + stride, gh), p.k0, p.k1)
+                     for p in parts]
         rows = max(p.e - p.s for p in parts) + WINDOW - 1
         b_bytes = per_pixel * rows * level.shape[1] + fixed
         in_flight = max(1, min(n_jobs, int((avail - lv_bytes) // b_bytes)))  # as scheduled

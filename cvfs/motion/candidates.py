@@ -31,6 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import eigh
+from scipy.linalg.blas import dsymv
+from scipy.linalg.lapack import dsyevr
+from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
@@ -50,6 +53,9 @@ ISOLATED_FRACTION = 0.05
 KSUBSPACE_CODE = 1 + len(REFINE_SPACES)
 # restarts of seeded K-subspaces added to the pool by default for K >= 4 (generate_candidates)
 DEFAULT_KSUBSPACE_RESTARTS = 20
+# spectral embeddings of up to this many trajectories use the dense eigensolver, larger ones
+# Lanczos (_spectral_embedding); every Hopkins155 sequence (39-556 trajectories) is below it
+DENSE_EIGH_MAX_POINTS = 600
 
 
 @dataclass
@@ -206,8 +212,21 @@ def _spectral_embedding(A, n_motions):
     M = A * inv[:, None]
     M *= inv[None, :]
     P = M.shape[0]
-    # a full tridiagonalisation (LAPACK evr) beats ARPACK here: with well-separated motions the top
-    # eigenvalues are all ~1 and Lanczos needs hundreds of iterations
+    if P > DENSE_EIGH_MAX_POINTS:
+        # Lanczos (ARPACK, a fixed start vector): P^2 per iteration against P^3 for the dense
+        # solver; on 1,000-1,100 trajectories it needs 20-175 products with M (the close
+        # eigenvalues ~1 of well-separated motions take the most), 3-4x less CPU than evr
+        Mt = M.T  # Fortran-ordered view of the symmetric M: symv reads one triangle, no copy
+        op = LinearOperator((P, P), matvec=lambda x: dsymv(1.0, Mt, np.ravel(x)),
+                            dtype=np.float64)
+        try:
+            _, vec = eigsh(op, k=n_motions, which="LA", tol=0.0,
+                           v0=np.random.default_rng(0).standard_normal(P))
+            return _unit_rows(vec)
+        except ArpackError:
+            pass
+    # a full tridiagonalisation (LAPACK evr) beats ARPACK on the smaller matrices: with
+    # well-separated motions the top eigenvalues are all ~1 and Lanczos needs many iterations
     _, vec = eigh(M, subset_by_index=[P - n_motions, P - 1], driver="evr", overwrite_a=True,
                   check_finite=False)
     return _unit_rows(vec)
@@ -238,13 +257,32 @@ def _spectral_labels(A, n_motions, kmeans):
     return labels
 
 
+def _principal_directions(R, dim):
+    """The ``dim`` leading right singular vectors of the centred rows ``R`` (rows of the result,
+    largest first).
+
+    With more rows than columns they are the top eigenvectors of the D x D scatter ``R^T R``
+    (one small symmetric eigenproblem, LAPACK ``syevr``, instead of an SVD that also forms the
+    n x D left factor); otherwise, or if ``syevr`` fails, the SVD of ``R``.
+    """
+    n, D = R.shape
+    dim = min(int(dim), D)
+    if n > D and dim > 0:
+        _, v, m, _, info = dsyevr(R.T @ R, compute_v=1, range="I", il=D - dim + 1, iu=D)
+        if info == 0 and m == dim:
+            return v[:, dim - 1::-1].T
+    _, _, vt = np.linalg.svd(R, full_matrices=False)
+    return vt[:dim]
+
+
 def refine_subspaces(Y, labels, n_motions, *, dim=3, max_iter=20):
     """K-subspaces refinement: move every point to the nearest affine subspace until stable.
 
     Each iteration fits a least-squares affine ``dim``-subspace through the points of every label
     and reassigns each point to the subspace nearest to it. It stops when the labels no longer
     change, after ``max_iter`` iterations, or before a step that would leave a label with ``dim``
-    points or fewer (a subspace through them would fit exactly).
+    points or fewer (a subspace through them would fit exactly). A label whose members did not
+    change keeps its subspace and distances from the previous iteration.
 
     Parameters
     ----------
@@ -264,22 +302,26 @@ def refine_subspaces(Y, labels, n_motions, *, dim=3, max_iter=20):
     """
     labels = np.asarray(labels, dtype=np.int64)
     dist = np.empty((Y.shape[0], n_motions))
+    prev = None
     for _ in range(max_iter):
         for k in range(n_motions):
-            members = Y[labels == k]
+            mask = labels == k
+            if prev is not None and np.array_equal(mask, prev == k):
+                continue  # same members: dist[:, k] still holds
+            members = Y[mask]
             if members.shape[0] == 0:
                 dist[:, k] = np.inf
                 continue
             mean = members.mean(axis=0)
-            _, _, vt = np.linalg.svd(members - mean, full_matrices=False)
+            basis = _principal_directions(members - mean, dim)
             R = Y - mean
-            along = R @ vt[:dim].T
+            along = R @ basis.T
             dist[:, k] = np.einsum("ij,ij->i", R, R) - np.einsum("ij,ij->i", along, along)
         new = np.argmin(dist, axis=1)
         if np.array_equal(new, labels) or \
                 np.bincount(new, minlength=n_motions).min() <= dim:
             break
-        labels = new
+        prev, labels = labels, new
     return labels
 
 
@@ -294,6 +336,20 @@ def _affine_dist(Y, fit):
     R = Y - mean
     along = R @ basis.T
     return np.maximum(np.einsum("ij,ij->i", R, R) - np.einsum("ij,ij->i", along, along), 0.0)
+
+
+def _nearest(D2, nn):
+    """The first ``nn`` columns of ``argsort(D2, axis=1, kind="stable")`` (nearest first, ties
+    in index order), from a partition: every entry up to each row's ``nn``-th smallest value is
+    kept and only those are sorted."""
+    P = D2.shape[1]
+    if nn >= P:
+        return np.argsort(D2, axis=1, kind="stable")[:, :nn]
+    kth = np.partition(D2, nn - 1, axis=1)[:, nn - 1:nn]
+    rows, cols = np.nonzero(D2 <= kth)  # in row, then column order
+    order = np.lexsort((cols, D2[rows, cols], rows))
+    start = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=D2.shape[0]))[:-1]])
+    return cols[order].reshape(-1)[(start[:, None] + np.arange(nn)).reshape(-1)].reshape(-1, nn)
 
 
 def ksubspace_candidates(Y, n_motions, *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, dim=3,
@@ -349,7 +405,7 @@ def ksubspace_candidates(Y, n_motions, *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS,
     nn = min(P, 2 * (dim + 1) if n_neighbors is None else int(n_neighbors))
     rng = check_random_state(random_state)
     sq = np.einsum("ij,ij->i", Y, Y)
-    near = np.argsort(sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T), axis=1, kind="stable")[:, :nn]
+    near = _nearest(sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T), nn)
     seen, out, res = set(), [], []
     with threadpool_limits(limits=1, user_api="blas"):
         for _ in range(n_restarts):

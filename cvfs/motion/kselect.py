@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from cvfs.motion.candidates import (
     DEFAULT_KSUBSPACE_RESTARTS,
+    _principal_directions,
     check_points,
     generate_candidates,
     ksubspace_candidates,
@@ -378,7 +379,7 @@ def cluster_capped_cost(R, sigma2, dims, cap, dim_cost):
     scalar settings, else arrays of the broadcast shape."""
     D = R.shape[1]
     R = R - R.mean(axis=0)
-    _, _, vt = np.linalg.svd(R, full_matrices=False)
+    vt = _principal_directions(R, max(dims))
     tot = np.einsum("ij,ij->i", R, R)
     cap = np.asarray(cap, dtype=np.float64)
     dim_cost = np.asarray(dim_cost, dtype=np.float64)

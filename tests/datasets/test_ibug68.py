@@ -185,3 +185,18 @@ def test_real_faces68():
         h, w = cv2.imread(str(im.path)).shape[:2]
         assert (im.points[..., 0][np.isfinite(im.points[..., 0])] < w).all()
         assert (im.points[..., 1][np.isfinite(im.points[..., 1])] < h).all()
+
+
+def test_face_sets(tmp_path):
+    from cvfs.cli.handlers import KP_DATASETS
+    from cvfs.datasets.faces import FACE_SETS, load_face_set
+
+    assert KP_DATASETS == FACE_SETS
+    _make_faces68(tmp_path)
+    train, test = split_faces68(load_faces68(tmp_path))
+    assert ([im.path for im in load_face_set("faces68-train", tmp_path)]
+            == [im.path for im in train])
+    assert ([im.path for im in load_face_set("faces68-test", tmp_path)]
+            == [im.path for im in test])
+    with pytest.raises(ValueError, match="face set must be one of"):
+        load_face_set("lfpw")

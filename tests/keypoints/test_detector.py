@@ -318,6 +318,12 @@ def test_shipped_models_merge(tmp_path, monkeypatch):
         tmp_path / "keypoints_c.h5")
     with pytest.raises(ValueError, match="must share one pool"):
         load_detector()
+    # explicit files merge in the order given
+    files = [tmp_path / "keypoints_b.h5", tmp_path / "keypoints_a.h5"]
+    assert load_detector(files).keypoints == ["nose_center", "left_eye_center"]
+    assert load_detector([str(files[0])]).keypoints == ["nose_center"]
+    with pytest.raises(ValueError, match="empty sequence"):
+        load_detector([])
 
 
 def test_example_features_match_pool(real_data):
@@ -512,7 +518,7 @@ def test_calibrate_script(real_data, tmp_path, capsys):
     det = load_detector(model)
     rec = det.info["training"]["calibration"]
     assert rec["command"].endswith("--n-images 3 --n-negatives 200 --quiet")
-    assert rec["data"] == "MTFL training.txt, first 3 images"
+    assert rec["data"] == "mtfl-train, first 3 images"
     assert det.classifiers["nose_center"].cascade_ends.tolist() == [1]
     assert "written" in capsys.readouterr().out
 

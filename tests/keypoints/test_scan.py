@@ -273,3 +273,21 @@ def test_hog_blocks_from_pixels_match_the_maps():
         ScanPlan(det.pool, models, hog_blocks="cells")
     with pytest.raises(ValueError, match="hog_blocks must be 'maps' or 'pixels'"):
         det.detect_faces(_frame((64, 48)), hog_blocks="cells")
+
+
+def test_upsampled_stride_in_bands_matches_whole_levels(monkeypatch):
+    """With ``stride=2`` an upsampled level cut into bands of rows gives the peaks of the whole
+    level's lattice bitwise: the bands hold the lattice rows next to their own rows."""
+    det = load_detector()
+    img = _frame((160, 120))
+    seen = _count_bands(monkeypatch)
+    kw = dict(threshold=-np.inf, max_scale=2.0, min_scale=0.0, nms_radius=None, refine=True,
+              cascade=True, n_jobs=1, merge_radius=None, pairs=None, stride=2)
+    whole = det._detect(img, max_memory=None, **kw)[0]
+    assert seen == []
+    banded = det._detect(img, max_memory=12e6, **kw)[0]
+    assert seen and max(seen) >= 3
+    assert list(banded) == list(whole)
+    for k in whole:
+        np.testing.assert_array_equal(banded[k], whole[k])
+    assert all(len(v) > 0 for v in whole.values())

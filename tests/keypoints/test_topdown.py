@@ -185,3 +185,43 @@ def test_paint_equals_numpy_slices():
     for a, b, c, d in zip(r0, r1, c0, c1, strict=True):
         want[a:b, c:d] = True
     np.testing.assert_array_equal(got, want)
+
+
+def test_keypoints_beyond_the_five_are_scanned_in_regions(setup):
+    """A face model with a keypoint beyond the five (here a chin found by the mouth corner's
+    classifier): the five come from the full scan unchanged, the chin only from inside the
+    regions the eye hypotheses give it, each at a detection of its full scan."""
+    from dataclasses import replace
+
+    from cvfs.keypoints import KeypointDetector
+    from cvfs.keypoints.faces import FaceModel
+
+    det, fm, img = setup
+    extra = "chin_center"
+    clfs = {**det.classifiers, extra: det.classifiers["mouth_left_corner"]}
+    thr = {**det.thresholds, extra: det.thresholds["mouth_left_corner"]}
+    det7 = KeypointDetector(clfs, det.pool_params, thresholds=thr,
+                            scales_per_octave=det.scales_per_octave, max_scale=det.max_scale,
+                            nms_radius=det.nms_radius, merge_radius=det.merge_radius)
+    s = fm.shape
+    shape = replace(s, names=s.names + (extra,), mean=np.vstack([s.mean, [[0.0, 1.45]]]),
+                    modes=np.hstack([s.modes, np.zeros((len(s.modes), 2))]),
+                    sigma=np.append(s.sigma, 0.1))
+    fm7 = FaceModel(shape, {**fm.calibration, extra: fm.calibration["mouth_left_corner"]},
+                    fm.face_calibration,
+                    {**fm.scale_range, extra: fm.scale_range["mouth_left_corner"]},
+                    threshold=fm.threshold)
+    kw = dict(max_scale=1.0, n_jobs=1, max_memory=None)
+    five, _ = det._face_detections(img, fm, top_down=False, **kw)
+    got, scale = det7._face_detections(img, fm7, top_down=False, **kw)
+    for k in fm.shape.names:
+        np.testing.assert_array_equal(got[k], five[k])
+    full, _ = det7._detect(img, threshold=-math.inf, min_scale=0.0, nms_radius=None,
+                           refine=True, cascade=True, merge_radius=None, pairs=None,
+                           names=[extra], **kw)
+    assert 0 < len(got[extra]) < len(full[extra])
+    d = np.hypot(got[extra][:, None, 0] - full[extra][None, :, 0],
+                 got[extra][:, None, 1] - full[extra][None, :, 1]).min(axis=1)
+    assert (d >= 1e-6).sum() <= max(1, 0.1 * len(d))
+    faces = det7.detect_faces(img, max_scale=1.0, face_model=fm7)
+    assert len(faces) == 1 and set(faces[0].keypoints) == set(fm7.shape.names)
