@@ -35,7 +35,7 @@ FLAG_BLENDED = 2
 FLAG_AT_BOUND = 4
 #: masked (or NaN) pixels lie within the object's footprint, or within 3 sigma of a point source
 FLAG_MASKED = 8
-#: the object needed more point sources than ``max_sources`` and is reported as extended
+#: the object needed more point sources than ``max_sources`` per tile and is reported as extended
 FLAG_CAPPED = 16
 #: saturated pixels (at or above ``saturation=``) lie within the object's footprint grown by
 #: 2 px; they are masked (so FLAG_MASKED is set too) and the fit uses the unsaturated wings

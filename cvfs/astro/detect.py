@@ -3,9 +3,9 @@
 The detection image is the matched filter of a point source (a Gaussian of the PSF width) in
 units of the local noise: at every pixel, the SNR of a source centred there, from the noise map
 and with masked pixels left out (:func:`detection_image`). Correlated pixel noise (drizzled or
-resampled images) is measured on the filtered image (its clipped standard deviation) and
-divided out. Objects are 8-connected regions above ``thresh`` with at least ``min_area`` pixels
-whose peak reaches ``peak_snr``.
+resampled images) is measured on the filtered image (the spread of its values below their
+mode, :func:`noise_scale`) and divided out. Objects are 8-connected regions above ``thresh``
+with at least ``min_area`` pixels whose peak reaches ``peak_snr``.
 """
 
 import math
@@ -15,7 +15,7 @@ from scipy import ndimage
 
 from cvfs.astro.background import _clipped_stats
 
-__all__ = ["detection_image", "moments", "segment"]
+__all__ = ["detection_image", "moments", "noise_scale", "segment"]
 
 
 def _gaussian_taps(sigma, truncate=3.0):
@@ -38,10 +38,10 @@ def detection_image(sub, rms, mask, sigma, white=False):
     ``sigma``, the detection SNR is sum(k w sub) / sqrt(sum(k^2 w)) over the kernel around each
     pixel: the SNR of a point source of that width centred there, with the local noise and
     masked pixels accounted for (the same statistic as sep's matched filter). Unless ``white``,
-    it is divided by its own sigma-clipped standard deviation when that exceeds 1: correlated
-    pixel noise (drizzled or resampled images) would otherwise give false detections, and in
-    a crowded frame the threshold rises with the crowding, which splits the frame into objects
-    of fewer sources.
+    it is divided by the standard deviation of its noise (:func:`noise_scale`) when that
+    exceeds 1: correlated pixel noise (drizzled or resampled images) would otherwise give false
+    detections. The noise is measured below the mode of the filtered values, so sources and
+    nebulosity filling a crowded frame do not raise the threshold.
 
     Parameters
     ----------
@@ -81,11 +81,31 @@ def detection_image(sub, rms, mask, sigma, white=False):
     vals = det[::step, ::step][valid[::step, ::step]]
     if vals.size < 100:
         return det
-    # correlated pixel noise, or sources covering much of the frame, raise the filtered image's
-    # clipped standard deviation above its white-noise value 1: divided out
-    _, _, std, _ = _clipped_stats(vals[None, :], 3.0, 20)
-    factor = float(std[0])
+    # correlated pixel noise raises the filtered image's noise above its white-noise value 1:
+    # divided out
+    factor = noise_scale(vals)
     return det / factor if np.isfinite(factor) and factor > 1.0 else det
+
+
+def noise_scale(vals):
+    """Standard deviation of the noise of detection-image values: the smaller of their clipped
+    standard deviation and the spread of the values below their mode (the mode from a
+    histogram of the clipped values). Sources and nebulosity only add positive values, so on a
+    crowded or nebulous frame, where they fill most pixels and widen the clipped distribution,
+    the side below the mode still holds the noise alone."""
+    med, _, std, _ = _clipped_stats(vals[None, :], 3.0, 20)
+    med, std = float(med[0]), float(std[0])
+    if not (np.isfinite(std) and std > 0):
+        return std
+    # a histogram of bins of std / 10 over the clipped range locates the mode
+    lo = vals[np.abs(vals - med) <= 3.0 * std]
+    counts, edges = np.histogram(lo, bins=60, range=(med - 3.0 * std, med + 3.0 * std))
+    k = np.convolve(counts, np.ones(5) / 5.0, mode="same").argmax()
+    mode = 0.5 * (edges[k] + edges[k + 1])
+    below = vals[vals < mode] - mode
+    if below.size < 50:
+        return std
+    return min(std, float(np.sqrt(np.mean(below * below))))
 
 
 def segment(det, mask, thresh, min_area, peak_snr):

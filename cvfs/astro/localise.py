@@ -22,7 +22,7 @@ Pipeline (settings: :class:`cvfs.astro.settings.LocalisationSettings`):
    into candidates -> weighted nonlinear least squares with the analytic Jacobian, pruning,
    merging and residual peaks (:mod:`cvfs.astro.fit`); uncertainties from the inverse Fisher
    information; sources are kept by the tile whose core contains them and when they lie on the
-   object's footprint; more than ``max_sources`` sources make the object extended;
+   object's footprint; more than ``max_sources`` sources per tile make the object extended;
 6. a point-fitted object with several sources is split into parts by the watershed of the
    extended objects; a part holding two or more sources becomes a parent row (isophotal centroid
    and flux of its pixels) whose children are those sources (:mod:`cvfs.astro.catalogue`);

@@ -19,9 +19,9 @@ from threadpoolctl import threadpool_limits
 from cvfs.astro.deblend import extended_rows, parents
 from cvfs.astro.fastfit import fit_isolated
 from cvfs.astro.fit import fit_sources, significance
-from cvfs.astro.pointfit import fit_point_sources
+from cvfs.astro.pointfit import fit_point_sources, tile_starts
 
-__all__ = ["cut_objects", "is_extended", "process_objects", "run_objects"]
+__all__ = ["cut_objects", "is_extended", "process_objects", "run_objects", "source_cap"]
 
 
 @dataclass
@@ -64,6 +64,15 @@ def _extent_fit(ob, noise, st):
     # see process_objects); the upper bound is not used here, a missed peak of a blend can reach it
     sharp = int(np.sum(src[:, 2] < st.s_lo * (1 + 1e-6)))
     return sharp >= 2 and 2 * sharp >= len(src), src, bg
+
+
+def source_cap(shape, st):
+    """Most point sources an object of patch ``shape`` may hold before it counts as extended:
+    ``max_sources`` per fitted tile (:func:`cvfs.astro.pointfit.tile_starts`), so a large
+    footprint of a crowded or nebulous field keeps the stars of every tile."""
+    h, w = shape
+    return st.max_sources * len(tile_starts(h, st.tile, st.overlap)) \
+        * len(tile_starts(w, st.tile, st.overlap))
 
 
 #: dictionaries of the most recent fit settings in this process: {settings: {shape: dictionary}}
@@ -109,7 +118,7 @@ def process_objects(obj_list, st):
         if at_bound >= 2 and 2 * at_bound >= len(rows):
             # several sources with the width at a bound: the object is not a sum of PSFs
             results.append(("extended", extended_rows(ob, rms_patch, st), None, screened))
-        elif len(rows) > st.max_sources:
+        elif len(rows) > source_cap(ob.patch.shape, st):
             results.append(("capped", extended_rows(ob, rms_patch), None, screened))
         elif len(rows) == 0:
             results.append(("none", None, None, screened))

@@ -74,7 +74,8 @@ def widths_at_bounds(src, shape, noise, st):
 def fit_point_sources(ob, noise, st, cache):
     """SBL + refinement per tile of the patch -> rows (x, y, sigma, flux, x_err, y_err, flux_err,
     at_bound), the model of the patch and the mean screening fraction per tile; rows and model
-    are None when a tile's first fit has its widths at the bounds (:func:`widths_at_bounds`)."""
+    are None when the patch is one tile whose first fit has its widths at the bounds
+    (:func:`widths_at_bounds`)."""
     h, w = ob.patch.shape
     rows, cols = tile_starts(h, st.tile, st.overlap), tile_starts(w, st.tile, st.overlap)
     th, tw = min(st.tile, h), min(st.tile, w)
@@ -87,8 +88,8 @@ def fit_point_sources(ob, noise, st, cache):
     ax = np.clip(np.rint(dico.params[:, 0]), 0, tw - 1).astype(np.intp)
     ay = np.clip(np.rint(dico.params[:, 1]), 0, th - 1).astype(np.intp)
     screened, first = [], []
-    # first pass: SBL candidates and a first fit of every tile; an object whose widths sit at the
-    # bounds in any tile is not a sum of PSFs, so no tile is refined (the costly part of a galaxy)
+    # first pass: SBL candidates and a first fit of every tile; a one-tile object whose widths
+    # sit at the bounds is not a sum of PSFs, so it is not refined (the costly part of a galaxy)
     for r0, y_lo, y_hi in rows:
         for c0, x_lo, x_hi in cols:
             p = ob.patch[r0:r0 + th, c0:c0 + tw]
@@ -110,7 +111,9 @@ def fit_point_sources(ob, noise, st, cache):
             src, bgt = cand, 0.0
             if st.refine:
                 src, bgt = fit_sources(p, wt, cand, 0.0, st.s_lo, st.s_hi, st.margin)
-                if widths_at_bounds(src, p.shape, noise, st):
+                # a single-tile object only: in a large (crowded, nebulous) footprint one tile
+                # of nebulosity would otherwise turn every star of the object into moment rows
+                if len(rows) * len(cols) == 1 and widths_at_bounds(src, p.shape, noise, st):
                     return None, None, screened
             first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico))
     out = []

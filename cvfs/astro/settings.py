@@ -59,7 +59,8 @@ class LocalisationSettings:
     box : int, optional
         Box size of the background mesh (:func:`cvfs.astro.background.default_box_size`).
     max_sources : int, default 30
-        Most point sources per object; an object needing more is reported as extended.
+        Most point sources per fitted tile of an object; an object needing more is reported as
+        extended.
     extended_factor : float, default 4
         Widest component of the extent test, in units of the largest PSF width (> 1.5).
     sbl_iter : int, default 5

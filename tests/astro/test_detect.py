@@ -76,3 +76,28 @@ def test_make_field_rejects_an_unknown_snr_scale():
     # log-uniform peak SNRs in [5, 50]
     peak = truth["flux"] * astro.delta_e(0.0, truth["sigma"]) ** 2
     assert np.all((peak >= 5.0 - 1e-9) & (peak <= 50.0 + 1e-9))
+
+
+def test_noise_scale_ignores_sources_filling_the_frame():
+    """The noise of detection values is measured below their mode: positive values of sources
+    and nebulosity covering 60% of the pixels widen the clipped distribution, not the noise."""
+    from cvfs.astro.background import _clipped_stats
+    from cvfs.astro.detect import noise_scale
+
+    rng = np.random.default_rng(0)
+    noise = 2.0 * rng.standard_normal(100_000)
+    assert noise_scale(noise) == pytest.approx(2.0, rel=0.05)
+    crowded = noise + np.where(rng.random(noise.size) < 0.6, rng.exponential(8.0, noise.size), 0)
+    assert float(_clipped_stats(crowded[None, :], 3.0, 20)[2][0]) > 4.0
+    assert noise_scale(crowded) == pytest.approx(2.0, rel=0.15)
+
+
+def test_source_cap_is_per_fitted_tile():
+    """A large footprint may hold max_sources point sources per tile of its fit."""
+    from cvfs.astro.objects import source_cap
+    from cvfs.astro.settings import resolve_settings
+
+    _, st, _ = resolve_settings(None)
+    assert source_cap((20, 28), st) == st.max_sources
+    # 57 x 73 px: tiles of 28 px overlapping by 8 -> 3 x 4 tiles
+    assert source_cap((57, 73), st) == 12 * st.max_sources
