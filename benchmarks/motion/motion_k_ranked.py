@@ -84,9 +84,8 @@ def pool_cache(seqs, cache):
 
 def labelling_quantities(points, lab):
     """Robust cost on the grid of ``motion_k`` (``(len(CAP_GRID), len(DIM_COST_GRID))``) and
-    planar residual of one labelling, on the tracks scaled per axis as the K rule of
-    :func:`cvfs.motion.segment` and ``motion_k`` take them."""
-    pts = normalise_points(points, per_axis=True)
+    planar residual of one labelling."""
+    pts = normalise_points(points)
     Y = velocity_matrix(pts).T
     P = Y.shape[0]
     sigma2 = noise_variance(Y)
