@@ -70,7 +70,7 @@ from cvfs.keypoints.evaluate import (
     evaluate_merged,
     recall_at_precision,
 )
-from cvfs.keypoints.faces import assemble_faces, load_face_model
+from cvfs.keypoints.faces import FACE_KEYPOINTS, assemble_faces, load_face_model
 from cvfs.keypoints.refine import refine_face_keypoints
 from cvfs.viz import save_figure
 from cvfs.viz.keypoints import plot_pr_curves
@@ -255,14 +255,21 @@ def _faces_main(args):
         for im in tqdm(images, desc=ds):
             img = read_image(im.path)
             t0 = time.process_time()
-            found, scale = det._detect(img, threshold=-np.inf, max_scale=max_scale,
-                                       min_scale=0.0, nms_radius=None, refine=True, cascade=True,
-                                       n_jobs=1, merge_radius=None, pairs=None, max_memory=None)
+            # the scans of detect_faces(): the five MTFL keypoints everywhere, the others
+            # where eye hypotheses place them
+            found, scale = det._face_detections(img, fm, max_scale=max_scale, n_jobs=1,
+                                                max_memory=None, top_down=False)
             faces.append(assemble_faces(found, fm, scales=scale, threshold=0.0))
             t1 = time.process_time()
             faces_td.append(det.detect_faces(img, max_scale=max_scale, threshold=0.0,
                                              top_down=True))
             cpu += (t1 - t0, time.process_time() - t1)
+            others = [k for k in names if k not in FACE_KEYPOINTS]
+            if others:  # detect() of the other keypoints: a full scan (not timed)
+                found = {**found, **det._detect(
+                    img, names=others, threshold=-np.inf, max_scale=max_scale, min_scale=0.0,
+                    nms_radius=None, refine=True, cascade=True, n_jobs=1, merge_radius=None,
+                    pairs=None, max_memory=None)[0]}
             dets.append(found)
         spi, spi_td = cpu / len(images)
         t0 = time.process_time()
