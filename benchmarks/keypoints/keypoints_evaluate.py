@@ -24,15 +24,16 @@ Baseline detections come from ``benchmarks/keypoints/keypoints_baselines.py`` (r
 
 With ``--faces`` it evaluates :meth:`KeypointDetector.detect_faces` (the shipped detectors and
 face model) instead: on each dataset every keypoint's AP from the faces' keypoints against the
-same detector's ``detect()`` (one scan gives both), for the faces as assembled (a keypoint scored
+same detector's ``detect()`` (one scan gives both for the five MTFL keypoints; the others get a
+full scan of their own for the ``detect()`` column), for the faces as assembled (a keypoint scored
 by the face score, or by the face score times the keypoint's calibrated probability) and with
 their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`, the default of
 ``detect_faces``; face score times keypoint probability), the face-level
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
 ``<json stem>_pr_<dataset>.png`` beside the JSON, and the number of faces at the default
 threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
-the full scan (every keypoint everywhere: the detections of ``detect()``; refined, this is
-``detect_faces()``) and from the top-down scan of ``detect_faces(top_down=True)`` (the keypoints
+the scan of ``detect_faces()`` (the five MTFL keypoints everywhere, any others where eye
+hypotheses place them; refined, this is ``detect_faces()``) and from the top-down scan of ``detect_faces(top_down=True)`` (the keypoints
 other than the eyes only around eye pairs and unpaired probable eyes, or everywhere when no eye
 candidate places a face; keys ``*_top_down``), with the CPU seconds per image of each. Results
 go to ``benchmarks/results/keypoints/keypoints_faces.json``::
