@@ -27,7 +27,9 @@ cluster that the robust cost takes for a motion.
    ``out/motion_k_labellings/``. Candidate K rules (:func:`k_forms`: ``log r_K + lam K log(P)/P``
    with one more term, the affinity's eigengap, a conditional logit over K, the robust
    GRIC-form cost ``g_K`` of :func:`cvfs.motion.kselect.capped_cost` with the noise level of
-   :func:`~cvfs.motion.kselect.noise_variance`) are scored by
+   :func:`~cvfs.motion.kselect.noise_variance`, and the default ``log g_K + mu log q_K + lam
+   K log(P)/P`` with its constants fitted by a conditional logit over K,
+   :func:`logit_variants`) are scored by
    10-fold cross-validation by video (the folds of Table VII, fold seed 0; each rule's
    parameters fitted on the nine training folds at the centre of the best ``--smooth``-wide
    neighbourhood of training accuracy on their grid), and by a nested cross-validation: in each
