@@ -523,9 +523,10 @@ def choose_k_capped(costs, planar, n_points, lam=CAPPED_LAMBDA, mu=CAPPED_MU, *,
     ``dim_cost=CAPPED_DIM_COST`` for the default ``lam`` and ``mu``), ``q_K`` the planar
     residual of :func:`k_residuals`. The defaults are the ratios of the weights of a conditional
     logit over K, ``p(K) ~ exp(-(w_g log g_K + w_q log q_K + w_pen K log(P) / P))``, fitted on
-    Hopkins155 (``lam = w_pen / w_g``, ``mu = w_q / w_g``; ``benchmarks/motion/motion_k.py``). Measured in the noise level, ``g_K`` stops falling once
-    every motion has its subspace; the dimension cost lets a translating object (2-D) count as
-    a simpler motion than a rotating one, which a fixed 3-D residual cannot.
+    Hopkins155 (``lam = w_pen / w_g``, ``mu = w_q / w_g``; ``benchmarks/motion/motion_k.py``).
+    Measured in the noise level, ``g_K`` stops falling once every motion has its subspace; the
+    dimension cost lets a translating object (2-D) count as a simpler motion than a rotating
+    one, which a fixed 3-D residual cannot.
 
     Parameters
     ----------
