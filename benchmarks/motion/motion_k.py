@@ -27,7 +27,9 @@ cluster that the robust cost takes for a motion.
    ``out/motion_k_labellings/``. Candidate K rules (:func:`k_forms`: ``log r_K + lam K log(P)/P``
    with one more term, the affinity's eigengap, a conditional logit over K, the robust
    GRIC-form cost ``g_K`` of :func:`cvfs.motion.kselect.capped_cost` with the noise level of
-   :func:`~cvfs.motion.kselect.noise_variance`) are scored by
+   :func:`~cvfs.motion.kselect.noise_variance`, and the default ``log g_K + mu log q_K + lam
+   K log(P)/P`` with its constants fitted by a conditional logit over K,
+   :func:`logit_variants`) are scored by
    10-fold cross-validation by video (the folds of Table VII, fold seed 0; each rule's
    parameters fitted on the nine training folds at the centre of the best ``--smooth``-wide
    neighbourhood of training accuracy on their grid), and by a nested cross-validation: in each
@@ -90,9 +92,14 @@ from cvfs.motion.kselect import (
 from cvfs.motion.synthetic import make_rigid_motions
 
 K_RANGE = range(2, 6)
-# the rule of segment with K not given (cvfs.motion.kselect.choose_k_capped) and the residual rule before it
-DEFAULT_FORM = "g + mu q + lam pen"
+# the rule of segment with K not given (cvfs.motion.kselect.choose_k_capped): log g_K + mu log q_K
+# + lam pen with (cap, dim_cost, lam, mu) fitted by a conditional logit over K; the same rule
+# fitted by the grid search of the training accuracy; and the residual rule
+DEFAULT_FORM = "g + mu q + lam pen, logit fit"
+GRID_FORM = "g + mu q + lam pen"
 PLANAR_FORM = "r + mu q + lam pen"
+# L2 weights of the default rule's logit fit (chosen with the cell by training accuracy)
+LOGIT_C = (0.01, 0.1, 1.0)
 MINFRAC_FORM = "g + mu q + lam pen, smallest cluster >= phi P"
 
 
@@ -328,6 +335,16 @@ MU_GRID3 = np.concatenate([-np.geomspace(0.01, 10.0, 5)[::-1], [0.0],
 NU_GRID3 = np.concatenate([-np.geomspace(0.01, 3.0, 3)[::-1], [0.0], np.geomspace(0.01, 3.0, 3)])
 
 
+def logit_variants(T):
+    """The default rule's variants: per cell of the robust cost's grid and L2 weight in
+    ``LOGIT_C``, a conditional logit over K on ``(log g_K, log q_K, pen)``, whose weights
+    ``(w_g, w_q, w_pen)`` give ``lam = w_pen / w_g``, ``mu = w_q / w_g`` (:func:`logit_rule`)."""
+    valid = T["valid"]
+    return [("logit", np.stack([np.where(valid, T[n], 0.0) for n in (f"g:{a}:{b}", "q", "pen")],
+                               axis=2), c)
+            for a in range(len(CAP_GRID)) for b in range(len(DIM_COST_GRID)) for c in LOGIT_C]
+
+
 def k_forms(T):
     """The candidate rules: name -> list of variants ``(base, terms, grids)``; a rule's K is the
     argmin of ``base + sum theta_i term_i``, with theta on ``grids`` fitted on training sequences
@@ -338,7 +355,8 @@ def k_forms(T):
         out[f"r + mu {extra} + lam pen"] = [(T["r"], [T["pen"], T[extra]], [LAM_GRID, MU_GRID])]
     grics = [k for k in T if k.startswith("g:")]
     out["g + lam pen"] = [(T[g], [T["pen"]], [LAM_GRID]) for g in grics]
-    out["g + mu q + lam pen"] = [(T[g], [T["pen"], T["q"]], [LAM_GRID, MU_GRID]) for g in grics]
+    out[GRID_FORM] = [(T[g], [T["pen"], T["q"]], [LAM_GRID, MU_GRID]) for g in grics]
+    out[DEFAULT_FORM] = logit_variants(T)
     if "qphi0" in T:
         # --min-fraction: the default rule over the labellings whose smallest cluster holds
         # >= phi P trajectories, phi fitted with the cell, lam and mu
@@ -496,6 +514,13 @@ def hopkins_cv(seqs, stats, fold_seed=0, inner_repeats=1):
     return rows, info
 
 
+def logit_rule(variant, theta):
+    """``(cap, dim_cost, lam, mu)`` of the default rule's logit fit (variant index, weights)."""
+    cell, w = divmod(int(variant), len(LOGIT_C))[0], theta
+    a, b = divmod(cell, len(DIM_COST_GRID))
+    return CAP_GRID[a], DIM_COST_GRID[b], float(w[2] / w[0]), float(w[1] / w[0])
+
+
 def _variant_name(variants, v, T):
     for prefix in ("gap:", "g:", "gphi:"):
         keys = [k for k in T if k.startswith(prefix)]
@@ -599,10 +624,20 @@ def main(argv=None):
         return [acc[DEFAULT_FORM], acc[PLANAR_FORM], rows[-1][-1], rows[-1][1], rows[-1][2],
                 acc.get(MINFRAC_FORM, float("nan"))]
 
-    by_seed = {args.fold_seeds[0]: seed_row(cv_rows)}
+    rows_by_seed = {args.fold_seeds[0]: cv_rows}
     for seed in args.fold_seeds[1:]:
-        by_seed[seed] = seed_row(hopkins_cv(seqs, stats, seed, args.inner_repeats)[0])
+        rows_by_seed[seed] = hopkins_cv(seqs, stats, seed, args.inner_repeats)[0]
+    by_seed = {seed: seed_row(rows) for seed, rows in rows_by_seed.items()}
     cv_info["by_fold_seed"] = by_seed
+    # K right per rule over the fold seeds: mean and sd (2 motions, 3 motions, all)
+    summary = []
+    for name in (DEFAULT_FORM, GRID_FORM, PLANAR_FORM, "nested: form picked per fold"):
+        acc = np.array([next(r[1:] for r in rows if r[0] == name)
+                        for rows in rows_by_seed.values()])
+        sd = acc.std(axis=0, ddof=1) if len(acc) > 1 else np.zeros(3)
+        summary.append([name] + [f"{m:.2f} ± {d:.2f}" for m, d in zip(acc.mean(axis=0), sd,
+                                                                       strict=True)])
+    cv_info["fold_seed_summary"] = {r[0]: r[1:] for r in summary}
     print("Hopkins155: K chosen correctly %, 10-fold CV by video (each rule's parameters fitted "
           "on the training folds); last row: nested CV (the rule also picked on the training "
           "folds)")
@@ -617,6 +652,9 @@ def main(argv=None):
             for i, n in enumerate((DEFAULT_FORM, PLANAR_FORM, "nested", "nested 2 motions",
                                    "nested 3 motions", MINFRAC_FORM)[:6 if args.min_fraction
                                                                        else 5])))
+    print(f"K chosen correctly %, 10-fold CV by video, mean ± sd over fold seeds "
+          f"{list(rows_by_seed)}")
+    print(format_table(["rule", "2 motions", "3 motions", "all"], summary))
     for p in cv_info["picked"]:
         print(f"  fold {p['fold']}: {p['form']} (inner CV {100 * p['inner_accuracy']:.1f}%), "
               f"theta {np.round(p['theta'], 3).tolist()}")
@@ -625,9 +663,13 @@ def main(argv=None):
     for m in cv_info["default_rule_misses"]:
         print("  ", *m)
     fit = cv_info["fitted_all"][DEFAULT_FORM]
-    print(f"{DEFAULT_FORM} on all 155: {fit['variant_name']}, lam {fit['theta'][0]:.2f}, "
-          f"mu {fit['theta'][1]:.3f} (kselect.CAPPED_*: cap {CAPPED_CAP}, dim_cost "
-          f"{CAPPED_DIM_COST}, lam {CAPPED_LAMBDA}, mu {CAPPED_MU})")
+    cap, dim_cost, lam, mu = logit_rule(fit["variant"], fit["theta"])
+    print(f"{DEFAULT_FORM} on all 155: cap {cap}, dim_cost {dim_cost}, lam {lam:.2f}, mu {mu:.3f}, "
+          f"train accuracy {100 * fit['train_accuracy']:.1f}% (kselect.CAPPED_*: cap {CAPPED_CAP}, "
+          f"dim_cost {CAPPED_DIM_COST}, lam {CAPPED_LAMBDA}, mu {CAPPED_MU})")
+    fit = cv_info["fitted_all"][GRID_FORM]
+    print(f"{GRID_FORM} on all 155: {fit['variant_name']}, lam {fit['theta'][0]:.2f}, "
+          f"mu {fit['theta'][1]:.3f}, train accuracy {100 * fit['train_accuracy']:.1f}%")
     if args.min_fraction:
         fit = cv_info["fitted_all"][MINFRAC_FORM]
         print(f"{MINFRAC_FORM} on all 155: {fit['variant_name']}, lam {fit['theta'][0]:.2f}, "

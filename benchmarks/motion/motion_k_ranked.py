@@ -418,8 +418,9 @@ def main(argv=None):
         rows, per = oracle_rows(seqs, pools, stats, rt, args.fold_seeds)
         print("K chosen correctly %, quantities of the lowest-error candidate per K, plain CV")
         print(format_table(["rule", "2 motions", "3 motions", "all"], mk._fmt(rows)))
-        print("three motions: log g (cap 13, dim_cost 50) of the lowest-cost labelling K=2, "
-              "K=3; of the lowest-error candidate K=2, K=3; penalty step K=2->3 (per unit lam)")
+        print(f"three motions: log g (cap {mk.CAPPED_CAP}, dim_cost {mk.CAPPED_DIM_COST}) of the "
+              "lowest-cost labelling K=2, K=3; of the lowest-error candidate K=2, K=3; penalty "
+              "step K=2->3 (per unit lam)")
         print(format_table(["sequence", "g2 lowest", "g3 lowest", "g2 oracle", "g3 oracle",
                             "pen step"], mk._fmt(per)))
         write_json(result_path(__file__, "motion_k_ranked_oracle"),
