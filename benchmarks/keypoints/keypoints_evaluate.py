@@ -252,6 +252,10 @@ def _faces_main(args):
         max_scale = args.max_scale or max_scale
         all_images = loader()
         images = all_images[::every[ds]]
+        kps = [k for k in FACE_EVAL.get(ds, names) if not np.isnan(
+            np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
+        # detect() of the evaluated keypoints beyond the five: a full scan of their own
+        others = [k for k in kps if k not in FACE_KEYPOINTS]
         dets, faces, faces_td, cpu = [], [], [], np.zeros(2)
         for im in tqdm(images, desc=ds):
             img = read_image(im.path)
@@ -265,8 +269,7 @@ def _faces_main(args):
             faces_td.append(det.detect_faces(img, max_scale=max_scale, threshold=0.0,
                                              top_down=True))
             cpu += (t1 - t0, time.process_time() - t1)
-            others = [k for k in names if k not in FACE_KEYPOINTS]
-            if others:  # detect() of the other keypoints: a full scan (not timed)
+            if others:  # not timed
                 found = {**found, **det._detect(
                     img, names=others, threshold=-np.inf, max_scale=max_scale, min_scale=0.0,
                     nms_radius=None, refine=True, cascade=True, n_jobs=1, merge_radius=None,
@@ -278,8 +281,6 @@ def _faces_main(args):
                                          fill_missing=fm.probability)
                    for im, fl in zip(tqdm(images, desc=f"{ds} refine"), faces, strict=True)]
         spi_refine = (time.process_time() - t0) / len(images)
-        kps = [k for k in FACE_EVAL.get(ds, names) if not np.isnan(
-            np.concatenate([im.points[:, _kidx(k)] for im in images])).all()]
         base_curves = evaluate_detections(dets, images, kps)
         face_curves = evaluate_detections(_face_keypoints(faces, kps, False), images, kps)
         prod_curves = evaluate_detections(_face_keypoints(faces, kps), images, kps)
