@@ -276,7 +276,9 @@ class ProfileDictionary(PSFDictionary):
         idx = np.atleast_1d(idx)
         r = self._rows(idx)
         G = (self.Ey @ self.Ey[r].T) * (self.Ex @ self.Ex[r].T)
-        return G.reshape(self.shape[1], self.m, idx.size, self.m).sum(3).sum(1)
+        # the sum over the m x m component pairs: a matrix-vector product over the inner one
+        G = G.reshape(-1, self.m) @ np.ones(self.m)
+        return G.reshape(self.shape[1], self.m, idx.size).sum(1)
 
     def subset(self, idx):
         """The dictionary restricted to atoms ``idx`` (no PSF re-evaluation)."""
