@@ -110,3 +110,15 @@ def test_fitted_psf_on_a_moffat_field():
     assert np.sqrt(np.mean(dx**2 + dy**2)) < 0.03
     ratio = pts["flux"][j] / flux
     assert abs(np.median(ratio) - 1) < 0.01
+    # the fitted profile passed back, with its width range, fits the frame the same way
+    again = astro.localise(img, psf=res.psf, psf_sigma=res.psf_sigma)
+    assert len(again) == len(pos) and not again["extended"].any()
+    assert _match(again, pos)[1].all()
+
+
+def test_fitted_psf_needs_stars(caplog):
+    img, _, _ = moffat_field()
+    with caplog.at_level("WARNING", logger="cvfs.astro.psfmodel"):
+        res = astro.localise_and_denoise(img[:40, :40], psf="fitted")
+    assert res.psf.is_gaussian and res.psf_stars < 5 and res.psf_sigma == (1.0, 2.0)
+    assert "the Gaussian PSF is used" in caplog.text
