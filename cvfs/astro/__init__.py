@@ -26,8 +26,14 @@ from cvfs.astro.localise import (
     localise,
     localise_and_denoise,
 )
-from cvfs.astro.psf import delta_e, render_psf
-from cvfs.astro.simulate import CATALOGUE_DTYPE, inject_stars, make_field, make_scene
+from cvfs.astro.psf import GAUSSIAN, PSFProfile, delta_e, render_psf
+from cvfs.astro.simulate import (
+    CATALOGUE_DTYPE,
+    inject_stars,
+    make_field,
+    make_scene,
+    render_moffat,
+)
 
 __all__ = [
     "Background",
@@ -39,7 +45,9 @@ __all__ = [
     "LAMBDA_FACTOR",
     "Localisation",
     "LocalisationSettings",
+    "GAUSSIAN",
     "PSFDictionary",
+    "PSFProfile",
     "delta_e",
     "denoise",
     "detection_scores",
@@ -55,6 +63,7 @@ __all__ = [
     "match_sources",
     "position_crlb",
     "psnr",
+    "render_moffat",
     "render_psf",
     "sample_atoms",
     "top_level",

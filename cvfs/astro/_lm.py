@@ -1,9 +1,15 @@
-"""Compiled bounded Levenberg-Marquardt fit of integrated Gaussian sources plus a constant.
+"""Compiled bounded Levenberg-Marquardt fit of point sources plus a constant.
+
+A source's profile is a mixture of integrated Gaussians sharing its centre: components of
+amplitudes ``amp`` (summing to 1) and widths ``ratio`` times the source's width parameter
+(:class:`cvfs.astro.psf.PSFProfile`); the integrated Gaussian is the one-component mixture
+``amp = ratio = (1,)``, for which every sum below reduces to the single term exactly.
 
 The normal equations J^T W^2 J and J^T W^2 r are accumulated pixel by pixel from the separable
 per-axis factors of each source; a source only contributes to the pixels within
-:data:`REACH` widths of its centre, so the cost grows with the sources' areas, not with the
-square of their number. Parameters at a bound whose gradient points out of the box are held
+:data:`REACH` widths of its centre (a mixture: where its components fall below :data:`FLOOR`
+noise sigma, see ``_factors``), so the cost grows with the sources' areas, not with the square
+of their number. Parameters at a bound whose gradient points out of the box are held
 fixed for the step (an active set); every step is projected back into the box.
 """
 
@@ -15,6 +21,9 @@ from cvfs._jit import njit
 
 #: a source's pixels: within REACH sigma of its centre (the profile is < 3e-7 of its peak beyond)
 REACH = 5.5
+
+#: a mixture component's reach ends where its pixel values fall below FLOOR noise sigma
+FLOOR = 0.05
 
 #: largest move of a source's position in one step (px); starts are within about a pixel
 MAX_SHIFT = 1.0
@@ -37,37 +46,82 @@ def _axis(n, c, s, out_v, out_c, out_s):
 
 
 @njit(cache=True)
-def _factors(p, h, w):
+def _factors(p, h, w, amp, ratio, wmax):
+    """Per-source, per-component axis profiles (amplitude folded into the row factors, the
+    width derivative's chain-rule factor ``ratio`` too) and the pixel ranges sources reach.
+
+    A one-component profile reaches REACH widths. A mixture's component c reaches REACH of its
+    widths or, if nearer, the radius where its peak pixel value f amp[c] / (2 pi s_c^2), in
+    noise units (times ``wmax``, the largest weight), falls below :data:`FLOOR`: broad wings of
+    faint sources are below the noise, those of bright ones are fitted."""
     k = (p.size - 1) // 4
-    x, y, s = np.empty(k), np.empty(k), np.empty(k)
+    nc = amp.size
+    x, y, s = np.empty(k * nc), np.empty(k * nc), np.empty(k * nc)
+    rmax = 0.0
+    for c in range(nc):
+        rmax = max(rmax, ratio[c])
     for q in range(k):
-        x[q], y[q], s[q] = p[4 * q], p[4 * q + 1], p[4 * q + 2]
-    ey, eyc, eys = np.empty((k, h)), np.empty((k, h)), np.empty((k, h))
-    ex, exc, exs = np.empty((k, w)), np.empty((k, w)), np.empty((k, w))
+        for c in range(nc):
+            x[q * nc + c], y[q * nc + c] = p[4 * q], p[4 * q + 1]
+            s[q * nc + c] = p[4 * q + 2] * ratio[c]
+    ey, eyc, eys = np.empty((k * nc, h)), np.empty((k * nc, h)), np.empty((k * nc, h))
+    ex, exc, exs = np.empty((k * nc, w)), np.empty((k * nc, w)), np.empty((k * nc, w))
     _axis(h, y, s, ey, eyc, eys)
     _axis(w, x, s, ex, exc, exs)
+    for q in range(k * nc):
+        a = amp[q % nc]
+        r = ratio[q % nc]
+        for i in range(h):
+            ey[q, i] *= a
+            eyc[q, i] *= a
+            eys[q, i] *= a * r
+        for j in range(w):
+            exs[q, j] *= r
     # pixel ranges each source reaches
     r0, r1 = np.empty(k, np.int64), np.empty(k, np.int64)
     c0, c1 = np.empty(k, np.int64), np.empty(k, np.int64)
     for q in range(k):
-        d = REACH * s[q] + 1.0
-        r0[q], r1[q] = max(int(math.floor(y[q] - d)), 0), min(int(math.ceil(y[q] + d)) + 1, h)
-        c0[q], c1[q] = max(int(math.floor(x[q] - d)), 0), min(int(math.ceil(x[q] + d)) + 1, w)
+        if nc == 1:
+            d = REACH * p[4 * q + 2] * rmax + 1.0
+        else:
+            d = 0.0
+            for c in range(nc):
+                sc = p[4 * q + 2] * ratio[c]
+                v = abs(p[4 * q + 3]) * amp[c] * wmax / (2.0 * math.pi * sc * sc) / FLOOR
+                dc = sc * math.sqrt(2.0 * math.log(v)) if v > 1.0 else 0.0
+                d = max(d, min(dc, REACH * sc))
+            d += 1.0
+        yq, xq = p[4 * q + 1], p[4 * q]
+        r0[q], r1[q] = max(int(math.floor(yq - d)), 0), min(int(math.ceil(yq + d)) + 1, h)
+        c0[q], c1[q] = max(int(math.floor(xq - d)), 0), min(int(math.ceil(xq + d)) + 1, w)
     return ey, eyc, eys, ex, exc, exs, r0, r1, c0, c1
 
 
 @njit(cache=True)
-def chi2_of(patch, wt, p):
+def _wmax(wt):
+    out = 0.0
+    for i in range(wt.shape[0]):
+        for j in range(wt.shape[1]):
+            out = max(out, wt[i, j])
+    return out
+
+
+@njit(cache=True)
+def chi2_of(patch, wt, p, amp, ratio):
     """Weighted chi^2 of parameters p = (x, y, sigma, flux) * k + (constant,)."""
     h, w = patch.shape
     k = (p.size - 1) // 4
-    ey, _, _, ex, _, _, r0, r1, c0, c1 = _factors(p, h, w)
+    nc = amp.size
+    ey, _, _, ex, _, _, r0, r1, c0, c1 = _factors(p, h, w, amp, ratio, _wmax(wt))
     model = np.full((h, w), p[-1])
     for q in range(k):
         f = p[4 * q + 3]
         for i in range(r0[q], r1[q]):
             for j in range(c0[q], c1[q]):
-                model[i, j] += f * ey[q, i] * ex[q, j]
+                t = 0.0
+                for c in range(q * nc, q * nc + nc):
+                    t += f * ey[c, i] * ex[c, j]
+                model[i, j] += t
     out = 0.0
     for i in range(h):
         for j in range(w):
@@ -78,12 +132,13 @@ def chi2_of(patch, wt, p):
 
 
 @njit(cache=True)
-def normal_equations(patch, wt, p):
+def normal_equations(patch, wt, p, amp, ratio):
     """chi^2, J^T W^2 J and J^T W^2 r of the weighted residuals at p."""
     h, w = patch.shape
     m = p.size
     k = (m - 1) // 4
-    ey, eyc, eys, ex, exc, exs, r0, r1, c0, c1 = _factors(p, h, w)
+    nc = amp.size
+    ey, eyc, eys, ex, exc, exs, r0, r1, c0, c1 = _factors(p, h, w, amp, ratio, _wmax(wt))
     A = np.zeros((m, m))
     g = np.zeros(m)
     chi = 0.0
@@ -102,11 +157,18 @@ def normal_equations(patch, wt, p):
                     na += 1
                     f = p[4 * q + 3]
                     b = 4 * q
-                    row[b] = f * ey[q, i] * exc[q, j] * wij
-                    row[b + 1] = f * eyc[q, i] * ex[q, j] * wij
-                    row[b + 2] = f * (eys[q, i] * ex[q, j] + ey[q, i] * exs[q, j]) * wij
-                    row[b + 3] = ey[q, i] * ex[q, j] * wij
-                    model += f * ey[q, i] * ex[q, j]
+                    tx, ty, ts, tf, tm = 0.0, 0.0, 0.0, 0.0, 0.0
+                    for c in range(q * nc, q * nc + nc):
+                        tx += f * ey[c, i] * exc[c, j]
+                        ty += f * eyc[c, i] * ex[c, j]
+                        ts += eys[c, i] * ex[c, j] + ey[c, i] * exs[c, j]
+                        tf += ey[c, i] * ex[c, j]
+                        tm += f * ey[c, i] * ex[c, j]
+                    row[b] = tx * wij
+                    row[b + 1] = ty * wij
+                    row[b + 2] = f * ts * wij
+                    row[b + 3] = tf * wij
+                    model += tm
             row[m - 1] = wij
             r = (model - patch[i, j]) * wij
             chi += r * r
@@ -131,7 +193,7 @@ def normal_equations(patch, wt, p):
 
 
 @njit(cache=True)
-def lm_fit(patch, wt, p0, lo, hi, tol, max_iter):
+def lm_fit(patch, wt, p0, lo, hi, tol, max_iter, amp, ratio):
     """Bounded Levenberg-Marquardt from p0 (Nielsen's damping update); returns
     (p, chi^2, iterations).
 
@@ -140,7 +202,7 @@ def lm_fit(patch, wt, p0, lo, hi, tol, max_iter):
     """
     m = p0.size
     p = np.minimum(np.maximum(p0, lo), hi)
-    chi, A, g = normal_equations(patch, wt, p)
+    chi, A, g = normal_equations(patch, wt, p, amp, ratio)
     mu, nu = -1.0, 2.0
     it = 0
     while it < max_iter:
@@ -193,7 +255,7 @@ def lm_fit(patch, wt, p0, lo, hi, tol, max_iter):
                 for b in range(m):
                     if d[b] != 0.0:
                         pred -= d[a] * A[a, b] * d[b]
-        chin = chi2_of(patch, wt, pn)
+        chin = chi2_of(patch, wt, pn, amp, ratio)
         rho = (chi - chin) / pred if pred > 0 else -1.0
         if chin < chi and rho > 0:
             moved = 0.0
@@ -201,7 +263,7 @@ def lm_fit(patch, wt, p0, lo, hi, tol, max_iter):
                 moved = max(moved, abs(d[a]) / (abs(p[a]) + tol))
             drop = (chi - chin) / max(chi, 1e-300)
             p = pn
-            chi, A, g = normal_equations(patch, wt, p)
+            chi, A, g = normal_equations(patch, wt, p, amp, ratio)
             mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
             nu = 2.0
             if rho > 0.25 and (drop < tol or moved < tol):

@@ -4,6 +4,8 @@ A :class:`PSFDictionary` holds only the atom parameters (x0, y0, sigma) and thei
 factors (n_atoms x (height + width) numbers), never the dense (height * width) x n_atoms matrix:
 products with it cost one (n_atoms x height) @ (height x width) matrix product. It implements the
 operator protocol of :class:`cvfs.core.screening.DenseOperator`, so the SBL core uses it directly.
+:class:`ProfileDictionary` does the same for the atoms of a mixture PSF
+(:class:`cvfs.astro.psf.PSFProfile`): m separable terms per atom.
 """
 
 import numbers
@@ -13,7 +15,7 @@ import numpy as np
 from cvfs.astro.psf import psf_factors
 from cvfs.base import check_random_state
 
-__all__ = ["PSFDictionary", "sample_atoms"]
+__all__ = ["PSFDictionary", "ProfileDictionary", "make_dictionary", "sample_atoms"]
 
 
 def sample_atoms(shape, n_atoms=10_000, psf_sigma=(1.0, 2.0), *, method="grid", margin=1.0,
@@ -195,3 +197,115 @@ class PSFDictionary:
     def matrix(self):
         """The dense matrix Phi of shape (n_pixels, n_atoms)."""
         return self.columns(np.arange(self.shape[1]))
+
+
+def make_dictionary(shape, params, profile=None):
+    """The dictionary of atoms ``params`` of a PSF profile: :class:`PSFDictionary` for the
+    integrated Gaussian (``profile`` None or Gaussian), :class:`ProfileDictionary` otherwise."""
+    if profile is None or profile.is_gaussian:
+        return PSFDictionary(shape, params)
+    return ProfileDictionary(shape, params, profile)
+
+
+class ProfileDictionary(PSFDictionary):
+    """Unit-norm atoms of a mixture PSF (:class:`cvfs.astro.psf.PSFProfile`) at (x0, y0, sigma).
+
+    Each atom is a sum of m separable terms; the factors are stored atom-major, ``Ey`` of shape
+    (n_atoms * m, height) and ``Ex`` of shape (n_atoms * m, width), the amplitudes and the
+    unit-norm scaling folded in, so products cost m times those of :class:`PSFDictionary` and
+    the Gram columns m^2 times.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (height, width) of the patch.
+    params : ndarray of shape (n_atoms, 3)
+    profile : PSFProfile
+    """
+
+    def __init__(self, shape, params, profile):
+        self.image_shape = tuple(int(v) for v in shape)
+        self.params = np.asarray(params, dtype=np.float64)
+        self.profile = profile
+        self.m = len(profile.amp)
+        Ey, Ex = profile.factors(self.image_shape, *self.params.T)
+        self._set(Ey, Ex)
+
+    def _set(self, Ey, Ex):
+        """Store raw factors (n, m, h), (n, m, w) scaled to unit-norm atoms."""
+        gy = np.einsum("nah,nbh->nab", Ey, Ey)
+        gx = np.einsum("naw,nbw->nab", Ex, Ex)
+        raw = np.sqrt(np.maximum(np.einsum("nab,nab->n", gy, gx), 0.0))
+        raw = np.where(raw > 0, raw, 1.0)
+        self.flux_per_unit = 1.0 / raw
+        s = np.sqrt(self.flux_per_unit)[:, None, None]
+        n = Ey.shape[0]
+        self.Ey = np.ascontiguousarray((Ey * s).reshape(n * self.m, -1))
+        self.Ex = np.ascontiguousarray((Ex * s).reshape(n * self.m, -1))
+        self.shape = (self.image_shape[0] * self.image_shape[1], n)
+
+    def _new(self):
+        out = object.__new__(ProfileDictionary)
+        out.profile, out.m = self.profile, self.m
+        return out
+
+    def rmatvec(self, R):
+        """Phi^T R for R of shape (n_pixels,) or (n_pixels, m)."""
+        h, w = self.image_shape
+        n = self.shape[1]
+        R = np.asarray(R, dtype=np.float64)
+        if R.ndim == 1:
+            v = np.einsum("nw,nw->n", self.Ey @ R.reshape(h, w), self.Ex)
+            return v.reshape(n, self.m).sum(1)
+        k = R.shape[1]
+        T = (self.Ey @ R.reshape(h, w * k)).reshape(-1, w, k)
+        return np.einsum("nwk,nw->nk", T, self.Ex).reshape(n, self.m, k).sum(1)
+
+    def _rows(self, idx):
+        return (np.atleast_1d(idx)[:, None] * self.m + np.arange(self.m)).ravel()
+
+    def columns(self, idx):
+        """Phi[:, idx], shape (n_pixels, len(idx))."""
+        idx = np.atleast_1d(idx)
+        r = self._rows(idx)
+        cols = (self.Ey[r][:, :, None] * self.Ex[r][:, None, :]).reshape(idx.size, self.m, -1)
+        return cols.sum(1).T
+
+    def gram_columns(self, idx):
+        """Phi^T Phi[:, idx], shape (n_atoms, len(idx))."""
+        idx = np.atleast_1d(idx)
+        r = self._rows(idx)
+        G = (self.Ey @ self.Ey[r].T) * (self.Ex @ self.Ex[r].T)
+        # the sum over the m x m component pairs: a matrix-vector product over the inner one
+        G = G.reshape(-1, self.m) @ np.ones(self.m)
+        return G.reshape(self.shape[1], self.m, idx.size).sum(1)
+
+    def subset(self, idx):
+        """The dictionary restricted to atoms ``idx`` (no PSF re-evaluation)."""
+        idx = np.atleast_1d(idx)
+        out = self._new()
+        out.image_shape = self.image_shape
+        out.params = self.params[idx]
+        out.flux_per_unit = self.flux_per_unit[idx]
+        r = self._rows(idx)
+        out.Ey = np.ascontiguousarray(self.Ey[r])
+        out.Ex = np.ascontiguousarray(self.Ex[r])
+        out.shape = (self.shape[0], out.params.shape[0])
+        return out
+
+    def crop(self, shape, margin=1.0):
+        """As :meth:`PSFDictionary.crop`."""
+        h, w = (int(v) for v in shape)
+        if h > self.image_shape[0] or w > self.image_shape[1]:
+            raise ValueError(f"crop shape {shape} exceeds the dictionary's {self.image_shape}")
+        x, y = self.params[:, 0], self.params[:, 1]
+        idx = np.flatnonzero((x <= w - 1 + margin) & (y <= h - 1 + margin))
+        r = self._rows(idx)
+        s = np.repeat(1.0 / np.sqrt(self.flux_per_unit[idx]), self.m)[:, None]
+        Ey = (self.Ey[r, :h] * s).reshape(idx.size, self.m, h)
+        Ex = (self.Ex[r, :w] * s).reshape(idx.size, self.m, w)
+        out = self._new()
+        out.image_shape = (h, w)
+        out.params = self.params[idx]
+        out._set(Ey, Ex)
+        return out

@@ -197,7 +197,7 @@ def position_crlb(truth, shape, noise_sigma):
               0.0]
     # J^T J accumulated over each source's reach, never the dense (pixels x parameters) J
     _, info, _ = normal_equations(np.zeros(tuple(shape)), np.ones(tuple(shape)),
-                                  p.astype(np.float64))
+                                  p.astype(np.float64), np.ones(1), np.ones(1))
     cov = np.linalg.pinv(info) * noise_sigma**2
     var = np.diag(cov)[:-1].reshape(-1, 4)
     return np.sqrt(var[:, 0] + var[:, 1])

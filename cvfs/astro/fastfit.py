@@ -1,8 +1,9 @@
 """Fast path of the point fit: one PSF per detection peak, kept when it explains the object.
 
-An object with one to :data:`MAX_PEAKS` detection peaks is fitted as one integrated Gaussian per
-peak (position, width in the PSF range, flux) plus a constant by the compiled bounded
-Levenberg-Marquardt fit of :mod:`cvfs.astro.fit`, started from the extent test's fit. The fit is
+An object with one to :data:`MAX_PEAKS` detection peaks is fitted as one PSF (the settings'
+profile, the integrated Gaussian by default) per peak (position, width in the PSF range, flux)
+plus a constant by the compiled bounded Levenberg-Marquardt fit of :mod:`cvfs.astro.fit`,
+started from the extent test's fit. The fit is
 kept when the object is what it looks like, isolated or well separated point sources:
 
 - every source is significant (matched-filter SNR at least ``detect_snr``) and lies on the
@@ -17,9 +18,10 @@ kept when the object is what it looks like, isolated or well separated point sou
   integer grid reads a peak up to 12 % low);
 - chi^2 on the footprint grown by 3 px is within 5 standard deviations of its expectation.
 
-With ``model_tolerance`` t > 0 (a PSF that the integrated Gaussian matches only to a fraction t
-of its signal, as on real frames), residual peaks up to t times the sources' signal in noise
-units, and a chi^2 excess up to its square, are accepted as the model's error.
+With ``model_tolerance`` t > 0 (a PSF that the model matches only to a fraction t of its
+signal, as on real frames; ``psf="fitted"`` measures t on the frame's stars), residual peaks
+up to t times the sources' signal in noise units, and a chi^2 excess up to its square, are
+accepted as the model's error.
 
 Anything else (more peaks, an unresolved blend, a fit the checks reject) goes to the screened SBL
 fit of :mod:`cvfs.astro.pointfit`. Uncertainties are those of the tiled fit
@@ -31,7 +33,7 @@ from scipy import ndimage
 
 from cvfs._jit import njit
 from cvfs.astro.fit import fit_sources, model_and_jac, significance, uncertainties
-from cvfs.astro.psf import delta_e
+from cvfs.astro.psf import GAUSSIAN, delta_e
 
 __all__ = ["MAX_PEAKS", "fit_isolated", "residual_peak"]
 
@@ -41,17 +43,20 @@ MAX_PEAKS = 4
 _KERNELS = {}
 
 
-def _kernels(s_lo, s_hi):
-    """Unit-norm integrated Gaussian PSFs centred on a pixel, widths s_lo, their mean and s_hi,
-    as one zero-padded stack (n, 2 r + 1, 2 r + 1)."""
-    key = (s_lo, s_hi)
+def _kernels(s_lo, s_hi, profile=GAUSSIAN):
+    """Unit-norm PSFs of ``profile`` centred on a pixel, widths s_lo, their mean and s_hi, cut
+    to 3 s_hi, as one zero-padded stack (n, 2 r + 1, 2 r + 1)."""
+    key = (s_lo, s_hi, profile)
     if key not in _KERNELS:
         widths = sorted({s_lo, 0.5 * (s_lo + s_hi), s_hi})
         r = int(np.ceil(3.0 * widths[-1]))
         out = np.zeros((len(widths), 2 * r + 1, 2 * r + 1))
         for i, s in enumerate(widths):
-            e = delta_e(np.arange(-r, r + 1), s)
-            k = np.outer(e, e)
+            if profile.is_gaussian:
+                e = delta_e(np.arange(-r, r + 1), s)
+                k = np.outer(e, e)
+            else:
+                k = profile.render((2 * r + 1, 2 * r + 1), r, r, s)
             out[i] = k / np.sqrt(np.sum(k * k))
         _KERNELS[key] = out
     return _KERNELS[key]
@@ -74,7 +79,7 @@ def _max_correlation(rw, rows, cols, kernels):
     return best
 
 
-def residual_peak(resid, weights, region, s_lo, s_hi):
+def residual_peak(resid, weights, region, s_lo, s_hi, profile=GAUSSIAN):
     """Largest correlation of the weighted residuals with a unit-norm PSF of width s_lo, their
     mean or s_hi, centred on a pixel of ``region`` (noise units)."""
     rows, cols = np.nonzero(region)
@@ -82,7 +87,7 @@ def residual_peak(resid, weights, region, s_lo, s_hi):
         return -np.inf
     return float(_max_correlation(np.ascontiguousarray(resid * weights, dtype=np.float64),
                                   rows.astype(np.int64), cols.astype(np.int64),
-                                  _kernels(float(s_lo), float(s_hi))))
+                                  _kernels(float(s_lo), float(s_hi), profile)))
 
 
 def fit_isolated(ob, noise, st, start, bg, max_peaks=MAX_PEAKS):
@@ -123,7 +128,8 @@ def _fit(ob, noise, st, start, bg, max_peaks):
         return None, None, "peaks"
     src0 = np.array(start, dtype=np.float64).reshape(k, 4)
     src0[:, 2] = np.clip(src0[:, 2], st.s_lo, st.s_hi)
-    src, bgf = fit_sources(ob.patch, ob.weights, src0, bg, st.s_lo, st.s_hi, st.margin)
+    src, bgf = fit_sources(ob.patch, ob.weights, src0, bg, st.s_lo, st.s_hi, st.margin,
+                           profile=st.psf)
     x, y, s = src[:, 0], src[:, 1], src[:, 2]
     if st.s_hi > st.s_lo and np.any(s >= st.s_hi * (1 - 1e-6)):
         return None, None, "width at s_hi"
@@ -139,14 +145,15 @@ def _fit(ob, noise, st, start, bg, max_peaks):
     on_own = ndimage.binary_dilation(ob.own, iterations=2)
     if not on_own[iy, ix].all():
         return None, None, "off footprint"
-    if np.any(significance(src, ob.patch.shape, noise) < st.detect_snr):
+    if np.any(significance(src, ob.patch.shape, noise, st.psf) < st.detect_snr):
         return None, None, "not significant"
     near = ndimage.binary_dilation(on_own, iterations=1) & (ob.weights > 0)
-    model = model_and_jac(np.r_[src.ravel(), 0.0], ob.patch.shape, jac=False)[0]
+    model = model_and_jac(np.r_[src.ravel(), 0.0], ob.patch.shape, jac=False,
+                          profile=st.psf)[0]
     resid = ob.patch - model - bgf
     # a PSF model off by a fraction t of the signal leaves residuals up to t * signal
     signal = float(np.sqrt(np.sum((model[near] * ob.weights[near]) ** 2)))
-    if residual_peak(resid, ob.weights, near, st.s_lo, st.s_hi) >= max(
+    if residual_peak(resid, ob.weights, near, st.s_lo, st.s_hi, st.psf) >= max(
             st.detect_snr, st.model_tolerance * signal):
         return None, None, "residual peak"
     n = int(near.sum())
@@ -154,7 +161,7 @@ def _fit(ob, noise, st, start, bg, max_peaks):
     if c2 > n + 5.0 * np.sqrt(2.0 * n) + (st.model_tolerance * signal) ** 2:
         return None, None, "chi2"
     x_err, y_err, f_err, at_bound = uncertainties(ob.patch, ob.weights, src, bgf, st.s_lo,
-                                                  st.s_hi, st.margin)
+                                                  st.s_hi, st.margin, st.psf)
     model += bgf * on_own
     rows = np.column_stack([x + ob.c0, y + ob.r0, s, src[:, 3], x_err, y_err, f_err, at_bound])
     return rows, model, None

@@ -1,8 +1,10 @@
 """Weighted nonlinear least-squares fits of point sources (eq. 66 with analytic derivatives).
 
-A patch is modelled as k integrated Gaussian sources (x, y, sigma, flux) plus a constant; each pixel
-residual is multiplied by its weight 1 / noise sigma (0 for masked pixels), so chi^2 is in noise
-units and the inverse of J^T W^2 J is the covariance of the fitted parameters (Fisher information).
+A patch is modelled as k sources (x, y, sigma, flux) of a PSF profile (the integrated Gaussian
+by default, or a :class:`cvfs.astro.psf.PSFProfile` mixture, ``profile=``) plus a constant; each
+pixel residual is multiplied by its weight 1 / noise sigma (0 for masked pixels), so chi^2 is in
+noise units and the inverse of J^T W^2 J is the covariance of the fitted parameters (Fisher
+information).
 :func:`refine` drops sources that are not significant, merges pairs one source explains as well
 and adds significant residual peaks.
 """
@@ -11,7 +13,7 @@ import numpy as np
 from scipy.special import erf
 
 from cvfs.astro._lm import chi2_of, lm_fit, normal_equations
-from cvfs.astro.psf import psf_factors
+from cvfs.astro.psf import GAUSSIAN, psf_factors
 
 __all__ = ["fit_sources", "model_and_jac", "refine", "uncertainties"]
 
@@ -35,7 +37,7 @@ def _de_and_grads(n, c, s):
     return val, d_c, d_s
 
 
-def model_and_jac(p, shape, jac=True):
+def model_and_jac(p, shape, jac=True, profile=None):
     """Model image of parameters p = (x, y, sigma, flux) * k + (background,) and its Jacobian.
 
     Parameters
@@ -44,6 +46,9 @@ def model_and_jac(p, shape, jac=True):
     shape : tuple of int
         (height, width).
     jac : bool
+        The Jacobian (integrated Gaussian only).
+    profile : PSFProfile, optional
+        The PSF (:data:`cvfs.astro.psf.GAUSSIAN` when None).
 
     Returns
     -------
@@ -53,6 +58,10 @@ def model_and_jac(p, shape, jac=True):
     h, w = shape
     k = (p.size - 1) // 4
     x, y, s, f = p[:-1].reshape(k, 4).T
+    if profile is not None and not profile.is_gaussian:
+        if jac:
+            raise ValueError("model_and_jac: the Jacobian is computed for the Gaussian PSF only")
+        return profile.render(shape, x, y, s, f, p[-1]), None
     ey, ey_c, ey_s = _de_and_grads(h, y, s)
     ex, ex_c, ex_s = _de_and_grads(w, x, s)
     model = np.einsum("k,kh,kw->hw", f, ey, ex) + p[-1]
@@ -74,7 +83,7 @@ def _bounds(k, shape, s_lo, s_hi, margin):
     return lo, hi
 
 
-def fit_sources(patch, weights, src, bg, s_lo, s_hi, margin, tol=1e-6):
+def fit_sources(patch, weights, src, bg, s_lo, s_hi, margin, tol=1e-6, profile=None):
     """Weighted least-squares fit of k sources (x, y, sigma, flux) + a constant to a patch.
 
     Parameters
@@ -92,6 +101,8 @@ def fit_sources(patch, weights, src, bg, s_lo, s_hi, margin, tol=1e-6):
     tol : float
         Relative chi^2 decrease and relative step below which the bounded Levenberg-Marquardt
         iterations (:func:`cvfs.astro._lm.lm_fit`) stop.
+    profile : PSFProfile, optional
+        The PSF (:data:`cvfs.astro.psf.GAUSSIAN` when None).
 
     Returns
     -------
@@ -112,11 +123,11 @@ def fit_sources(patch, weights, src, bg, s_lo, s_hi, margin, tol=1e-6):
     max_iter = (40 + 5 * k) * (1 if tol >= 1e-6 else 4)
     p, _, _ = lm_fit(np.ascontiguousarray(patch, dtype=np.float64),
                      np.ascontiguousarray(weights, dtype=np.float64), p0, lo, hi, float(tol),
-                     max_iter)
+                     max_iter, *(profile or GAUSSIAN).arrays())
     return p[:-1].reshape(k, 4), float(p[-1])
 
 
-def uncertainties(patch, weights, src, bg, s_lo, s_hi, margin):
+def uncertainties(patch, weights, src, bg, s_lo, s_hi, margin, profile=None):
     """Standard deviations of x, y, flux from the inverse Fisher information (J^T W^2 J)^-1.
 
     Parameters at a bound (an active constraint) are held fixed: their columns are left out.
@@ -136,7 +147,8 @@ def uncertainties(patch, weights, src, bg, s_lo, s_hi, margin):
     fixed = (np.abs(p - lo) < tol) | (np.abs(hi - p) < tol)
     fixed[3:-1:4] = False  # flux >= 0 at zero is not a fit of interest; keep it free
     _, A, _ = normal_equations(np.ascontiguousarray(patch, dtype=np.float64),
-                               np.ascontiguousarray(weights, dtype=np.float64), p)
+                               np.ascontiguousarray(weights, dtype=np.float64), p,
+                               *(profile or GAUSSIAN).arrays())
     cov = np.full((p.size, p.size), np.nan)
     cov[np.ix_(~fixed, ~fixed)] = np.linalg.pinv(A[np.ix_(~fixed, ~fixed)])
     var = np.diag(cov)[:-1].reshape(k, 4)
@@ -145,37 +157,62 @@ def uncertainties(patch, weights, src, bg, s_lo, s_hi, margin):
         return np.sqrt(var[:, 0]), np.sqrt(var[:, 1]), np.sqrt(var[:, 3]), at_bound
 
 
-def significance(src, shape, noise):
+def significance(src, shape, noise, profile=None):
     """Matched-filter SNR flux * ||psf|| / sigma of each source."""
     if len(src) == 0:
         return np.zeros(0)
+    if profile is not None and not profile.is_gaussian:
+        return src[:, 3] * profile.norms(shape, src[:, 0], src[:, 1], src[:, 2]) / noise
     Ey, Ex = psf_factors(shape, src[:, 0], src[:, 1], src[:, 2])
     return src[:, 3] * np.sqrt((Ey**2).sum(1) * (Ex**2).sum(1)) / noise
 
 
-def chi2(patch, weights, src, bg):
+def chi2(patch, weights, src, bg, profile=None):
     """Weighted chi^2 of a fit (in noise units): the objective :func:`fit_sources` minimises."""
     return float(chi2_of(np.ascontiguousarray(patch, dtype=np.float64),
                          np.ascontiguousarray(weights, dtype=np.float64),
-                         np.concatenate([np.asarray(src, dtype=np.float64).ravel(), [bg]])))
+                         np.concatenate([np.asarray(src, dtype=np.float64).ravel(), [bg]]),
+                         *(profile or GAUSSIAN).arrays()))
 
 
-def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs=4):
+def model_floor(shape, wt, src, profile, tolerance):
+    """The PSF model's error under each source: ``tolerance`` times the other sources' weighted
+    model correlated with the source's unit-norm weighted PSF (noise units; zeros when
+    ``tolerance`` is 0 or there is one source)."""
+    k = len(src)
+    if tolerance <= 0 or k < 2:
+        return np.zeros(k)
+    prof = profile or GAUSSIAN
+    Ey, Ex = prof.factors(shape, src[:, 0], src[:, 1], src[:, 2])
+    each = np.einsum("nch,ncw->nhw", Ey, Ex) * wt  # unit-flux weighted PSFs
+    total = np.einsum("n,nhw->hw", src[:, 3], each)
+    norm = np.sqrt(np.einsum("nhw,nhw->n", each, each))
+    other = np.einsum("nhw,hw->n", each, total) - src[:, 3] * norm**2
+    return tolerance * np.maximum(other, 0.0) / np.where(norm > 0, norm, 1.0)
+
+
+def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs=4,
+           profile=None, tolerance=0.0):
     """Drop insignificant sources and merge pairs that one source explains as well.
 
     Repeated until nothing changes. A source is insignificant when its matched-filter SNR is below
-    ``detect_snr``. Two sources closer than 1.5 (sigma_1 + sigma_2) are merged when the merged fit
-    raises chi^2 by less than ``detect_snr**2`` (the chi^2 a source at the detection threshold
-    explains); the ``max_pairs`` closest pairs are tried per round.
+    ``detect_snr`` or, with a model ``tolerance`` t > 0, below the model's error under it
+    (:func:`model_floor`: the wings the PSF model misses of brighter neighbours). Two sources
+    closer than 1.5 (sigma_1 + sigma_2) are merged when the merged fit raises chi^2 by less than
+    ``detect_snr**2`` (the chi^2 a source at the detection threshold explains); the
+    ``max_pairs`` closest pairs are tried per round.
     """
     thr = detect_snr**2
     while len(src):
         # drop the weakest insignificant source, refit, and start over
-        sig = significance(src, patch.shape, noise)
+        sig = significance(src, patch.shape, noise, profile)
+        if tolerance > 0:
+            sig = sig - np.maximum(model_floor(patch.shape, wt, src, profile, tolerance)
+                                   - detect_snr, 0.0)
         worst = int(np.argmin(sig))
         if sig[worst] < detect_snr:
             src, bgf = fit_sources(patch, wt, np.delete(src, worst, axis=0), bgf, s_lo, s_hi,
-                                   margin)
+                                   margin, profile=profile)
             continue
         if len(src) < 2:
             break
@@ -186,18 +223,20 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
             break
         # test the closest pairs first; merge the first pair one source explains as well
         close = close[np.argsort(d[close[:, 0], close[:, 1]])][:max_pairs]
-        base = chi2(patch, wt, src, bgf)
+        base = chi2(patch, wt, src, bgf, profile)
         for i, j in close:
             f = src[i, 3] + src[j, 3]
             merged = np.r_[(src[i, :3] * src[i, 3] + src[j, :3] * src[j, 3]) / f, f]
             start = np.vstack([np.delete(src, [i, j], axis=0), merged])
-            cand, cb = fit_sources(patch, wt, start, bgf, s_lo, s_hi, margin)
-            delta = chi2(patch, wt, cand, cb) - base
+            cand, cb = fit_sources(patch, wt, start, bgf, s_lo, s_hi, margin, profile=profile)
+            delta = chi2(patch, wt, cand, cb, profile) - base
             if 0.5 * thr < delta < 2.0 * thr:  # borderline: decide on tightly converged fits
-                src, bgf = fit_sources(patch, wt, src, bgf, s_lo, s_hi, margin, tol=1e-10)
-                base = chi2(patch, wt, src, bgf)
-                cand, cb = fit_sources(patch, wt, cand, cb, s_lo, s_hi, margin, tol=1e-10)
-                delta = chi2(patch, wt, cand, cb) - base
+                src, bgf = fit_sources(patch, wt, src, bgf, s_lo, s_hi, margin, tol=1e-10,
+                                       profile=profile)
+                base = chi2(patch, wt, src, bgf, profile)
+                cand, cb = fit_sources(patch, wt, cand, cb, s_lo, s_hi, margin, tol=1e-10,
+                                       profile=profile)
+                delta = chi2(patch, wt, cand, cb, profile) - base
             if delta < thr:
                 src, bgf = cand, cb
                 break
@@ -206,7 +245,8 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
     return src, bgf
 
 
-def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr, max_add=3):
+def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr, max_add=3,
+           profile=None, tolerance=0.0):
     """Fit, drop or merge insignificant sources, add significant residual peaks, refit.
 
     Parameters
@@ -221,26 +261,38 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
     dico : PSFDictionary
         Atoms of the patch shape, for residual peaks.
     s_lo, s_hi, margin, detect_snr : float
+    max_add : int
+        Most rounds of residual peaks added.
+    profile : PSFProfile, optional
+        The PSF (:data:`cvfs.astro.psf.GAUSSIAN` when None).
+    tolerance : float
+        Model tolerance t: sources below t times the model's signal under them
+        (:func:`model_floor`) are dropped, and a residual peak is added only above t times the
+        model's correlation with its atom.
 
     Returns
     -------
     src : ndarray of shape (k', 4)
     bg : float
     """
-    src, bgf = fit_sources(patch, weights, cand, bg, s_lo, s_hi, margin)
-    src, bgf = _prune(patch, weights, src, bgf, noise, s_lo, s_hi, margin, detect_snr)
+    src, bgf = fit_sources(patch, weights, cand, bg, s_lo, s_hi, margin, profile=profile)
+    src, bgf = _prune(patch, weights, src, bgf, noise, s_lo, s_hi, margin, detect_snr,
+                      profile=profile, tolerance=tolerance)
     for _ in range(max_add):
-        resid = patch - model_and_jac(np.concatenate([src.ravel(), [bgf]]), patch.shape,
-                                      jac=False)[0]
-        corr = dico.rmatvec((resid * weights).ravel())  # in noise units
+        model = model_and_jac(np.concatenate([src.ravel(), [bgf]]), patch.shape, jac=False,
+                              profile=profile)[0]
+        corr = dico.rmatvec(((patch - model) * weights).ravel())  # in noise units
+        if tolerance > 0:
+            corr = corr - tolerance * dico.rmatvec(((model - bgf) * weights).ravel())
         best = int(np.argmax(corr))
         if corr[best] < detect_snr + 1.0:
             break
         new = np.array([[*dico.params[best], corr[best] * noise * dico.flux_per_unit[best]]])
         n_before = len(src)
         src, bgf = fit_sources(patch, weights, np.vstack([src, new]) if len(src) else new, bgf,
-                               s_lo, s_hi, margin)
-        src, bgf = _prune(patch, weights, src, bgf, noise, s_lo, s_hi, margin, detect_snr)
+                               s_lo, s_hi, margin, profile=profile)
+        src, bgf = _prune(patch, weights, src, bgf, noise, s_lo, s_hi, margin, detect_snr,
+                          profile=profile, tolerance=tolerance)
         if len(src) <= n_before:
             break
     return src, bgf

@@ -29,6 +29,7 @@ Pipeline (settings: :class:`cvfs.astro.settings.LocalisationSettings`):
 7. objects are independent: ``n_jobs`` processes share them, BLAS runs on one thread per process.
 """
 
+import dataclasses
 import logging
 import math
 import numbers
@@ -42,6 +43,7 @@ from cvfs.astro import catalogue as catmod
 from cvfs.astro.background import NOISE_FLOOR, estimate_background, estimate_background_noise
 from cvfs.astro.detect import detection_image, segment
 from cvfs.astro.objects import cut_objects, run_objects
+from cvfs.astro.psfmodel import WIDTH_SPREAD, fit_profile
 from cvfs.astro.settings import (
     LAMBDA_FACTOR,
     LocalisationSettings,
@@ -79,6 +81,13 @@ class Localisation:
         Background and noise maps used.
     segmentation : ndarray of int of shape (height, width)
         Detected objects: 0 = sky, i = the object of footprint i.
+    psf : PSFProfile
+        The PSF profile of the fits (:data:`cvfs.astro.psf.GAUSSIAN` unless ``psf`` is fitted or
+        given).
+    psf_sigma : (float, float)
+        The range of its width parameter.
+    psf_stars : int
+        Stars the fitted PSF was fitted to (0 unless ``psf="fitted"``).
     """
 
     catalogue: np.ndarray
@@ -90,6 +99,9 @@ class Localisation:
     background_map: np.ndarray = field(default=None, repr=False)
     rms_map: np.ndarray = field(default=None, repr=False)
     segmentation: np.ndarray = field(default=None, repr=False)
+    psf: object = None
+    psf_sigma: tuple = None
+    psf_stars: int = 0
 
 
 def _check_image(image):
@@ -150,7 +162,8 @@ def localise_and_denoise(image, settings=None, *, noise_sigma=None, mask=None, e
         Any field of :class:`cvfs.astro.LocalisationSettings` (``psf_sigma``, ``n_atoms``,
         ``random_state``, ``n_jobs``, ``tile``, ``overlap``, ``lam_factor``, ``detect_snr``,
         ``detect_thresh``, ``min_area``, ``box``, ``max_sources``, ``extended_factor``,
-        ``sbl_iter``, ``refine``, ``fast_path``, ``model_tolerance``, ``levels``): overrides
+        ``sbl_iter``, ``refine``, ``fast_path``, ``model_tolerance``, ``levels``, ``psf``):
+        overrides
         the value of ``settings``.
 
     Returns
@@ -262,12 +275,23 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
     pad = int(np.ceil(3 * s_hi)) + 1
     objs = cut_objects(sub, weights, labels, slices, det, pad)
     log.info("%d objects detected", len(objs))
+    n_stars = 0
+    if isinstance(settings.psf, str) and settings.psf == "fitted":
+        with threadpool_limits(1):
+            profile, s_ref, tol, n_stars = fit_profile(sub, weights, labels, objs, noise, st)
+        if profile is not None:
+            st = dataclasses.replace(st, psf=profile, s_lo=s_ref / WIDTH_SPREAD,
+                                     s_hi=s_ref * WIDTH_SPREAD,
+                                     model_tolerance=max(st.model_tolerance, tol))
+            log.info("fitted PSF from %d stars: amplitudes %s, widths %s x %.3f px, model "
+                     "tolerance %.3f", n_stars, np.round(profile.amp, 3),
+                     np.round(profile.ratio, 2), s_ref, st.model_tolerance)
     results = run_objects(objs, st, n_jobs, verbose)
 
     h, w = img.shape
     rows, screened = [], []
     model = bkg.background.copy() if error is None else np.where(bad, 0.0, bkg.background)
-    smooth = ndimage.gaussian_filter(sub, s_lo)
+    smooth = ndimage.gaussian_filter(sub, st.s_lo)
     # an extended object's model is the smoothed image on its footprint grown by 2 px (its halo
     # below the detection isophote), on pixels no other object claims
     claimed = labels > 0
@@ -320,7 +344,8 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
                 rows.append((x, y, s, f, xe, ye, fe, False, flags, -fam))
     cat = catmod.from_rows(rows, img.shape)
     return Localisation(cat, model, bkg.global_background, noise, st.lam_factor * noise**2,
-                        screened, bkg.background, rms, labels)
+                        screened, bkg.background, rms, labels, st.psf, (st.s_lo, st.s_hi),
+                        n_stars)
 
 
 def _unsupported(rows, bad, detect_snr):

@@ -52,8 +52,8 @@ def _extent_fit(ob, noise, st):
                              np.maximum(ob.patch[peaks[:, 0], peaks[:, 1]], 0) * 4 * np.pi
                              * st.s_hi**2])
     src, bg = fit_sources(ob.patch, ob.weights, start, 0.0, st.s_lo,
-                          st.extended_factor * st.s_hi, st.margin)
-    sig = significance(src, ob.patch.shape, noise)
+                          st.extended_factor * st.s_hi, st.margin, profile=st.psf)
+    sig = significance(src, ob.patch.shape, noise, st.psf)
     wide = (src[:, 2] > 1.5 * st.s_hi) & (sig >= st.detect_snr)
     # blends of point sources with a missed peak get a component up to ~1.5 s_hi wide carrying a
     # third of the flux; galaxies one carrying nearly all of it (measured on synthetic blends

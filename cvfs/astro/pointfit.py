@@ -9,7 +9,7 @@ are kept by the tile whose core contains them, on the footprint grown by 2 px.
 import numpy as np
 from scipy import ndimage
 
-from cvfs.astro.dictionary import PSFDictionary, sample_atoms
+from cvfs.astro.dictionary import make_dictionary, sample_atoms
 from cvfs.astro.fit import fit_sources, model_and_jac, refine, significance, uncertainties
 from cvfs.core.sbl import sbl_fit
 
@@ -55,8 +55,9 @@ def _dictionary(cache, shape, st):
         if "base" not in cache:
             base = (st.tile, st.tile)
             rng = np.random.default_rng(st.seed)
-            cache["base"] = PSFDictionary(base, sample_atoms(base, st.n_atoms, (st.s_lo, st.s_hi),
-                                                             margin=st.margin, random_state=rng))
+            cache["base"] = make_dictionary(base, sample_atoms(
+                base, st.n_atoms, (st.s_lo, st.s_hi), margin=st.margin, random_state=rng),
+                st.psf)
         cache[shape] = cache["base"].crop(shape, st.margin)
     return cache[shape]
 
@@ -65,7 +66,7 @@ def _dictionary(cache, shape, st):
 def widths_at_bounds(src, shape, noise, st):
     """True when at least three significant sources of a first fit, and two thirds of them, have
     their width at a bound of the PSF range."""
-    sig = significance(src, shape, noise) >= st.detect_snr
+    sig = significance(src, shape, noise, st.psf) >= st.detect_snr
     at = (src[:, 2] <= st.s_lo * (1 + 1e-6)) | (src[:, 2] >= st.s_hi * (1 - 1e-6))
     n = int(np.sum(at & sig))
     return n >= 3 and 3 * n >= 2 * int(sig.sum())
@@ -110,7 +111,8 @@ def fit_point_sources(ob, noise, st, cache):
             cand = cand[np.argsort(-cand[:, 3])][: st.max_sources]
             src, bgt = cand, 0.0
             if st.refine:
-                src, bgt = fit_sources(p, wt, cand, 0.0, st.s_lo, st.s_hi, st.margin)
+                src, bgt = fit_sources(p, wt, cand, 0.0, st.s_lo, st.s_hi, st.margin,
+                                       profile=st.psf)
                 # a single-tile object only: in a large (crowded, nebulous) footprint one tile
                 # of nebulosity would otherwise turn every star of the object into moment rows
                 if len(rows) * len(cols) == 1 and widths_at_bounds(src, p.shape, noise, st):
@@ -123,14 +125,15 @@ def fit_point_sources(ob, noise, st, cache):
         wt = ob.weights[r0:r0 + th, c0:c0 + tw]
         if st.refine:
             src, bgt = refine(p, wt, src, bgt, noise, tdico, st.s_lo, st.s_hi, st.margin,
-                              st.detect_snr)
-            err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin)
+                              st.detect_snr, profile=st.psf, tolerance=st.model_tolerance)
+            err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin, st.psf)
         else:
             err = (np.full(len(src), np.nan),) * 3 + (np.zeros(len(src), bool),)
         ry = [int(np.clip(np.ceil(v - 0.5), 0, h)) for v in (y_lo, y_hi)]
         rx = [int(np.clip(np.ceil(v - 0.5), 0, w)) for v in (x_lo, x_hi)]
         # sources, and the fitted background offset on the object's pixels
-        tile_model = model_and_jac(np.r_[src.ravel(), 0.0], p.shape, jac=False)[0]
+        tile_model = model_and_jac(np.r_[src.ravel(), 0.0], p.shape, jac=False,
+                                   profile=st.psf)[0]
         tile_model += bgt * on_own[r0:r0 + th, c0:c0 + tw]
         model[ry[0]:ry[1], rx[0]:rx[1]] = tile_model[ry[0] - r0:ry[1] - r0,
                                                       rx[0] - c0:rx[1] - c0]

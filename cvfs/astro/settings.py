@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LAMBDA_FACTOR", "LEVELS", "FitSettings", "LocalisationSettings", "resolve_settings"]
+from cvfs.astro.psf import GAUSSIAN, PSFProfile
+
+__all__ = ["LAMBDA_FACTOR", "LEVELS", "PSF_MODELS", "FitSettings", "LocalisationSettings",
+           "resolve_settings"]
 
 #: lambda = LAMBDA_FACTOR * sigma^2. The Bayesian choice lambda = sigma^2 fits noise peaks (F1 of
 #: the raw SBL atoms 0.45 on held-out scenes); with our gamma = 0 start the first penalty is
@@ -27,6 +30,9 @@ LAMBDA_FACTOR = 16.0
 #: catalogue levels: one row per source (the deblended catalogue), one per deblended object
 #: (blend parents instead of their sources), or both with their links
 LEVELS = ("sources", "objects", "all")
+
+#: named PSF models: the integrated Gaussian, or a profile fitted to the frame's stars
+PSF_MODELS = ("gaussian", "fitted")
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,13 @@ class LocalisationSettings:
     model_tolerance : float, default 0
         Fraction of a source's signal the fast path accepts in its residuals as the error of the
         Gaussian PSF model (e.g. 0.1 on frames whose PSF is not Gaussian); 0 accepts noise only.
+    psf : {"gaussian", "fitted"} or PSFProfile, default "gaussian"
+        The PSF model of every fit: ``"gaussian"`` the pixel-integrated Gaussian of width in
+        ``psf_sigma``; ``"fitted"`` a mixture of integrated Gaussians fitted to the frame's
+        bright isolated stars after detection (:mod:`cvfs.astro.psfmodel`; the Gaussian when
+        fewer than five qualify), whose width parameter then ranges over 0.8-1.25 times the
+        stars' median; a :class:`cvfs.astro.psf.PSFProfile` (e.g. ``result.psf`` of an earlier
+        run) with ``psf_sigma`` as its width range.
     levels : {"sources", "objects", "all"}, default "sources"
         Rows of the catalogue: ``"sources"`` one row per source (point sources and extended
         objects, as the deblended catalogues of SExtractor, sep and photutils);
@@ -100,6 +113,7 @@ class LocalisationSettings:
     fast_path: bool = True
     model_tolerance: float = 0.0
     levels: str = "sources"
+    psf: object = "gaussian"
 
     @classmethod
     def field_names(cls):
@@ -140,6 +154,7 @@ class FitSettings:
     margin: float = 1.0
     fast_path: bool = True
     model_tolerance: float = 0.0
+    psf: object = GAUSSIAN
 
 
 def _check_positive(name, value):
@@ -200,10 +215,17 @@ def resolve_settings(settings=None, **overrides):
     if not isinstance(st.levels, str) or st.levels not in LEVELS:
         raise ValueError(f"levels must be one of {', '.join(map(repr, LEVELS))}; got "
                          f"{st.levels!r}")
+    if isinstance(st.psf, PSFProfile):
+        profile = st.psf
+    elif isinstance(st.psf, str) and st.psf in PSF_MODELS:
+        profile = GAUSSIAN
+    else:
+        raise ValueError(f"psf must be one of {', '.join(map(repr, PSF_MODELS))} or a "
+                         f"PSFProfile; got {st.psf!r}")
     rng = check_random_state(st.random_state)
     fit = FitSettings(s_lo, s_hi, int(st.n_atoms), int(st.tile), int(st.overlap), lam_factor,
                       detect_snr, int(st.sbl_iter), bool(st.refine), int(st.max_sources),
                       extended_factor, int(rng.integers(2**31)), fast_path=bool(st.fast_path),
-                      model_tolerance=float(tol))
+                      model_tolerance=float(tol), psf=profile)
     n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
     return st, fit, n_jobs

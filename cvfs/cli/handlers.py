@@ -104,7 +104,7 @@ TRACKER_OPTIONS = {"cell": "cell", "per_cell": "per_cell", "min_quality": "quali
 
 # `cvfs astro` settings options (dest -> LocalisationSettings field), passed when given
 ASTRO_OPTIONS = {"psf_sigma": "psf_sigma", "n_atoms": "n_atoms", "tile": "tile",
-                 "seed": "random_state", "jobs": "n_jobs", "levels": "levels"}
+                 "seed": "random_state", "jobs": "n_jobs", "levels": "levels", "psf": "psf"}
 
 
 def _astro_options(args):

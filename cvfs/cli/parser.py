@@ -337,6 +337,9 @@ def _add_astro_parser(sub):
                        "and the rows of their objects flagged 'saturated' (default: the FITS "
                        "header's SATURATE, else none)")
         p.add_argument("--tile", type=int, default=None, help="tile size in pixels")
+        p.add_argument("--psf", choices=("gaussian", "fitted"), default=None,
+                       help="PSF model: the integrated Gaussian, or a profile fitted to the "
+                       "frame's bright isolated stars")
         p.add_argument("--seed", type=int, default=None, help="dictionary sampling seed")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--hdu", type=int, default=None,

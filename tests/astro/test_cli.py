@@ -348,3 +348,13 @@ def test_cli_header_warnings_are_shown_once(tmp_path, scene, capsys, caplog):
              if "WARNING" in ln or "Warning:" in ln]
     assert len(lines) == 1 and "12 astropy warnings" in lines[0], lines
     assert fits.getheader(out / "denoised.fits")["ESO DET CHIP3 ID"] == "chip 3"
+
+
+def test_cli_psf_option_reaches_the_settings():
+    from cvfs.cli import handlers
+    from cvfs.cli.parser import build_parser
+
+    args = build_parser().parse_args(["astro", "localise", "x.fits", "--psf", "fitted"])
+    assert handlers._astro_options(args)["settings"].psf == "fitted"
+    args = build_parser().parse_args(["astro", "localise", "x.fits"])
+    assert handlers._astro_options(args)["settings"].psf == "gaussian"

@@ -439,7 +439,7 @@ def test_bounded_lm_matches_scipy_least_squares():
     assert chi2(img, wt, src, bg) == pytest.approx(2 * ref.cost, rel=1e-7)
     np.testing.assert_allclose(np.r_[src.ravel(), bg], ref.x, rtol=1e-4, atol=1e-4)
     p = np.r_[start.ravel(), 0.0]  # away from the optimum, where the gradient is not ~0
-    chi, A, g = normal_equations(img, wt, p)
+    chi, A, g = normal_equations(img, wt, p, np.ones(1), np.ones(1))
     J, r = jac(p), fun(p)
     np.testing.assert_allclose(A, J.T @ J, rtol=1e-6, atol=1e-9 * np.abs(A).max())
     np.testing.assert_allclose(g, J.T @ r, rtol=1e-6, atol=1e-9 * np.abs(J.T @ r).max())
