@@ -27,16 +27,6 @@ from benchmarks._bench import format_table, result_path, write_json
 from cvfs import astro
 
 
-def moffat_field(size, fwhm, beta, seed):
-    """Image, star positions (n, 2) and fluxes (n,) of one field."""
-    rng = np.random.default_rng(seed)
-    g = np.arange(12, size - 11, 17.0)
-    pos = np.array([(x, y) for x in g for y in g]) + rng.uniform(-2, 2, (g.size**2, 2))
-    flux = np.exp(rng.uniform(np.log(400), np.log(12000), len(pos)))
-    img = astro.render_moffat((size, size), pos[:, 0], pos[:, 1], flux, fwhm, beta)
-    return img + 10.0 + rng.normal(0, 1.0, img.shape), pos, flux
-
-
 def score(xy, pos, flux_rows=None, flux=None):
     """Matched stars, extra rows, RMSE and bias of positions, median flux ratio."""
     out = {"rows": len(xy)}
@@ -62,11 +52,11 @@ def main(argv=None):
     ap.add_argument("--fwhm", type=float, default=3.2)
     ap.add_argument("--size", type=int, default=160)
     args = ap.parse_args(argv)
-    astro.localise(moffat_field(64, args.fwhm, 3.5, 0)[0], psf="fitted")  # JIT warm-up
+    astro.localise(astro.make_moffat_field(64, args.fwhm, 3.5, random_state=0)[0], psf="fitted")  # JIT warm-up
     results = []
     for beta in args.betas:
         for seed in args.seeds:
-            img, pos, flux = moffat_field(args.size, args.fwhm, beta, seed)
+            img, pos, flux = astro.make_moffat_field(args.size, args.fwhm, beta, random_state=seed)
             for method in ("cvfs gaussian", "cvfs fitted"):
                 t = time.process_time()
                 res = astro.localise_and_denoise(img, psf=method.split()[1])

@@ -31,6 +31,7 @@ from cvfs.astro.simulate import (
     CATALOGUE_DTYPE,
     inject_stars,
     make_field,
+    make_moffat_field,
     make_scene,
     render_moffat,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "localise",
     "localise_and_denoise",
     "make_field",
+    "make_moffat_field",
     "make_scene",
     "match_levels",
     "match_sources",

@@ -2,7 +2,8 @@
 
 :func:`make_scene` draws point sources on a flat sky; :func:`make_field` adds a sky gradient and
 extended elliptical blobs, the structures a detection stage must not take for sources;
-:func:`inject_stars` adds artificial stars to a real frame.
+:func:`inject_stars` adds artificial stars to a real frame; :func:`render_moffat` renders stars of
+a Moffat PSF and :func:`make_moffat_field` a grid of them with noise.
 """
 
 import numpy as np
@@ -10,7 +11,8 @@ import numpy as np
 from cvfs.astro.psf import render_psf
 from cvfs.base import check_random_state
 
-__all__ = ["CATALOGUE_DTYPE", "inject_stars", "make_field", "make_scene", "render_moffat"]
+__all__ = ["CATALOGUE_DTYPE", "inject_stars", "make_field", "make_moffat_field", "make_scene",
+           "render_moffat"]
 
 #: fields of a source catalogue (x = column, y = row, pixel centres at integer coordinates)
 CATALOGUE_DTYPE = np.dtype([("x", "f8"), ("y", "f8"), ("sigma", "f8"), ("flux", "f8")])
@@ -257,3 +259,25 @@ def render_moffat(shape, x, y, flux, fwhm=3.0, beta=3.5, *, radius=25, supersamp
         prof = prof.reshape(r1 - r0, supersample, c1 - c0, supersample).mean(axis=(1, 3))
         out[r0:r1, c0:c1] += f * prof
     return out
+
+
+def make_moffat_field(size=128, fwhm=3.2, beta=3.5, *, random_state=0):
+    """A square field of Moffat-PSF stars on a jittered 17 px grid with noise.
+
+    Stars 12 px or more from the edges, positions jittered by up to 2 px, fluxes log-uniform in
+    [400, 12000], background 10, unit Gaussian noise: a field whose PSF is not a Gaussian, for
+    testing PSF models fitted to the frame.
+
+    Returns
+    -------
+    image : ndarray (size, size)
+    positions : ndarray (n, 2)
+        x (column), y (row) of each star.
+    flux : ndarray (n,)
+    """
+    rng = check_random_state(random_state)
+    g = np.arange(12, size - 11, 17.0)
+    pos = np.array([(x, y) for x in g for y in g]) + rng.uniform(-2, 2, (g.size**2, 2))
+    flux = np.exp(rng.uniform(np.log(400), np.log(12000), len(pos)))
+    img = render_moffat((size, size), pos[:, 0], pos[:, 1], flux, fwhm, beta)
+    return img + 10.0 + rng.normal(0, 1.0, img.shape), pos, flux
