@@ -7,10 +7,10 @@ Usage (the shipped file, see ``cvfs/models/README.md``)::
 The model's keypoints are those of the detectors (``--detectors``, default the shipped ones), the
 five MTFL keypoints first.
 
-1. Shape model: generalised Procrustes mean and principal modes of the keypoints
-   (:func:`cvfs.keypoints.faces.fit_shape_model`, which fills a face's missing keypoints from the
-   model): the MTFL training faces outside the held-out range (five keypoints) and the 300-W
-   faces of ``faces68-train`` (all eight), with the roll range seen there.
+1. Shape model: generalised Procrustes mean and principal modes of the keypoints of every face
+   that annotates all of them (:func:`cvfs.keypoints.faces.fit_shape_model`): the MTFL training
+   faces outside the held-out range and the 300-W faces of ``faces68-train``, with the roll
+   range seen there.
 2. The detectors run (``threshold=-inf``, pyramid up to scale 2) on held-out images, none used
    to train or calibrate them: MTFL training images ``--start`` .. ``--start + 2 * --n-images``
    and ``faces68-train`` from image ``--faces68-start`` on. On the first MTFL half and the
@@ -137,9 +137,8 @@ def main(argv=None):
                                  + [im.points[:, cols] for im in faces68])
     complete = int(np.isfinite(shape_faces).all(axis=(1, 2)).sum())
     shape = fit_shape_model(shape_faces, names, n_modes=args.n_modes)
-    log.info("shape model of %d keypoints from %d faces (%d with every keypoint); roll range "
-             "%s deg; sigma %s", len(names), len(shape_faces), complete,
-             np.round(shape.roll_range, 1), np.round(shape.sigma, 3))
+    log.info("shape model of %d keypoints from %d faces; roll range %s deg; sigma %s",
+             len(names), complete, np.round(shape.roll_range, 1), np.round(shape.sigma, 3))
 
     held = train[lo:hi]
     half = args.n_images
@@ -183,7 +182,7 @@ def main(argv=None):
         "training": {
             "command": command,
             "data": "MTFL training.txt (LFW part); 300-W faces68-train (AFW, HELEN)",
-            "shape_faces": int(len(shape_faces)), "shape_faces_complete": complete,
+            "shape_faces": complete,
             "keypoint_calibration_images": [lo, lo + half],
             "faces68_calibration_images": ([args.faces68_start, len(faces68)]
                                            if args.faces68_start >= 0 else []),

@@ -146,32 +146,13 @@ def _similarity(src, dst, w=None):
     return c, md - c * ms
 
 
-def _similarity_rows(src, dst, w):
-    """Per row, the weighted least-squares similarity ``dst ~ c * src + t`` of complex shapes
-    ``src`` (N, n) and ``dst`` (N, n) or (n,), weights (N, n): (c, t) of shape (N,)."""
-    d = np.broadcast_to(dst, src.shape)
-    ws = w.sum(axis=1)
-    ms, md = (w * src).sum(axis=1) / ws, (w * d).sum(axis=1) / ws
-    a, b = src - ms[:, None], d - md[:, None]
-    den = (w * np.abs(a) ** 2).sum(axis=1)
-    c = np.where(den > 0, (w * np.conj(a) * b).sum(axis=1) / np.where(den > 0, den, 1.0), 1.0)
-    return c, md - c * ms
-
-
 def fit_shape_model(points, names=FACE_KEYPOINTS, *, n_modes=4, margin=10.0):
     """Learn a face shape model from annotated faces (generalised Procrustes analysis + PCA).
-
-    Faces may lack keypoints (NaN), e.g. when datasets that annotate different keypoints are
-    pooled: each face is aligned on the keypoints it has, the mean and spread of a keypoint come
-    from the faces that annotate it; a face's missing keypoints are filled in iteratively from
-    the model (similarity and modes) fitted to the keypoints it has, and Procrustes + PCA is
-    rerun on the completed faces (EM). With complete faces this is plain Procrustes + PCA.
 
     Parameters
     ----------
     points : ndarray of shape (n_faces, n, 2)
-        Keypoints ``(x, y)`` of each face in ``names`` order, NaN where a face lacks one; faces
-        without both eye centres or with fewer than three keypoints are skipped.
+        Keypoints ``(x, y)`` of each face in ``names`` order; faces with a NaN are skipped.
     names : sequence of str
         Keypoint names; must hold ``left_eye_center`` and ``right_eye_center``.
     n_modes : int
@@ -186,8 +167,8 @@ def fit_shape_model(points, names=FACE_KEYPOINTS, *, n_modes=4, margin=10.0):
     Raises
     ------
     ValueError
-        If the shapes disagree, the eyes are not among ``names``, fewer than 10 usable faces
-        remain or a keypoint is annotated on fewer than 10 of them.
+        If the shapes disagree, the eyes are not among ``names``, or fewer than 10 complete
+        faces remain.
     """
     pts = np.asarray(points, dtype=np.float64)
     names = tuple(names)
@@ -195,81 +176,35 @@ def fit_shape_model(points, names=FACE_KEYPOINTS, *, n_modes=4, margin=10.0):
         raise ValueError(f"points must have shape (n_faces, {len(names)}, 2); got {pts.shape}")
     if "left_eye_center" not in names or "right_eye_center" not in names:
         raise ValueError(f"names must include both eye centres; got {names}")
+    pts = pts[np.isfinite(pts).all(axis=(1, 2))]
+    if len(pts) < 10:
+        raise ValueError(f"need at least 10 complete faces; got {len(pts)}")
     if not 0 <= int(n_modes) <= 2 * len(names) - 4:
         raise ValueError(f"n_modes must be in [0, {2 * len(names) - 4}]; got {n_modes!r}")
     le, re = names.index("left_eye_center"), names.index("right_eye_center")
-    seen = np.isfinite(pts).all(axis=2)
-    use = seen[:, le] & seen[:, re] & (seen.sum(axis=1) >= 3)
-    pts, seen = pts[use], seen[use]
-    if len(pts) < 10:
-        raise ValueError(f"need at least 10 faces with both eyes and three keypoints; "
-                         f"got {len(pts)}")
-    if seen.sum(axis=0).min() < 10:
-        few = [n for n, c in zip(names, seen.sum(axis=0), strict=True) if c < 10]
-        raise ValueError(f"keypoints annotated on fewer than 10 faces: {few}")
 
     def frame(shape):  # eye midpoint at 0, eyes on the x axis, IED 1
         c, t = _similarity(shape[[le, re]], np.array([[-0.5, 0.0], [0.5, 0.0]]))
         z = c * (shape[:, 0] + 1j * shape[:, 1]) + t
         return np.column_stack([z.real, z.imag])
 
-    def procrustes(z):  # generalised Procrustes of complex shapes (N, n): aligned, mean
-        mean = np.mean([frame(np.column_stack([p.real, p.imag])) for p in z], axis=0)
-        for _ in range(10):
-            c, t = _similarity_rows(z, mean[:, 0] + 1j * mean[:, 1], np.ones(z.shape))
-            aligned = c[:, None] * z + t[:, None]
-            am = aligned.mean(axis=0)
-            new = frame(np.column_stack([am.real, am.imag]))
-            done = np.abs(new - mean).max() < 1e-9
-            mean = new
-            if done:
-                break
-        return aligned, mean
-
-    k = int(n_modes)
     rolls = np.degrees(np.arctan2(pts[:, re, 1] - pts[:, le, 1], pts[:, re, 0] - pts[:, le, 0]))
-    z = np.where(seen, pts[:, :, 0] + 1j * pts[:, :, 1], 0.0)
-    w = seen.astype(np.float64)
-    patterns = [] if seen.all() else [
-        (m, np.flatnonzero((seen == m).all(axis=1))) for m in np.unique(seen[~seen.all(axis=1)],
-                                                                           axis=0)]
-    if patterns:  # start: a missing keypoint at its mean position in the eye frame
-        eyes = np.array([[-0.5, 0.0], [0.5, 0.0]]) @ np.array([1, 1j])
-        c, t = _similarity_rows(z[:, [le, re]], eyes, np.ones((len(z), 2)))
-        start = ((c[:, None] * z + t[:, None]) * w).sum(axis=0) / w.sum(axis=0)
-        c, t = _similarity_rows(np.broadcast_to(start, z.shape), z, w)
-        z = np.where(seen, z, c[:, None] * start + t[:, None])
-    # EM: Procrustes + PCA of the completed shapes, then each incomplete face's missing
-    # keypoints from the model (similarity + modes) fitted to the keypoints it has
-    for _ in range(50 if patterns else 1):
-        aligned, mean = procrustes(z)
-        resid = np.stack([aligned.real, aligned.imag], axis=2).reshape(len(z), -1)
-        resid = resid - mean.reshape(-1)
-        centre = resid.mean(axis=0)
-        _, sv, vt = np.linalg.svd(resid - centre, full_matrices=False)
-        step = 0.0
-        for m, rows in patterns:
-            obs = np.flatnonzero(m)
-            cols = np.column_stack([2 * obs, 2 * obs + 1]).ravel()
-            pinv = np.linalg.pinv(vt[:k, cols].T) if k else np.zeros((0, len(cols)))
-            model = np.broadcast_to(mean + centre.reshape(-1, 2), (len(rows), len(names), 2))
-            for _ in range(3):
-                zm = model[:, :, 0] + 1j * model[:, :, 1]
-                c, t = _similarity_rows(zm[:, obs], z[rows][:, obs],
-                                        np.ones((len(rows), len(obs))))
-                zd = (z[rows][:, obs] - t[:, None]) / c[:, None]
-                r = np.stack([zd.real, zd.imag], axis=2).reshape(len(rows), -1)
-                r = r - mean[obs].reshape(-1) - centre[cols]
-                model = mean + (centre + (r @ pinv.T) @ vt[:k]).reshape(len(rows), -1, 2)
-            zm = model[:, :, 0] + 1j * model[:, :, 1]
-            fill = (c[:, None] * zm + t[:, None])[:, ~m]
-            step = max(step, float((np.abs(fill - z[rows][:, ~m]) / np.abs(c)[:, None]).max()))
-            z[np.ix_(rows, np.flatnonzero(~m))] = fill
-        if step < 1e-6:
+    mean = np.mean([frame(p) for p in pts], axis=0)
+    for _ in range(10):  # generalised Procrustes: align every shape to the mean, re-average
+        aligned = np.empty_like(pts)
+        for i, p in enumerate(pts):
+            c, t = _similarity(p, mean)
+            z = c * (p[:, 0] + 1j * p[:, 1]) + t
+            aligned[i] = np.column_stack([z.real, z.imag])
+        new = frame(aligned.mean(axis=0))
+        done = np.abs(new - mean).max() < 1e-9
+        mean = new
+        if done:
             break
-    aligned = np.stack([aligned.real, aligned.imag], axis=2)
-    sq = np.where(seen, ((aligned - mean) ** 2).sum(axis=2), 0.0)
-    sigma = np.sqrt(sq.sum(axis=0) / seen.sum(axis=0))
+    resid = (aligned - mean).reshape(len(pts), -1)
+    _, sv, vt = np.linalg.svd(resid - resid.mean(axis=0), full_matrices=False)
+    k = int(n_modes)
+    sigma = np.sqrt(((aligned - mean) ** 2).sum(axis=2).mean(axis=0))
     return ShapeModel(names, mean, vt[:k].copy(), (sv[:k] ** 2) / (len(pts) - 1), sigma,
                       np.array([rolls.min() - margin, rolls.max() + margin]))
 
