@@ -48,7 +48,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from cvfs.base import check_random_state
-from cvfs.motion.candidates import canonical_labels
+from cvfs.motion.candidates import canonical_labels, trajectory_array
 from cvfs.motion.missing import check_visible
 
 __all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "geometric_affinities",
@@ -318,6 +318,14 @@ def _top_k_rows(A, k, offset):
     return np.repeat(np.arange(n), k), idx.ravel(), val.ravel()
 
 
+def _tracks(points, visible, n_motions=None):
+    """Validated (P, F, 2) float64 tracks and their (P, F) mask (default: the finite entries)."""
+    arr = trajectory_array(points)
+    if visible is None:
+        visible = np.isfinite(arr).all(axis=2)
+    return check_visible(arr, visible, n_motions)
+
+
 def geometric_affinities(points, visible=None, *, models=DEFAULT_MODELS, gaps=DEFAULT_GAPS,
                          n_hypotheses=300, top_fraction=0.1, neighbours=3.0, n_neighbors=20,
                          fuse=True, random_state=0):
@@ -359,12 +367,7 @@ def geometric_affinities(points, visible=None, *, models=DEFAULT_MODELS, gaps=DE
         model type, gaps < 1, ``n_hypotheses`` < 1, ``top_fraction`` outside (0, 1],
         ``neighbours`` < 1 or ``n_neighbors`` < 1.
     """
-    points = np.asarray(points, dtype=np.float64) if not isinstance(points, np.ndarray) \
-        else points
-    if visible is None:
-        arr = np.asarray(points)
-        visible = np.isfinite(arr).all(axis=-1) if arr.ndim == 3 else np.ones(arr.shape[:2], bool)
-    points, visible = check_visible(points, visible)
+    points, visible = _tracks(points, visible)
     models, gaps = _check_options(models, gaps, n_hypotheses, top_fraction, neighbours)
     if int(n_neighbors) < 1:
         raise ValueError(f"n_neighbors must be >= 1; got {n_neighbors}")
@@ -474,16 +477,14 @@ def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODE
     TypeError
         If ``n_motions`` is not an int.
     """
-    if visible is None:
-        arr = np.asarray(points, dtype=np.float64)
-        visible = np.isfinite(arr).all(axis=-1) if arr.ndim == 3 else None
-    check_visible(points, visible, n_motions)
+    points, visible = _tracks(points, visible, n_motions)
     aff = geometric_affinities(points, visible, models=models, gaps=gaps,
                                n_hypotheses=n_hypotheses, top_fraction=top_fraction,
                                neighbours=neighbours, n_neighbors=n_neighbors, fuse=fuse,
                                random_state=random_state)
-    seed = int(check_random_state(random_state).integers(0, 2**31 - 1)) \
-        if not isinstance(random_state, (int, np.integer)) else int(random_state)
+    # k-means: an int seed as it is, else one drawn from the generator after the sampling
+    seed = int(random_state) if isinstance(random_state, (int, np.integer)) else \
+        int(check_random_state(random_state).integers(0, 2**31 - 1))
     names = tuple(aff)
     with threadpool_limits(limits=1, user_api="blas"):
         labels = np.vstack([canonical_labels(spectral_labels_sparse(aff[n], int(n_motions),

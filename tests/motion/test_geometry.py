@@ -128,3 +128,10 @@ def test_bad_input_is_rejected():
     one[0, 0] = True
     with pytest.raises(ValueError, match="fewer than 2"):
         geometric_candidates(pts, 2, one)
+
+
+def test_default_mask_is_the_finite_entries():
+    pts, vis, _ = perspective_scene(n_frames=6, seed=3)
+    a = geometric_affinities(pts, models=("homography",), n_hypotheses=50)["homography"]
+    b = geometric_affinities(pts, vis, models=("homography",), n_hypotheses=50)["homography"]
+    assert (a != b).nnz == 0
