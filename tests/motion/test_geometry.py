@@ -135,3 +135,16 @@ def test_default_mask_is_the_finite_entries():
     a = geometric_affinities(pts, models=("homography",), n_hypotheses=50)["homography"]
     b = geometric_affinities(pts, vis, models=("homography",), n_hypotheses=50)["homography"]
     assert (a != b).nnz == 0
+
+
+def test_kitti_clip_with_missing_entries(real_data):
+    from cvfs.datasets import kt3dmoseg as kt
+
+    root = real_data / "motion_kt3dmoseg"
+    if not root.is_dir():
+        pytest.skip("KT3DMoSeg not in the data home")
+    (clip,) = kt.load_kt3dmoseg(root, names=["Seq070_Clip01"])  # a car passing, 27 % missing
+    cand = geometric_candidates(clip.points, clip.n_motions, clip.visible, random_state=0)
+    err = dict(zip(cand.names, misclassification(cand.labels, clip.labels)))
+    assert err["fused"] == 0.0 and err["homography"] == 0.0
+    assert err["affine"] > 0.2  # the affine camera model does not hold on this clip
