@@ -51,8 +51,9 @@ from cvfs.base import check_random_state
 from cvfs.motion.candidates import canonical_labels, trajectory_array
 from cvfs.motion.missing import check_visible
 
-__all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "geometric_affinities",
-           "geometric_candidates", "spectral_labels_sparse"]
+__all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "fit_affine", "fit_fundamental",
+           "fit_homography", "frame_pairs", "geometric_affinities", "geometric_candidates",
+           "sampson_residuals", "spectral_labels_sparse", "transfer_residuals"]
 
 # model type -> minimal sample size
 GEOMETRIC_MODELS = {"affine": 3, "homography": 4, "fundamental": 8}
@@ -465,6 +466,11 @@ def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODE
         K.
     visible : array_like of shape (P, F), bool, optional
         Default: wherever ``points`` is finite.
+    models, gaps, n_hypotheses, top_fraction, neighbours, n_neighbors, fuse
+        As :func:`geometric_affinities`.
+    random_state : None, int or numpy.random.Generator, default 0
+        Seeds the hypothesis sampling; an int also seeds k-means, otherwise k-means gets a seed
+        drawn from the generator after the sampling.
 
     Returns
     -------
