@@ -191,11 +191,25 @@ def model_floor(shape, wt, src, profile, tolerance):
     return tolerance * np.maximum(other, 0.0) / np.where(norm > 0, norm, 1.0)
 
 
+def _independent(src, order):
+    """Of the sources ``order`` (weakest first), those farther than 3 (sigma_1 + sigma_2) from
+    every one taken before them: sources whose PSFs do not overlap, so dropping them together
+    gives the fit of dropping them one at a time."""
+    out = []
+    for i in order:
+        d = np.hypot(src[out, 0] - src[i, 0], src[out, 1] - src[i, 1])
+        if np.all(d > 3.0 * (src[out, 2] + src[i, 2])):
+            out.append(i)
+    return np.array(out, dtype=np.intp)
+
+
 def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs=4,
            profile=None, tolerance=0.0):
     """Drop insignificant sources and merge pairs that one source explains as well.
 
-    Repeated until nothing changes. A source is insignificant when its matched-filter SNR is below
+    Repeated until nothing changes. The insignificant sources are dropped weakest first,
+    several at once when their PSFs do not overlap (:func:`_independent`). A source is
+    insignificant when its matched-filter SNR is below
     ``detect_snr`` or, with a model ``tolerance`` t > 0, below the model's error under it
     (:func:`model_floor`: the wings the PSF model misses of brighter neighbours). Two sources
     closer than 1.5 (sigma_1 + sigma_2) are merged when the merged fit raises chi^2 by less than
@@ -204,14 +218,15 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
     """
     thr = detect_snr**2
     while len(src):
-        # drop the weakest insignificant source, refit, and start over
+        # drop the weakest insignificant sources, refit, and start over
         sig = significance(src, patch.shape, noise, profile)
         if tolerance > 0:
             sig = sig - np.maximum(model_floor(patch.shape, wt, src, profile, tolerance)
                                    - detect_snr, 0.0)
-        worst = int(np.argmin(sig))
-        if sig[worst] < detect_snr:
-            src, bgf = fit_sources(patch, wt, np.delete(src, worst, axis=0), bgf, s_lo, s_hi,
+        drop = _independent(src, np.flatnonzero(sig < detect_snr)[np.argsort(
+            sig[sig < detect_snr], kind="stable")])
+        if drop.size:
+            src, bgf = fit_sources(patch, wt, np.delete(src, drop, axis=0), bgf, s_lo, s_hi,
                                    margin, profile=profile)
             continue
         if len(src) < 2:
@@ -245,8 +260,22 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
     return src, bgf
 
 
+def _residual_peaks(corr, params, thresh, n):
+    """Atoms of the ``n`` largest residual correlations at or above ``thresh``, each farther
+    than 1.5 (sigma_1 + sigma_2) from those taken before it (distinct sources), largest first."""
+    idx = np.flatnonzero(corr >= thresh)
+    c, x, y, s = corr[idx], params[idx, 0], params[idx, 1], params[idx, 2]
+    out = []
+    while len(out) < n and idx.size:
+        b = int(np.argmax(c))
+        out.append(idx[b])
+        far = np.hypot(x - x[b], y - y[b]) > 1.5 * (s + s[b])
+        idx, c, x, y, s = idx[far], c[far], x[far], y[far], s[far]
+    return np.array(out, dtype=np.intp)
+
+
 def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr, max_add=3,
-           profile=None, tolerance=0.0):
+           profile=None, tolerance=0.0, per_round=1):
     """Fit, drop or merge insignificant sources, add significant residual peaks, refit.
 
     Parameters
@@ -263,6 +292,9 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
     s_lo, s_hi, margin, detect_snr : float
     max_add : int
         Most rounds of residual peaks added.
+    per_round : int
+        Most residual peaks added per round: the largest correlations, each farther than
+        1.5 (sigma_1 + sigma_2) from the others.
     profile : PSFProfile, optional
         The PSF (:data:`cvfs.astro.psf.GAUSSIAN` when None).
     tolerance : float
@@ -284,10 +316,10 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
         corr = dico.rmatvec(((patch - model) * weights).ravel())  # in noise units
         if tolerance > 0:
             corr = corr - tolerance * dico.rmatvec(((model - bgf) * weights).ravel())
-        best = int(np.argmax(corr))
-        if corr[best] < detect_snr + 1.0:
+        best = _residual_peaks(corr, dico.params, detect_snr + 1.0, per_round)
+        if best.size == 0:
             break
-        new = np.array([[*dico.params[best], corr[best] * noise * dico.flux_per_unit[best]]])
+        new = np.column_stack([dico.params[best], corr[best] * noise * dico.flux_per_unit[best]])
         n_before = len(src)
         src, bgf = fit_sources(patch, weights, np.vstack([src, new]) if len(src) else new, bgf,
                                s_lo, s_hi, margin, profile=profile)
