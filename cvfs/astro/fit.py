@@ -204,7 +204,7 @@ def _independent(src, order):
 
 
 def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs=4,
-           profile=None, tolerance=0.0):
+           profile=None, tolerance=0.0, fresh=None):
     """Drop insignificant sources and merge pairs that one source explains as well.
 
     Repeated until nothing changes. The insignificant sources are dropped weakest first,
@@ -215,8 +215,27 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
     closer than 1.5 (sigma_1 + sigma_2) are merged when the merged fit raises chi^2 by less than
     ``detect_snr**2`` (the chi^2 a source at the detection threshold explains); the
     ``max_pairs`` closest pairs are tried per round.
+
+    Only pairs near a changed source are tested: with ``fresh`` (a mask of the sources new
+    since the last prune of the same fit), a pair with a fresh source, a merged one, or a source
+    whose PSF overlaps theirs or a dropped one's (3 (sigma_1 + sigma_2)); a pair whose merge
+    was rejected is not tried again unless such a change comes near it.
     """
     thr = detect_snr**2
+    ids = np.arange(len(src))
+    nxt = len(src)
+    changed = src[:0] if fresh is None else src[np.asarray(fresh, bool)]
+    everything = fresh is None
+    rejected = set()
+
+    def near_changed(i):
+        if everything:
+            return True
+        if len(changed) == 0:
+            return False
+        d = np.hypot(changed[:, 0] - src[i, 0], changed[:, 1] - src[i, 1])
+        return bool(np.any(d < 3.0 * (changed[:, 2] + src[i, 2])))
+
     while len(src):
         # drop the weakest insignificant sources, refit, and start over
         sig = significance(src, patch.shape, noise, profile)
@@ -226,6 +245,9 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
         drop = _independent(src, np.flatnonzero(sig < detect_snr)[np.argsort(
             sig[sig < detect_snr], kind="stable")])
         if drop.size:
+            changed = np.vstack([changed, src[drop]])
+            rejected.clear()
+            ids = np.delete(ids, drop)
             src, bgf = fit_sources(patch, wt, np.delete(src, drop, axis=0), bgf, s_lo, s_hi,
                                    margin, profile=profile)
             continue
@@ -234,12 +256,13 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
         d = np.hypot(src[:, None, 0] - src[None, :, 0], src[:, None, 1] - src[None, :, 1])
         d[np.tril_indices(len(src))] = np.inf
         close = np.argwhere(d < 1.5 * (src[:, None, 2] + src[None, :, 2]))
-        if close.size == 0:
-            break
         # test the closest pairs first; merge the first pair one source explains as well
-        close = close[np.argsort(d[close[:, 0], close[:, 1]])][:max_pairs]
+        close = [(i, j) for i, j in close[np.argsort(d[close[:, 0], close[:, 1]])]
+                 if (ids[i], ids[j]) not in rejected and (near_changed(i) or near_changed(j))]
+        if not close:
+            break
         base = chi2(patch, wt, src, bgf, profile)
-        for i, j in close:
+        for i, j in close[:max_pairs]:
             f = src[i, 3] + src[j, 3]
             merged = np.r_[(src[i, :3] * src[i, 3] + src[j, :3] * src[j, 3]) / f, f]
             start = np.vstack([np.delete(src, [i, j], axis=0), merged])
@@ -253,8 +276,13 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
                                        profile=profile)
                 delta = chi2(patch, wt, cand, cb, profile) - base
             if delta < thr:
+                changed = np.vstack([changed, cand[-1:]])
+                rejected.clear()
+                ids = np.r_[np.delete(ids, [i, j]), nxt]
+                nxt += 1
                 src, bgf = cand, cb
                 break
+            rejected.add((ids[i], ids[j]))
         else:
             break
     return src, bgf
@@ -323,8 +351,10 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
         n_before = len(src)
         src, bgf = fit_sources(patch, weights, np.vstack([src, new]) if len(src) else new, bgf,
                                s_lo, s_hi, margin, profile=profile)
+        # the pairs of the sources before these were tested by the previous prune
         src, bgf = _prune(patch, weights, src, bgf, noise, s_lo, s_hi, margin, detect_snr,
-                          profile=profile, tolerance=tolerance)
+                          profile=profile, tolerance=tolerance,
+                          fresh=np.arange(len(src)) >= n_before)
         if len(src) <= n_before:
             break
     return src, bgf
