@@ -262,11 +262,15 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
         if not close:
             break
         base = chi2(patch, wt, src, bgf, profile)
+        # the test fit stops when a step lowers chi^2 by less than a hundredth of thr: the
+        # decision needs chi^2 to that precision (borderline ones are refitted tightly)
+        test_tol = max(1e-6, 0.01 * thr / max(base, 1e-300))
         for i, j in close[:max_pairs]:
             f = src[i, 3] + src[j, 3]
             merged = np.r_[(src[i, :3] * src[i, 3] + src[j, :3] * src[j, 3]) / f, f]
             start = np.vstack([np.delete(src, [i, j], axis=0), merged])
-            cand, cb = fit_sources(patch, wt, start, bgf, s_lo, s_hi, margin, profile=profile)
+            cand, cb = fit_sources(patch, wt, start, bgf, s_lo, s_hi, margin, tol=test_tol,
+                                   profile=profile)
             delta = chi2(patch, wt, cand, cb, profile) - base
             if 0.5 * thr < delta < 2.0 * thr:  # borderline: decide on tightly converged fits
                 src, bgf = fit_sources(patch, wt, src, bgf, s_lo, s_hi, margin, tol=1e-10,
@@ -280,7 +284,8 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
                 rejected.clear()
                 ids = np.r_[np.delete(ids, [i, j]), nxt]
                 nxt += 1
-                src, bgf = cand, cb
+                src, bgf = fit_sources(patch, wt, cand, cb, s_lo, s_hi, margin,
+                                       profile=profile)
                 break
             rejected.add((ids[i], ids[j]))
         else:
