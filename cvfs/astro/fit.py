@@ -308,7 +308,7 @@ def _residual_peaks(corr, params, thresh, n):
 
 
 def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr, max_add=3,
-           profile=None, tolerance=0.0, per_round=1):
+           profile=None, tolerance=0.0, per_round=1, allowed=None):
     """Fit, drop or merge insignificant sources, add significant residual peaks, refit.
 
     Parameters
@@ -328,6 +328,8 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
     per_round : int
         Most residual peaks added per round: the largest correlations, each farther than
         1.5 (sigma_1 + sigma_2) from the others.
+    allowed : ndarray of bool of shape (n_atoms,), optional
+        The atoms of ``dico`` residual peaks may be taken from (all when None).
     profile : PSFProfile, optional
         The PSF (:data:`cvfs.astro.psf.GAUSSIAN` when None).
     tolerance : float
@@ -346,9 +348,12 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
     for _ in range(max_add):
         model = model_and_jac(np.concatenate([src.ravel(), [bgf]]), patch.shape, jac=False,
                               profile=profile)[0]
-        corr = dico.rmatvec(((patch - model) * weights).ravel())  # in noise units
-        if tolerance > 0:
-            corr = corr - tolerance * dico.rmatvec(((model - bgf) * weights).ravel())
+        if tolerance > 0:  # minus t times the model's correlation (one product: linear)
+            corr = dico.rmatvec((((patch - model) - tolerance * (model - bgf)) * weights).ravel())
+        else:
+            corr = dico.rmatvec(((patch - model) * weights).ravel())  # in noise units
+        if allowed is not None:
+            corr = np.where(allowed, corr, -np.inf)
         best = _residual_peaks(corr, dico.params, detect_snr + 1.0, per_round)
         if best.size == 0:
             break

@@ -126,9 +126,12 @@ def fit_point_sources(ob, noise, st, cache):
             wt = ob.weights[r0:r0 + th, c0:c0 + tw]
             if not (wt > 0).any():
                 continue
-            tdico = dico.subset(np.flatnonzero(near[r0 + ay, c0 + ax]))
-            if tdico.shape[1] == 0:
+            sel = near[r0 + ay, c0 + ax]
+            if not sel.any():
                 continue
+            # a crowded tile uses the dictionary only for residual peaks: all its atoms, those
+            # off the footprint masked (no copy of the atoms)
+            tdico, allowed = (dico, sel) if crowded else (dico.subset(np.flatnonzero(sel)), None)
             if crowded:
                 cand = peak_candidates(ob, r0, c0, th, tw, st)
             else:
@@ -149,16 +152,16 @@ def fit_point_sources(ob, noise, st, cache):
                 # of nebulosity would otherwise turn every star of the object into moment rows
                 if len(rows) * len(cols) == 1 and widths_at_bounds(src, p.shape, noise, st):
                     return None, None, screened
-            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico))
+            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico, allowed))
     out = []
     model = np.zeros((h, w))
-    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico in first:
+    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico, allowed in first:
         p = ob.patch[r0:r0 + th, c0:c0 + tw]
         wt = ob.weights[r0:r0 + th, c0:c0 + tw]
         if st.refine:
             src, bgt = refine(p, wt, src, bgt, noise, tdico, st.s_lo, st.s_hi, st.margin,
                               st.detect_snr, profile=st.psf, tolerance=st.model_tolerance,
-                              per_round=CROWDED_PER_ROUND if crowded else 1)
+                              per_round=CROWDED_PER_ROUND if crowded else 1, allowed=allowed)
             err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin, st.psf)
         else:
             err = (np.full(len(src), np.nan),) * 3 + (np.zeros(len(src), bool),)
