@@ -462,7 +462,7 @@ def spectral_labels_sparse(A, n_motions, *, n_init=10, random_state=0):
 
 def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODELS,
                          gaps=DEFAULT_GAPS, n_hypotheses=300, top_fraction=0.1, neighbours=3.0,
-                         n_neighbors=20, fuse=True, random_state=0):
+                         n_neighbors=20, fuse=True, random_state=0, return_affinities=False):
     """Candidate segmentations by spectral clustering of two-view-geometry affinities.
 
     One candidate per model type of ``models`` and, with ``fuse``, one from their mean affinity
@@ -481,10 +481,14 @@ def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODE
     random_state : None, int or numpy.random.Generator, default 0
         Seeds the hypothesis sampling; an int also seeds k-means, otherwise k-means gets a seed
         drawn from the generator after the sampling.
+    return_affinities : bool, default False
+        Also return the affinities clustered (:func:`geometric_affinities`).
 
     Returns
     -------
     candidates : GeometricCandidates
+    affinities : dict of str -> scipy.sparse.csr_matrix
+        Only with ``return_affinities``.
 
     Raises
     ------
@@ -493,10 +497,11 @@ def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODE
     TypeError
         If ``n_motions`` is not an int.
     """
-    return _candidates(points, n_motions, visible, models=models, gaps=gaps,
-                       n_hypotheses=n_hypotheses, top_fraction=top_fraction,
-                       neighbours=neighbours, n_neighbors=n_neighbors, fuse=fuse,
-                       random_state=random_state)[0]
+    out = _candidates(points, n_motions, visible, models=models, gaps=gaps,
+                      n_hypotheses=n_hypotheses, top_fraction=top_fraction,
+                      neighbours=neighbours, n_neighbors=n_neighbors, fuse=fuse,
+                      random_state=random_state)
+    return out if return_affinities else out[0]
 
 
 def _candidates(points, n_motions, visible, *, models, gaps, n_hypotheses, top_fraction,

@@ -186,3 +186,14 @@ def test_segment_camera_errors():
         from cvfs.motion.geometry import segment_perspective
 
         segment_perspective(pts, 2, vis, n_hypothesis=10)
+
+
+def test_cli_motion_segment_perspective(capsys):
+    from cvfs import cli
+
+    src = "synth:motions=2,frames=8,seed=3,width=200,height=150"
+    assert cli.main(["motion", "segment", src, "--motions", "2", "--camera", "perspective"]) == 0
+    assert "points per motion" in capsys.readouterr().out
+    # K chosen is refused before any tracking, in one line
+    assert cli.main(["motion", "segment", src, "--camera", "perspective"]) != 0
+    assert "needs n_motions" in capsys.readouterr().err
