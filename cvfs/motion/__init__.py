@@ -5,6 +5,8 @@
 clustering over a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per candidate
 (:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
 (:mod:`~cvfs.motion.ranking`). :mod:`~cvfs.motion.evaluate` reproduces the paper's Table VII.
+``segment(points, K, camera="perspective")`` segments perspective footage by two-view geometry
+instead (:mod:`~cvfs.motion.geometry`).
 
 References
 ----------
