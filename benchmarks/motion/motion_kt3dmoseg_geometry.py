@@ -13,6 +13,11 @@ misclassified for every method.
   :func:`cvfs.motion.geometry.geometric_candidates` (default settings, the observed entries only,
   no completion), each on its own, mean over ``--seeds`` (the hypothesis sampling and k-means
   seeds); **oracle, geometric** is the best of the four.
+* **selected**: the candidate :func:`cvfs.motion.segment` picks with ``camera="perspective"``
+  (:func:`cvfs.motion.geometry.segment_perspective`: the lowest geometric mean of the normalised
+  cuts on the four affinities), same seeds; **selected, cut on fused** and **selected, K = 2..5
+  by cut / K** are printed for comparison (the second: every K's pick, then the K with the
+  lowest score per cluster; its K right count is printed).
 * ``--pool``: the shipped pipeline of :func:`cvfs.motion.segment` with the true K (rank-4K
   completion, the default candidate pool, the shipped ranker for K = 2, 3 and the lowest subspace
   residual for K >= 4): its pick (**cvfs**) and the pool's best (**oracle, pool**); then the
@@ -40,10 +45,18 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
 from benchmarks._bench import format_table, limit_threads, result_path, write_json
 from cvfs.datasets.kt3dmoseg import load_kt3dmoseg
 from cvfs.motion.evaluate import misclassification
-from cvfs.motion.geometry import geometric_candidates
+from cvfs.motion.candidates import canonical_labels
+from cvfs.motion.geometry import (
+    geometric_candidates,
+    normalised_cut,
+    selection_scores,
+    spectral_labels_sparse,
+)
 from cvfs.motion.missing import MIN_OBSERVED
 
 GEOMETRIC = ("affine", "homography", "fundamental", "fused")
+SELECTED = ("selected", "selected_fused_cut", "selected_k_chosen")
+K_TRIED = (2, 3, 4, 5)
 
 
 def _percent(err, ok):
@@ -103,17 +116,41 @@ def clip_row(clip, *, seeds=(0,), pool=False, ssc=False):
     k = clip.n_motions
     row = {"clip": clip.name, "K": k, "P": clip.n_points, "F": clip.n_frames,
            "missing_%": 100.0 * clip.missing_fraction, "dropped": int((~ok).sum())}
-    runs, cpu, first = [], [], None
+    runs, cpu, first, chosen = [], [], None, []
     for seed in seeds:
         t = time.process_time()
-        cand = geometric_candidates(pts, k, vis, random_state=int(seed))
+        cand, aff = geometric_candidates(pts, k, vis, random_state=int(seed),
+                                         return_affinities=True)
+        scores = selection_scores(aff, cand.labels)
         cpu.append(time.process_time() - t)
         if first is None:
             first = cand.labels
-        runs.append(dict(zip(cand.names, _percent(misclassification(cand.labels, truth), ok))))
-    for name in GEOMETRIC:
+        err = _percent(misclassification(cand.labels, truth), ok)
+        run = dict(zip(cand.names, err))
+        run["selected"] = float(err[int(np.argmin(scores))])
+        run["selected_fused_cut"] = float(err[int(np.argmin(
+            [normalised_cut(aff["fused"], lab) for lab in cand.labels]))])
+        # K chosen: each K's pick, then the lowest score per cluster
+        best = {}
+        for kk in K_TRIED:
+            if 4 * kk > pts.shape[0]:
+                continue
+            # the same affinities clustered into kk (as geometric_candidates with kk would)
+            labs = cand.labels if kk == k else np.vstack(
+                [canonical_labels(spectral_labels_sparse(aff[n], kk, random_state=int(seed)))
+                 for n in cand.names])
+            s = scores if kk == k else selection_scores(aff, labs)
+            i = int(np.argmin(s))
+            best[kk] = (float(s[i]) / kk,
+                        float(_percent(misclassification(labs[i:i + 1], truth), ok)[0]))
+        kc = min(best, key=lambda kk: best[kk][0])
+        run["selected_k_chosen"] = best[kc][1]
+        chosen.append(kc)
+        runs.append(run)
+    for name in GEOMETRIC + SELECTED:
         row[name] = float(np.mean([r[name] for r in runs]))
-    row["oracle_geometric"] = float(np.mean([min(r.values()) for r in runs]))
+    row["k_chosen"] = chosen
+    row["oracle_geometric"] = float(np.mean([min(r[n] for n in GEOMETRIC) for r in runs]))
     row["runs"] = runs
     row["cpu_s"] = float(np.mean(cpu))
     if pool:
@@ -154,7 +191,7 @@ def main(argv=None):
                    + " ".join(f"{n} {row[n]:.2f}" for n in GEOMETRIC)
                    + (f" cvfs {row['cvfs']:.2f} oracle {row['oracle_pool']:.2f}"
                       if args.pool else ""))
-    keys = list(GEOMETRIC) + ["oracle_geometric"]
+    keys = list(GEOMETRIC) + ["oracle_geometric"] + list(SELECTED)
     if args.pool:
         keys += ["cvfs", "oracle_pool", "oracle_pool_geometric", "cvfs_pool_geometric"]
     if args.ssc:
@@ -167,6 +204,9 @@ def main(argv=None):
               "fundamental": "geometric: fundamental matrix",
               "fused": "geometric: fused (mean affinity)",
               "oracle_geometric": "oracle of the four geometric candidates",
+              "selected": "selected (segment, camera=perspective)",
+              "selected_fused_cut": "selected by the cut on the fused affinity",
+              "selected_k_chosen": "selected, K = 2..5 chosen by cut / K",
               "cvfs": "cvfs segment (shipped pool and ranking)",
               "oracle_pool": "oracle of the shipped pool",
               "oracle_pool_geometric": "oracle of the pool + geometric candidates",
@@ -182,8 +222,15 @@ def main(argv=None):
                        + [f"{v:.2f}" for v in by_k])
     print(format_table(["method", "mean %", "median %", "K=2", "K=3", "K=4,5"], summary,
                        title=f"KT3DMoSeg, {len(rows)} clips, K given, seeds {args.seeds}"))
+    for i, seed in enumerate(args.seeds):
+        e = [r["runs"][i]["selected"] for r in rows]
+        right = sum(r["k_chosen"][i] == r["K"] for r in rows)
+        e_k = [r["runs"][i]["selected_k_chosen"] for r in rows]
+        print(f"seed {seed}: selected {np.mean(e):.2f} % mean, {np.median(e):.2f} % median; "
+              f"K chosen right on {right}/{len(rows)} clips, {np.mean(e_k):.2f} % mean")
     cpu = np.array([r["cpu_s"] for r in rows])
-    print(f"geometric candidates: {cpu.sum():.1f} s CPU for {len(rows)} clips "
+    print(f"geometric candidates and selection (K given): {cpu.sum():.1f} s CPU for "
+          f"{len(rows)} clips "
           f"({cpu.mean():.2f} s per clip, per seed)")
     if args.pool:
         n = sum(r["picked_geometric"] for r in rows)

@@ -29,12 +29,18 @@ approach of Xu, Cheong & Li, every model type gives one affinity between tracks:
 
 :func:`geometric_candidates` returns one labelling per model type plus the fused one.
 
+6. **Selection.** :func:`segment_perspective` keeps the candidate whose labelling cuts the
+   affinities least: the geometric mean, over the model types' affinities and the fused one, of
+   its normalised cut (Shi & Malik) on each (:func:`selection_scores`). No labels and no
+   trained model are involved; K is given.
+
 References
 ----------
 X. Xu, L.-F. Cheong, Z. Li, "Motion segmentation by exploiting complementary geometric models",
 CVPR 2018; "3D rigid motion segmentation with mixed and unknown number of models", TPAMI 2019.
 T.-J. Chin, H. Wang, D. Suter, "The ordered residual kernel for robust motion subspace
-clustering", NeurIPS 2009. R. Hartley, "In defense of the eight-point algorithm", TPAMI 1997.
+clustering", NeurIPS 2009. J. Shi, J. Malik, "Normalized cuts and image segmentation", TPAMI
+2000. R. Hartley, "In defense of the eight-point algorithm", TPAMI 1997.
 """
 
 from dataclasses import dataclass
@@ -53,7 +59,8 @@ from cvfs.motion.missing import check_visible
 
 __all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "fit_affine", "fit_fundamental",
            "fit_homography", "frame_pairs", "geometric_affinities", "geometric_candidates",
-           "sampson_residuals", "spectral_labels_sparse", "transfer_residuals"]
+           "normalised_cut", "sampson_residuals", "segment_perspective", "selection_scores",
+           "spectral_labels_sparse", "transfer_residuals"]
 
 # model type -> minimal sample size
 GEOMETRIC_MODELS = {"affine": 3, "homography": 4, "fundamental": 8}
@@ -63,6 +70,9 @@ DEFAULT_GAPS = (1, 2, 4)
 _CHUNK = 512
 # spectral embeddings of up to this many tracks use the dense eigensolver
 _DENSE_MAX = 1500
+# added to the normalised cuts before their geometric mean (a perfect cut on one affinity does not
+# decide alone)
+_CUT_FLOOR = 1e-6
 
 
 @dataclass
@@ -452,7 +462,7 @@ def spectral_labels_sparse(A, n_motions, *, n_init=10, random_state=0):
 
 def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODELS,
                          gaps=DEFAULT_GAPS, n_hypotheses=300, top_fraction=0.1, neighbours=3.0,
-                         n_neighbors=20, fuse=True, random_state=0):
+                         n_neighbors=20, fuse=True, random_state=0, return_affinities=False):
     """Candidate segmentations by spectral clustering of two-view-geometry affinities.
 
     One candidate per model type of ``models`` and, with ``fuse``, one from their mean affinity
@@ -471,10 +481,14 @@ def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODE
     random_state : None, int or numpy.random.Generator, default 0
         Seeds the hypothesis sampling; an int also seeds k-means, otherwise k-means gets a seed
         drawn from the generator after the sampling.
+    return_affinities : bool, default False
+        Also return the affinities clustered (:func:`geometric_affinities`).
 
     Returns
     -------
     candidates : GeometricCandidates
+    affinities : dict of str -> scipy.sparse.csr_matrix
+        Only with ``return_affinities``.
 
     Raises
     ------
@@ -483,6 +497,16 @@ def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODE
     TypeError
         If ``n_motions`` is not an int.
     """
+    out = _candidates(points, n_motions, visible, models=models, gaps=gaps,
+                      n_hypotheses=n_hypotheses, top_fraction=top_fraction,
+                      neighbours=neighbours, n_neighbors=n_neighbors, fuse=fuse,
+                      random_state=random_state)
+    return out if return_affinities else out[0]
+
+
+def _candidates(points, n_motions, visible, *, models, gaps, n_hypotheses, top_fraction,
+                neighbours, n_neighbors, fuse, random_state):
+    """:func:`geometric_candidates` and the affinities it clustered."""
     points, visible = _tracks(points, visible, n_motions)
     aff = geometric_affinities(points, visible, models=models, gaps=gaps,
                                n_hypotheses=n_hypotheses, top_fraction=top_fraction,
@@ -496,4 +520,92 @@ def geometric_candidates(points, n_motions, visible=None, *, models=DEFAULT_MODE
         labels = np.vstack([canonical_labels(spectral_labels_sparse(aff[n], int(n_motions),
                                                                     random_state=seed))
                             for n in names])
-    return GeometricCandidates(labels=labels, names=names, n_motions=int(n_motions))
+    return GeometricCandidates(labels=labels, names=names, n_motions=int(n_motions)), aff
+
+
+def normalised_cut(A, labels):
+    """Normalised cut of a labelling on a symmetric affinity: ``sum_k cut(C_k, rest) / vol(C_k)``.
+
+    Parameters
+    ----------
+    A : scipy.sparse matrix or ndarray of shape (P, P)
+        Symmetric, non-negative affinity.
+    labels : array_like of shape (P,)
+        Cluster of each point, ints in 0..K-1.
+
+    Returns
+    -------
+    ncut : float
+        In [0, K]; 0 when no affinity crosses clusters. A cluster with no affinity at all
+        counts 1.
+    """
+    A = sparse.csr_matrix(A, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.shape != (A.shape[0],):
+        raise ValueError(f"labels must have shape ({A.shape[0]},); got {labels.shape}")
+    K = int(labels.max()) + 1
+    Y = sparse.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
+                          shape=(labels.size, K))
+    within = np.asarray((Y.T @ (A @ Y)).diagonal()).ravel()
+    vol = np.asarray(Y.T @ np.asarray(A.sum(axis=1)).ravel()).ravel()
+    return float(np.sum(np.where(vol > 0, 1.0 - within / np.maximum(vol, 1e-300), 1.0)))
+
+
+def selection_scores(affinities, labels):
+    """The selection score of each candidate labelling (lower is better): the geometric mean of
+    its normalised cuts (:func:`normalised_cut`) on every affinity.
+
+    Parameters
+    ----------
+    affinities : dict of str -> sparse matrix, or sequence of sparse matrices
+        E.g. the output of :func:`geometric_affinities`.
+    labels : ndarray of shape (C, P)
+
+    Returns
+    -------
+    scores : ndarray of shape (C,)
+    """
+    mats = list(affinities.values()) if isinstance(affinities, dict) else list(affinities)
+    if not mats:
+        raise ValueError("affinities must hold at least one matrix")
+    labels = np.atleast_2d(np.asarray(labels, dtype=np.int64))
+    cuts = np.array([[normalised_cut(A, lab) for A in mats] for lab in labels])
+    return np.exp(np.log(cuts + _CUT_FLOOR).mean(axis=1))
+
+
+def segment_perspective(points, n_motions, visible=None, *, random_state=0, **options):
+    """Segment tracks by motion under a perspective camera, K given: the candidate of
+    :func:`geometric_candidates` with the lowest :func:`selection_scores`.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+        Track coordinates in pixels; entries not ``visible`` are ignored.
+    n_motions : int
+        K.
+    visible : array_like of shape (P, F), bool, optional
+        Default: wherever ``points`` is finite.
+    random_state : None, int or numpy.random.Generator, default 0
+        As :func:`geometric_candidates`.
+    **options
+        The other keywords of :func:`geometric_candidates` (``models``, ``gaps``, ...).
+
+    Returns
+    -------
+    labels : ndarray of shape (P,), int64
+        In 0..K-1.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`geometric_candidates`.
+    """
+    kw = dict(models=DEFAULT_MODELS, gaps=DEFAULT_GAPS, n_hypotheses=300, top_fraction=0.1,
+              neighbours=3.0, n_neighbors=20, fuse=True)
+    unknown = set(options) - set(kw)
+    if unknown:
+        raise TypeError(f"segment_perspective got unknown options {sorted(unknown)}")
+    kw.update(options)
+    cand, aff = _candidates(points, n_motions, visible, random_state=random_state, **kw)
+    scores = selection_scores(aff, cand.labels)
+    return cand.labels[int(np.argmin(scores))].copy()

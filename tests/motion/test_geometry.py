@@ -148,3 +148,52 @@ def test_kitti_clip_with_missing_entries(real_data):
     err = dict(zip(cand.names, misclassification(cand.labels, clip.labels)))
     assert err["fused"] == 0.0 and err["homography"] == 0.0
     assert err["affine"] > 0.2  # the affine camera model does not hold on this clip
+
+
+def test_segment_perspective_picks_the_lowest_cut():
+    from cvfs.motion import segment
+    from cvfs.motion.geometry import (
+        normalised_cut,
+        segment_perspective,
+        selection_scores,
+    )
+
+    pts, vis, truth = perspective_scene(seed=3)
+    labels = segment(pts, 2, visible=vis, camera="perspective")
+    assert labels.dtype == np.int64 and labels.shape == truth.shape
+    assert misclassification(labels, truth) < 0.01
+    np.testing.assert_array_equal(labels, segment_perspective(pts, 2, vis))
+    # the pick is the candidate with the lowest geometric mean of normalised cuts
+    cand = geometric_candidates(pts, 2, vis)
+    aff = geometric_affinities(pts, vis)
+    scores = selection_scores(aff, cand.labels)
+    np.testing.assert_array_equal(labels, cand.labels[int(np.argmin(scores))])
+    # a perfect split of disconnected blocks cuts nothing; alternating labels: 12 of 20 per cluster
+    A = np.kron(np.eye(2), np.ones((5, 5))) - np.eye(10)
+    assert normalised_cut(A, np.repeat([0, 1], 5)) == 0.0
+    assert normalised_cut(A, np.tile([0, 1], 5)) == pytest.approx(2 * 12 / 20)
+
+
+def test_segment_camera_errors():
+    from cvfs.motion import segment
+
+    pts, vis, _ = perspective_scene(n_frames=6, seed=4)
+    with pytest.raises(ValueError, match="camera must be one of"):
+        segment(pts, 2, visible=vis, camera="fisheye")
+    with pytest.raises(ValueError, match="needs n_motions"):
+        segment(pts, None, visible=vis, camera="perspective")
+    with pytest.raises(TypeError, match="unknown options"):
+        from cvfs.motion.geometry import segment_perspective
+
+        segment_perspective(pts, 2, vis, n_hypothesis=10)
+
+
+def test_cli_motion_segment_perspective(capsys):
+    from cvfs import cli
+
+    src = "synth:motions=2,frames=8,seed=3,width=200,height=150"
+    assert cli.main(["motion", "segment", src, "--motions", "2", "--camera", "perspective"]) == 0
+    assert "points per motion" in capsys.readouterr().out
+    # K chosen is refused before any tracking, in one line
+    assert cli.main(["motion", "segment", src, "--camera", "perspective"]) != 0
+    assert "needs n_motions" in capsys.readouterr().err
