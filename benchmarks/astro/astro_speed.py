@@ -184,7 +184,7 @@ def main(argv=None):
         for m, fast in rows.items():
             if "fast" in fast:
                 print(f"{name}: {m}: fast path fitted {fast['fast']} of {fast['objects']} "
-                      "objects; SBL fit for: "
+                      "objects; tiled fit for: "
                       + ", ".join(f"{k} {v}" for k, v in fast["sbl"].items()))
     print(f"written {write_json(result_path(__file__), out)}")
 

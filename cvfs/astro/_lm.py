@@ -7,8 +7,8 @@ amplitudes ``amp`` (summing to 1) and widths ``ratio`` times the source's width 
 
 The normal equations J^T W^2 J and J^T W^2 r are accumulated pixel by pixel from the separable
 per-axis factors of each source; a source only contributes to the pixels within
-:data:`REACH` widths of its centre (a mixture: where its components fall below :data:`FLOOR`
-noise sigma, see ``_factors``), so the cost grows with the sources' areas, not with the square
+the radius where its profile falls below :data:`FLOOR` noise sigma, at most :data:`REACH` widths
+of its centre (see ``_factors``), so the cost grows with the sources' areas, not with the square
 of their number. Parameters at a bound whose gradient points out of the box are held
 fixed for the step (an active set); every step is projected back into the box.
 """
@@ -19,10 +19,11 @@ import numpy as np
 
 from cvfs._jit import njit
 
-#: a source's pixels: within REACH sigma of its centre (the profile is < 3e-7 of its peak beyond)
+#: a source's pixels: at most within REACH sigma of its centre (the profile is < 3e-7 of its
+#: peak beyond)
 REACH = 5.5
 
-#: a mixture component's reach ends where its pixel values fall below FLOOR noise sigma
+#: a profile component's reach ends where its pixel values fall below FLOOR noise sigma
 FLOOR = 0.05
 
 #: largest move of a source's position in one step (px); starts are within about a pixel
@@ -50,16 +51,13 @@ def _factors(p, h, w, amp, ratio, wmax):
     """Per-source, per-component axis profiles (amplitude folded into the row factors, the
     width derivative's chain-rule factor ``ratio`` too) and the pixel ranges sources reach.
 
-    A one-component profile reaches REACH widths. A mixture's component c reaches REACH of its
-    widths or, if nearer, the radius where its peak pixel value f amp[c] / (2 pi s_c^2), in
-    noise units (times ``wmax``, the largest weight), falls below :data:`FLOOR`: broad wings of
-    faint sources are below the noise, those of bright ones are fitted."""
+    Component c (the integrated Gaussian has one) reaches REACH of its widths or, if nearer,
+    the radius where its peak pixel value f amp[c] / (2 pi s_c^2), in noise units (times
+    ``wmax``, the largest weight), falls below :data:`FLOOR`: the wings of faint sources are
+    below the noise, those of bright ones are fitted."""
     k = (p.size - 1) // 4
     nc = amp.size
     x, y, s = np.empty(k * nc), np.empty(k * nc), np.empty(k * nc)
-    rmax = 0.0
-    for c in range(nc):
-        rmax = max(rmax, ratio[c])
     for q in range(k):
         for c in range(nc):
             x[q * nc + c], y[q * nc + c] = p[4 * q], p[4 * q + 1]
@@ -81,16 +79,13 @@ def _factors(p, h, w, amp, ratio, wmax):
     r0, r1 = np.empty(k, np.int64), np.empty(k, np.int64)
     c0, c1 = np.empty(k, np.int64), np.empty(k, np.int64)
     for q in range(k):
-        if nc == 1:
-            d = REACH * p[4 * q + 2] * rmax + 1.0
-        else:
-            d = 0.0
-            for c in range(nc):
-                sc = p[4 * q + 2] * ratio[c]
-                v = abs(p[4 * q + 3]) * amp[c] * wmax / (2.0 * math.pi * sc * sc) / FLOOR
-                dc = sc * math.sqrt(2.0 * math.log(v)) if v > 1.0 else 0.0
-                d = max(d, min(dc, REACH * sc))
-            d += 1.0
+        d = 0.0
+        for c in range(nc):
+            sc = p[4 * q + 2] * ratio[c]
+            v = abs(p[4 * q + 3]) * amp[c] * wmax / (2.0 * math.pi * sc * sc) / FLOOR
+            dc = sc * math.sqrt(2.0 * math.log(v)) if v > 1.0 else 0.0
+            d = max(d, min(dc, REACH * sc))
+        d += 1.0
         yq, xq = p[4 * q + 1], p[4 * q]
         r0[q], r1[q] = max(int(math.floor(yq - d)), 0), min(int(math.ceil(yq + d)) + 1, h)
         c0[q], c1[q] = max(int(math.floor(xq - d)), 0), min(int(math.ceil(xq + d)) + 1, w)

@@ -51,28 +51,36 @@ def deblend(ob, st):
     noise = float(np.median(1.0 / ob.weights[ob.own & (ob.weights > 0)]))
     gain = 1.0 / (2.0 * np.sqrt(np.pi) * st.s_lo)
     pos = np.clip(ob.patch, 0.0, None)
+    h, w = lab.shape
+
+    def part_ring(i, box):
+        # the part and its ring of other parts' pixels, on its bounding box grown by 1 px
+        sl = (slice(max(box[0].start - 1, 0), min(box[0].stop + 1, h)),
+              slice(max(box[1].start - 1, 0), min(box[1].stop + 1, w)))
+        part = lab[sl] == i
+        return sl, part, ndimage.binary_dilation(part) & ~part & (lab[sl] > 0)
+
     while True:
         ids = [i for i in np.unique(lab) if i > 0]
         if len(ids) < 2:
             break
-        total = sum(float(pos[lab == i].sum()) for i in ids)
+        boxes = ndimage.find_objects(lab)
+        rings = [part_ring(i, boxes[i - 1]) for i in ids]
+        total = sum(float(pos[sl][part].sum()) for sl, part, _ in rings)
         weakest, score = None, np.inf
-        for i in ids:
-            part = lab == i
-            ring = ndimage.binary_dilation(part) & ~part & (lab > 0)
+        for i, (sl, part, ring) in zip(ids, rings, strict=True):
             if not ring.any():
                 continue
-            saddle = float(smooth[ring].max())
-            contrast = (float(smooth[part].max()) - saddle) / (noise * gain)
-            share = float(pos[part].sum()) / max(total, 1e-300)
+            saddle = float(smooth[sl][ring].max())
+            contrast = (float(smooth[sl][part].max()) - saddle) / (noise * gain)
+            share = float(pos[sl][part].sum()) / max(total, 1e-300)
             if share < DEBLEND_CONTRAST or contrast < st.detect_snr:
                 if share < score:
                     weakest, score = i, share
         if weakest is None:
             break
-        part = lab == weakest
-        ring = ndimage.binary_dilation(part) & ~part & (lab > 0)
-        lab[part] = np.bincount(lab[ring]).argmax() if ring.any() else 0
+        sl, part, ring = part_ring(weakest, boxes[weakest - 1])
+        lab[sl][part] = np.bincount(lab[sl][ring]).argmax() if ring.any() else 0
     return [lab == i for i in np.unique(lab) if i > 0]
 
 

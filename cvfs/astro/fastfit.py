@@ -23,8 +23,8 @@ signal, as on real frames; ``psf="fitted"`` measures t on the frame's stars), re
 up to t times the sources' signal in noise units, and a chi^2 excess up to its square, are
 accepted as the model's error.
 
-Anything else (more peaks, an unresolved blend, a fit the checks reject) goes to the screened SBL
-fit of :mod:`cvfs.astro.pointfit`. Uncertainties are those of the tiled fit
+Anything else (more peaks, an unresolved blend, a fit the checks reject) goes to the tiled fit
+of :mod:`cvfs.astro.pointfit`. Uncertainties are those of the tiled fit
 (:func:`cvfs.astro.fit.uncertainties`).
 """
 

@@ -191,27 +191,64 @@ def model_floor(shape, wt, src, profile, tolerance):
     return tolerance * np.maximum(other, 0.0) / np.where(norm > 0, norm, 1.0)
 
 
+def _independent(src, order):
+    """Of the sources ``order`` (weakest first), those farther than 3 (sigma_1 + sigma_2) from
+    every one taken before them: sources whose PSFs do not overlap, so dropping them together
+    gives the fit of dropping them one at a time."""
+    out = []
+    for i in order:
+        d = np.hypot(src[out, 0] - src[i, 0], src[out, 1] - src[i, 1])
+        if np.all(d > 3.0 * (src[out, 2] + src[i, 2])):
+            out.append(i)
+    return np.array(out, dtype=np.intp)
+
+
 def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs=4,
-           profile=None, tolerance=0.0):
+           profile=None, tolerance=0.0, fresh=None):
     """Drop insignificant sources and merge pairs that one source explains as well.
 
-    Repeated until nothing changes. A source is insignificant when its matched-filter SNR is below
+    Repeated until nothing changes. The insignificant sources are dropped weakest first,
+    several at once when their PSFs do not overlap (:func:`_independent`). A source is
+    insignificant when its matched-filter SNR is below
     ``detect_snr`` or, with a model ``tolerance`` t > 0, below the model's error under it
     (:func:`model_floor`: the wings the PSF model misses of brighter neighbours). Two sources
     closer than 1.5 (sigma_1 + sigma_2) are merged when the merged fit raises chi^2 by less than
     ``detect_snr**2`` (the chi^2 a source at the detection threshold explains); the
     ``max_pairs`` closest pairs are tried per round.
+
+    Only pairs near a changed source are tested: with ``fresh`` (a mask of the sources new
+    since the last prune of the same fit), a pair with a fresh source, a merged one, or a source
+    whose PSF overlaps theirs or a dropped one's (3 (sigma_1 + sigma_2)); a pair whose merge
+    was rejected is not tried again unless such a change comes near it.
     """
     thr = detect_snr**2
+    ids = np.arange(len(src))
+    nxt = len(src)
+    changed = src[:0] if fresh is None else src[np.asarray(fresh, bool)]
+    everything = fresh is None
+    rejected = set()
+
+    def near_changed(i):
+        if everything:
+            return True
+        if len(changed) == 0:
+            return False
+        d = np.hypot(changed[:, 0] - src[i, 0], changed[:, 1] - src[i, 1])
+        return bool(np.any(d < 3.0 * (changed[:, 2] + src[i, 2])))
+
     while len(src):
-        # drop the weakest insignificant source, refit, and start over
+        # drop the weakest insignificant sources, refit, and start over
         sig = significance(src, patch.shape, noise, profile)
         if tolerance > 0:
             sig = sig - np.maximum(model_floor(patch.shape, wt, src, profile, tolerance)
                                    - detect_snr, 0.0)
-        worst = int(np.argmin(sig))
-        if sig[worst] < detect_snr:
-            src, bgf = fit_sources(patch, wt, np.delete(src, worst, axis=0), bgf, s_lo, s_hi,
+        drop = _independent(src, np.flatnonzero(sig < detect_snr)[np.argsort(
+            sig[sig < detect_snr], kind="stable")])
+        if drop.size:
+            changed = np.vstack([changed, src[drop]])
+            rejected.clear()
+            ids = np.delete(ids, drop)
+            src, bgf = fit_sources(patch, wt, np.delete(src, drop, axis=0), bgf, s_lo, s_hi,
                                    margin, profile=profile)
             continue
         if len(src) < 2:
@@ -219,16 +256,21 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
         d = np.hypot(src[:, None, 0] - src[None, :, 0], src[:, None, 1] - src[None, :, 1])
         d[np.tril_indices(len(src))] = np.inf
         close = np.argwhere(d < 1.5 * (src[:, None, 2] + src[None, :, 2]))
-        if close.size == 0:
-            break
         # test the closest pairs first; merge the first pair one source explains as well
-        close = close[np.argsort(d[close[:, 0], close[:, 1]])][:max_pairs]
+        close = [(i, j) for i, j in close[np.argsort(d[close[:, 0], close[:, 1]])]
+                 if (ids[i], ids[j]) not in rejected and (near_changed(i) or near_changed(j))]
+        if not close:
+            break
         base = chi2(patch, wt, src, bgf, profile)
-        for i, j in close:
+        # the test fit stops when a step lowers chi^2 by less than a hundredth of thr: the
+        # decision needs chi^2 to that precision (borderline ones are refitted tightly)
+        test_tol = max(1e-6, 0.01 * thr / max(base, 1e-300))
+        for i, j in close[:max_pairs]:
             f = src[i, 3] + src[j, 3]
             merged = np.r_[(src[i, :3] * src[i, 3] + src[j, :3] * src[j, 3]) / f, f]
             start = np.vstack([np.delete(src, [i, j], axis=0), merged])
-            cand, cb = fit_sources(patch, wt, start, bgf, s_lo, s_hi, margin, profile=profile)
+            cand, cb = fit_sources(patch, wt, start, bgf, s_lo, s_hi, margin, tol=test_tol,
+                                   profile=profile)
             delta = chi2(patch, wt, cand, cb, profile) - base
             if 0.5 * thr < delta < 2.0 * thr:  # borderline: decide on tightly converged fits
                 src, bgf = fit_sources(patch, wt, src, bgf, s_lo, s_hi, margin, tol=1e-10,
@@ -238,15 +280,35 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
                                        profile=profile)
                 delta = chi2(patch, wt, cand, cb, profile) - base
             if delta < thr:
-                src, bgf = cand, cb
+                changed = np.vstack([changed, cand[-1:]])
+                rejected.clear()
+                ids = np.r_[np.delete(ids, [i, j]), nxt]
+                nxt += 1
+                src, bgf = fit_sources(patch, wt, cand, cb, s_lo, s_hi, margin,
+                                       profile=profile)
                 break
+            rejected.add((ids[i], ids[j]))
         else:
             break
     return src, bgf
 
 
+def _residual_peaks(corr, params, thresh, n):
+    """Atoms of the ``n`` largest residual correlations at or above ``thresh``, each farther
+    than 1.5 (sigma_1 + sigma_2) from those taken before it (distinct sources), largest first."""
+    idx = np.flatnonzero(corr >= thresh)
+    c, x, y, s = corr[idx], params[idx, 0], params[idx, 1], params[idx, 2]
+    out = []
+    while len(out) < n and idx.size:
+        b = int(np.argmax(c))
+        out.append(idx[b])
+        far = np.hypot(x - x[b], y - y[b]) > 1.5 * (s + s[b])
+        idx, c, x, y, s = idx[far], c[far], x[far], y[far], s[far]
+    return np.array(out, dtype=np.intp)
+
+
 def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr, max_add=3,
-           profile=None, tolerance=0.0):
+           profile=None, tolerance=0.0, per_round=1, allowed=None):
     """Fit, drop or merge insignificant sources, add significant residual peaks, refit.
 
     Parameters
@@ -263,6 +325,11 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
     s_lo, s_hi, margin, detect_snr : float
     max_add : int
         Most rounds of residual peaks added.
+    per_round : int
+        Most residual peaks added per round: the largest correlations, each farther than
+        1.5 (sigma_1 + sigma_2) from the others.
+    allowed : ndarray of bool of shape (n_atoms,), optional
+        The atoms of ``dico`` residual peaks may be taken from (all when None).
     profile : PSFProfile, optional
         The PSF (:data:`cvfs.astro.psf.GAUSSIAN` when None).
     tolerance : float
@@ -281,18 +348,23 @@ def refine(patch, weights, cand, bg, noise, dico, s_lo, s_hi, margin, detect_snr
     for _ in range(max_add):
         model = model_and_jac(np.concatenate([src.ravel(), [bgf]]), patch.shape, jac=False,
                               profile=profile)[0]
-        corr = dico.rmatvec(((patch - model) * weights).ravel())  # in noise units
-        if tolerance > 0:
-            corr = corr - tolerance * dico.rmatvec(((model - bgf) * weights).ravel())
-        best = int(np.argmax(corr))
-        if corr[best] < detect_snr + 1.0:
+        if tolerance > 0:  # minus t times the model's correlation (one product: linear)
+            corr = dico.rmatvec((((patch - model) - tolerance * (model - bgf)) * weights).ravel())
+        else:
+            corr = dico.rmatvec(((patch - model) * weights).ravel())  # in noise units
+        if allowed is not None:
+            corr = np.where(allowed, corr, -np.inf)
+        best = _residual_peaks(corr, dico.params, detect_snr + 1.0, per_round)
+        if best.size == 0:
             break
-        new = np.array([[*dico.params[best], corr[best] * noise * dico.flux_per_unit[best]]])
+        new = np.column_stack([dico.params[best], corr[best] * noise * dico.flux_per_unit[best]])
         n_before = len(src)
         src, bgf = fit_sources(patch, weights, np.vstack([src, new]) if len(src) else new, bgf,
                                s_lo, s_hi, margin, profile=profile)
+        # the pairs of the sources before these were tested by the previous prune
         src, bgf = _prune(patch, weights, src, bgf, noise, s_lo, s_hi, margin, detect_snr,
-                          profile=profile, tolerance=tolerance)
+                          profile=profile, tolerance=tolerance,
+                          fresh=np.arange(len(src)) >= n_before)
         if len(src) <= n_before:
             break
     return src, bgf

@@ -15,14 +15,17 @@ Pipeline (settings: :class:`cvfs.astro.settings.LocalisationSettings`):
    separated detection peaks is fitted with one PSF per peak by the compiled Levenberg-Marquardt
    fit, kept when every source is significant and the residuals hold no point source and no
    excess chi^2; other objects go to the SBL fit;
-5. a point-like (or crowded) object is fitted as in the SBL paper, per ``tile`` of the patch
-   (:mod:`cvfs.astro.pointfit`): nonnegative SBL (Alg. 1, lambda = ``lam_factor`` sigma^2, see
-   :data:`LAMBDA_FACTOR`) with dynamic gap-safe screening over sampled atoms (x0, y0, sigma) of
-   the integrated Gaussian PSF (eq. 66) centred on the footprint grown by 3 px -> atoms grouped
-   into candidates -> weighted nonlinear least squares with the analytic Jacobian, pruning,
-   merging and residual peaks (:mod:`cvfs.astro.fit`); uncertainties from the inverse Fisher
-   information; sources are kept by the tile whose core contains them and when they lie on the
-   object's footprint; more than ``max_sources`` sources per tile make the object extended;
+5. a point-like object the fast path leaves is fitted per ``tile`` of the patch
+   (:mod:`cvfs.astro.pointfit`): candidates -> weighted nonlinear least squares with the
+   analytic Jacobian, pruning, merging and residual peaks (:mod:`cvfs.astro.fit`);
+   uncertainties from the inverse Fisher information. An object of one tile gets its
+   candidates as in the SBL paper: nonnegative SBL (Alg. 1, lambda = ``lam_factor`` sigma^2,
+   see :data:`LAMBDA_FACTOR`) with dynamic gap-safe screening over sampled atoms (x0, y0,
+   sigma) of the PSF (eq. 66) centred on the footprint grown by 3 px, atoms grouped into
+   candidates; an object of several tiles (a crowded footprint) gets them from its detection
+   peaks, and its residual peaks are added several at a time. Sources are kept by the tile
+   whose core contains them and when they lie on the object's footprint; more than
+   ``max_sources`` sources per tile make the object extended;
 6. a point-fitted object with several sources is split into parts by the watershed of the
    extended objects; a part holding two or more sources becomes a parent row (isophotal centroid
    and flux of its pixels) whose children are those sources (:mod:`cvfs.astro.catalogue`);

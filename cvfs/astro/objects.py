@@ -4,8 +4,9 @@ Each detected object is cut out with a margin (pixels of other objects and maske
 weight) and tested for extent: a fit of one integrated Gaussian per detection peak with widths up
 to ``extended_factor`` times the PSF range. Extended objects become deblended moment rows
 (:mod:`cvfs.astro.deblend`); point-like ones get the fast path of :mod:`cvfs.astro.fastfit` (one
-PSF per detection peak) and, when it does not explain them, the SBL fit of
-:mod:`cvfs.astro.pointfit`. Objects are independent: ``n_jobs`` processes share them, BLAS runs
+PSF per detection peak) and, when it does not explain them, the tiled fit of
+:mod:`cvfs.astro.pointfit` (SBL candidates in an object of one tile, detection peaks in an
+object of several). Objects are independent: ``n_jobs`` processes share them, BLAS runs
 on one thread per process.
 """
 
@@ -35,6 +36,8 @@ class _Object:
     weights: np.ndarray
     own: np.ndarray
     peaks: np.ndarray
+    #: detection SNR at each of ``peaks``
+    peak_snr: np.ndarray = None
 
 
 
@@ -141,8 +144,10 @@ def cut_objects(sub, weights, labels, slices, det, pad):
         own = lab == i + 1
         wt = np.where((lab == 0) | own, weights[r0:r1, c0:c1], 0.0)
         pk = np.argwhere(peak_mask[r0:r1, c0:c1] & own)
-        pk = pk[np.argsort(-det[r0:r1, c0:c1][pk[:, 0], pk[:, 1]])]
-        out.append(_Object(i + 1, r0, c0, np.where(wt > 0, sub[r0:r1, c0:c1], 0.0), wt, own, pk))
+        snr = det[r0:r1, c0:c1][pk[:, 0], pk[:, 1]]
+        order = np.argsort(-snr)
+        out.append(_Object(i + 1, r0, c0, np.where(wt > 0, sub[r0:r1, c0:c1], 0.0), wt, own,
+                           pk[order], snr[order]))
     return out
 
 

@@ -1,9 +1,14 @@
-"""Point-source fit of one object: screened SBL over sampled PSF atoms per tile, then refinement.
+"""Point-source fit of one object: candidates per tile, then refinement.
 
-Per ``tile`` of an object's patch: nonnegative SBL (Alg. 1 of the SBL paper) with dynamic gap-safe
-screening over atoms centred on the object's footprint grown by 3 px, atoms grouped into
-candidates, then the weighted nonlinear least-squares refinement of :mod:`cvfs.astro.fit`. Sources
-are kept by the tile whose core contains them, on the footprint grown by 2 px.
+Per ``tile`` of an object's patch, candidates, then the weighted nonlinear least-squares
+refinement of :mod:`cvfs.astro.fit` (drops, merges, residual peaks). An object of one tile (a
+blend or an ambiguous object the fast path left) gets its candidates from nonnegative SBL (Alg. 1
+of the SBL paper) with dynamic gap-safe screening over atoms centred on the object's footprint
+grown by 3 px, grouped into sources. With ``fast_path``, an object of several tiles (a crowded
+footprint: a cluster of stars, or stars on nebulosity) gets them from its detection peaks in the
+tile instead, one PSF per peak as photutils' and DAOPHOT's group fits are seeded, and its
+refinement adds up to :data:`CROWDED_PER_ROUND` distinct residual peaks per round (the
+unresolved neighbours the peaks miss). Sources are kept by the tile whose core contains them, on the footprint grown by 2 px.
 """
 
 import numpy as np
@@ -13,7 +18,12 @@ from cvfs.astro.dictionary import make_dictionary, sample_atoms
 from cvfs.astro.fit import fit_sources, model_and_jac, refine, significance, uncertainties
 from cvfs.core.sbl import sbl_fit
 
-__all__ = ["fit_point_sources", "group_atoms", "tile_starts", "widths_at_bounds"]
+__all__ = ["CROWDED_PER_ROUND", "fit_point_sources", "group_atoms", "peak_candidates",
+           "tile_starts", "widths_at_bounds"]
+
+#: residual peaks added per round of the refinement in a tile of a crowded object (one in the
+#: SBL-seeded tiles, whose candidates already hold the unresolved sources)
+CROWDED_PER_ROUND = 4
 
 
 def tile_starts(n, tile, overlap):
@@ -63,6 +73,21 @@ def _dictionary(cache, shape, st):
 
 
 
+def peak_candidates(ob, r0, c0, th, tw, st):
+    """Candidates of a tile from the object's detection peaks in it with detection SNR at least
+    ``detect_snr``: (k, 4) x, y, sigma (the middle of the PSF range), flux (the peak pixel times
+    the PSF's inverse peak value), tile coordinates."""
+    pk = ob.peaks - (r0, c0)
+    inside = (pk[:, 0] >= 0) & (pk[:, 0] < th) & (pk[:, 1] >= 0) & (pk[:, 1] < tw)
+    if ob.peak_snr is not None:
+        inside &= ob.peak_snr >= st.detect_snr
+    pk = pk[inside]
+    s = 0.5 * (st.s_lo + st.s_hi)
+    val = np.maximum(ob.patch[pk[:, 0] + r0, pk[:, 1] + c0], 0.0)
+    return np.column_stack([pk[:, 1].astype(float), pk[:, 0].astype(float), np.full(len(pk), s),
+                            val * 2.0 * np.pi * s * s]).reshape(-1, 4)
+
+
 def widths_at_bounds(src, shape, noise, st):
     """True when at least three significant sources of a first fit, and two thirds of them, have
     their width at a bound of the PSF range."""
@@ -73,7 +98,8 @@ def widths_at_bounds(src, shape, noise, st):
 
 
 def fit_point_sources(ob, noise, st, cache):
-    """SBL + refinement per tile of the patch -> rows (x, y, sigma, flux, x_err, y_err, flux_err,
+    """Candidates (SBL, or the detection peaks of an object of several tiles) + refinement per
+    tile of the patch -> rows (x, y, sigma, flux, x_err, y_err, flux_err,
     at_bound), the model of the patch and the mean screening fraction per tile; rows and model
     are None when the patch is one tile whose first fit has its widths at the bounds
     (:func:`widths_at_bounds`)."""
@@ -89,6 +115,9 @@ def fit_point_sources(ob, noise, st, cache):
     ax = np.clip(np.rint(dico.params[:, 0]), 0, tw - 1).astype(np.intp)
     ay = np.clip(np.rint(dico.params[:, 1]), 0, th - 1).astype(np.intp)
     screened, first = [], []
+    # an object of several tiles is a crowded footprint: its candidates are its detection peaks
+    # (with the fast path on; refine=False reports SBL atoms)
+    crowded = len(rows) * len(cols) > 1 and st.fast_path and st.refine
     # first pass: SBL candidates and a first fit of every tile; a one-tile object whose widths
     # sit at the bounds is not a sum of PSFs, so it is not refined (the costly part of a galaxy)
     for r0, y_lo, y_hi in rows:
@@ -97,17 +126,23 @@ def fit_point_sources(ob, noise, st, cache):
             wt = ob.weights[r0:r0 + th, c0:c0 + tw]
             if not (wt > 0).any():
                 continue
-            tdico = dico.subset(np.flatnonzero(near[r0 + ay, c0 + ax]))
-            if tdico.shape[1] == 0:
+            sel = near[r0 + ay, c0 + ax]
+            if not sel.any():
                 continue
-            # sbl_iter reweighting steps are the stopping rule: the candidates are the atoms
-            # of the code, which the later steps only sparsify (docs/methods.md)
-            res = sbl_fit(tdico, (p * (wt > 0)).ravel(), lam, screening="gap", positive=True,
-                          max_iter=st.sbl_iter, tol=1e-3, lasso_tol=1e-6, lasso_max_iter=100,
-                          step_budget=True)
-            screened.append(float(np.mean(res.screening)) if res.screening else 0.0)
-            nz = np.flatnonzero(res.coef > 0)
-            cand = group_atoms(tdico.params[nz], res.coef[nz] * tdico.flux_per_unit[nz])
+            # a crowded tile uses the dictionary only for residual peaks: all its atoms, those
+            # off the footprint masked (no copy of the atoms)
+            tdico, allowed = (dico, sel) if crowded else (dico.subset(np.flatnonzero(sel)), None)
+            if crowded:
+                cand = peak_candidates(ob, r0, c0, th, tw, st)
+            else:
+                # sbl_iter reweighting steps are the stopping rule: the candidates are the atoms
+                # of the code, which the later steps only sparsify (docs/methods.md)
+                res = sbl_fit(tdico, (p * (wt > 0)).ravel(), lam, screening="gap",
+                              positive=True, max_iter=st.sbl_iter, tol=1e-3, lasso_tol=1e-6,
+                              lasso_max_iter=100, step_budget=True)
+                screened.append(float(np.mean(res.screening)) if res.screening else 0.0)
+                nz = np.flatnonzero(res.coef > 0)
+                cand = group_atoms(tdico.params[nz], res.coef[nz] * tdico.flux_per_unit[nz])
             cand = cand[np.argsort(-cand[:, 3])][: st.max_sources]
             src, bgt = cand, 0.0
             if st.refine:
@@ -117,15 +152,16 @@ def fit_point_sources(ob, noise, st, cache):
                 # of nebulosity would otherwise turn every star of the object into moment rows
                 if len(rows) * len(cols) == 1 and widths_at_bounds(src, p.shape, noise, st):
                     return None, None, screened
-            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico))
+            first.append((r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico, allowed))
     out = []
     model = np.zeros((h, w))
-    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico in first:
+    for r0, y_lo, y_hi, c0, x_lo, x_hi, src, bgt, tdico, allowed in first:
         p = ob.patch[r0:r0 + th, c0:c0 + tw]
         wt = ob.weights[r0:r0 + th, c0:c0 + tw]
         if st.refine:
             src, bgt = refine(p, wt, src, bgt, noise, tdico, st.s_lo, st.s_hi, st.margin,
-                              st.detect_snr, profile=st.psf, tolerance=st.model_tolerance)
+                              st.detect_snr, profile=st.psf, tolerance=st.model_tolerance,
+                              per_round=CROWDED_PER_ROUND if crowded else 1, allowed=allowed)
             err = uncertainties(p, wt, src, bgt, st.s_lo, st.s_hi, st.margin, st.psf)
         else:
             err = (np.full(len(src), np.nan),) * 3 + (np.zeros(len(src), bool),)

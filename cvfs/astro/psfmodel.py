@@ -94,39 +94,41 @@ def _basis(n, x, y, widths):
     return (Ey[:, :, None] * Ex[:, None, :]).reshape(m, -1)
 
 
-def _amplitudes(stamps, wts, pos, flux, bg, widths):
+def _bases(n, pos, widths):
+    """Integrated Gaussians of ``widths`` at each star's position: (stars, m, n * n)."""
+    return np.array([_basis(n, x, y, widths) for x, y in pos]).reshape(len(pos), len(widths),
+                                                                       n * n)
+
+
+def _amplitudes(stamps, wts, bases, flux, bg):
     """Nonnegative least squares of the mixture amplitudes on the flux-normalised stamps."""
-    n = stamps.shape[1]
     A, b = [], []
     for i in range(len(stamps)):
         wt = wts[i].ravel() / flux[i]
         keep = wt > 0
-        B = _basis(n, pos[i, 0], pos[i, 1], widths)
-        A.append((B[:, keep] * (flux[i] * wt[keep])).T)
+        A.append((bases[i][:, keep] * (flux[i] * wt[keep])).T)
         b.append((stamps[i].ravel()[keep] - bg[i]) * wt[keep])
     amp, _ = nnls(np.vstack(A), np.concatenate(b))
     return amp
 
 
-def _flux_and_bg(stamps, wts, pos, widths, amp):
+def _flux_and_bg(stamps, wts, bases, amp):
     """Per-star weighted linear least squares of flux and constant under the mixture."""
-    n = stamps.shape[1]
     flux, bg = np.empty(len(stamps)), np.empty(len(stamps))
     for i in range(len(stamps)):
         wt = wts[i].ravel()
-        P = amp @ _basis(n, pos[i, 0], pos[i, 1], widths)
+        P = amp @ bases[i]
         M = np.column_stack([P, np.ones_like(P)]) * wt[:, None]
         (flux[i], bg[i]), *_ = np.linalg.lstsq(M, stamps[i].ravel() * wt, rcond=None)
     return flux, bg
 
 
-def _residuals(stamps, wts, pos, flux, bg, widths, amp):
+def _residuals(stamps, wts, bases, flux, bg, amp):
     """Root-mean-square residual of each star in units of its flux (per valid pixel)."""
-    n = stamps.shape[1]
     out = np.empty(len(stamps))
     for i in range(len(stamps)):
         keep = wts[i].ravel() > 0
-        model = flux[i] * (amp @ _basis(n, pos[i, 0], pos[i, 1], widths)) + bg[i]
+        model = flux[i] * (amp @ bases[i]) + bg[i]
         out[i] = np.sqrt(np.mean((stamps[i].ravel() - model)[keep] ** 2)) / flux[i]
     return out
 
@@ -192,20 +194,22 @@ def fit_profile(sub, weights, labels, objs, noise, st, rounds=3):
     pos, flux, bg = rows[sel, 2:4].copy(), rows[sel, 5].copy(), rows[sel, 6].copy()
     s_g = float(np.median(rows[sel, 4]))
     widths = s_g * np.asarray(WIDTH_RATIOS)
-    dropped = False
+    n = stamps.shape[1]
     for r in range(rounds):
-        amp = _amplitudes(stamps, wts, pos, flux, bg, widths)
+        # the stars' bases at their current positions serve the amplitudes, the fluxes and
+        # (first round) the outlier test
+        bases = _bases(n, pos, widths)
+        amp = _amplitudes(stamps, wts, bases, flux, bg)
         if amp.sum() <= 0:
             return None, float("nan"), 0.0, int(len(stamps))
         amp /= amp.sum()
-        flux, bg = _flux_and_bg(stamps, wts, pos, widths, amp)
-        if not dropped and r == 0:
-            res = _residuals(stamps, wts, pos, flux, bg, widths, amp)
+        flux, bg = _flux_and_bg(stamps, wts, bases, amp)
+        if r == 0:  # outliers are dropped once
+            res = _residuals(stamps, wts, bases, flux, bg, amp)
             med = np.median(res)
             keep = res <= med + 3.0 * 1.4826 * np.median(np.abs(res - med))
             if keep.sum() >= MIN_STARS:
                 stamps, wts, pos, flux, bg = (a[keep] for a in (stamps, wts, pos, flux, bg))
-            dropped = True
         # positions under the mixture (a Gaussian fit of a profile with wings is unbiased in
         # position only for symmetric stamps; weights 0 on neighbours break the symmetry)
         profile = _profile(amp, widths / s_g)
@@ -213,12 +217,11 @@ def fit_profile(sub, weights, labels, objs, noise, st, rounds=3):
             src, bgi = fit_sources(stamps[i], wts[i], np.array([[*pos[i], s_g, flux[i]]]),
                                    bg[i], s_g / 2, 2 * s_g, st.margin, profile=profile)
             pos[i], flux[i], bg[i] = src[0, :2], src[0, 3], bgi
-    amp = _amplitudes(stamps, wts, pos, flux, bg, widths)
+    amp = _amplitudes(stamps, wts, _bases(n, pos, widths), flux, bg)
     amp /= amp.sum()
     profile = _profile(amp, widths / s_g)
     # the width parameter of the stars under the final profile, and the profile's error
     sig, ratio, signal = [], [], []
-    n = stamps.shape[1]
     yy, xx = np.mgrid[:n, :n]
     for i in range(len(stamps)):
         src, bgi = fit_sources(stamps[i], wts[i], np.array([[*pos[i], s_g, flux[i]]]), bg[i],

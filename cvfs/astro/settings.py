@@ -52,7 +52,7 @@ class LocalisationSettings:
     n_jobs : int, default 1
         Processes fitting objects in parallel (-1 = one per CPU).
     tile, overlap : int, default 28, 8
-        Tile size and overlap in pixels of the SBL fits inside large objects.
+        Tile size and overlap in pixels of the fits inside large objects.
     lam_factor : float, default :data:`LAMBDA_FACTOR`
         lambda = lam_factor * noise_sigma^2.
     detect_snr : float, default 5
@@ -75,8 +75,10 @@ class LocalisationSettings:
         Continuous refinement. False reports the grouped SBL atoms on the footprints as they are
         (the sampled-dictionary estimate of the thesis; for ablations), without extent test.
     fast_path : bool, default True
-        Fit an object with one detection peak as one PSF (:mod:`cvfs.astro.fastfit`) and keep
-        that fit when it explains the object; False fits every object with the screened SBL.
+        Fit an object with one to four detection peaks as one PSF per peak
+        (:mod:`cvfs.astro.fastfit`) and keep that fit when it explains the object, and seed the
+        tiled fit of an object of several tiles (a crowded footprint) from its detection peaks
+        (:mod:`cvfs.astro.pointfit`); False fits every object with the screened SBL.
     model_tolerance : float, default 0
         Fraction of a source's signal the fast path accepts in its residuals as the error of the
         Gaussian PSF model (e.g. 0.1 on frames whose PSF is not Gaussian); 0 accepts noise only.

@@ -310,7 +310,8 @@ def _write_csv(path, rows):
 
 
 def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker=None,
-                   model=None, strict=False, tol=1.0, command="cvfs motion segment"):
+                   model=None, strict=False, tol=1.0, camera="affine",
+                   command="cvfs motion segment"):
     """Track points through a video, segment the trajectories by motion, draw and summarise.
 
     Parameters
@@ -338,6 +339,9 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
         When one image motion explains every trajectory within ``tol`` pixels
         (:func:`cvfs.motion.explained_by_one_motion`: a frozen video, or a camera moving over a
         static scene) the result is "no independent motion": K = 1, every label 0.
+    camera : {"affine", "perspective"}, default "affine"
+        As :func:`cvfs.motion.segment`: "perspective" (driving footage) segments by two-view
+        geometry and needs ``n_motions``.
     command : str
         Recorded in the output set's marker file.
 
@@ -359,10 +363,11 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
         or too few tracks for K.
     """
     from cvfs.io.video import VideoWriter, open_source
-    from cvfs.motion.video import segment_video
+    from cvfs.motion.video import _check_camera, segment_video
     from cvfs.viz import save_figure
     from cvfs.viz.motion import draw_tracks, plot_trajectories
 
+    _check_camera(camera, n_motions)
     src = open_source(source, max_frames, strict=strict)
     if out is not None:
         check_output_dir(out, [source])
@@ -380,7 +385,8 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
             kept["n"] += 1
             yield frame
 
-    res = segment_video(_frames(), n_motions, tracker=tracker, model=model, tol=tol)
+    res = segment_video(_frames(), n_motions, tracker=tracker, model=model, tol=tol,
+                        camera=camera)
     points, labels, k, moving = res.points, res.labels, res.n_motions, res.independent_motion
     k_scores, chosen = res.k_residuals, res.k_chosen
     nxt = k_scores.get(k + 1) if chosen else None

@@ -91,7 +91,7 @@ def motion_segment(args):
     given = {field: getattr(args, dest) for dest, field in TRACKER_OPTIONS.items()}
     tracker = TrackerSettings(**{k: v for k, v in given.items() if v is not None})
     motion_segment(args.video, n_motions=args.motions, out=args.out, max_frames=args.max_frames,
-                   tracker=tracker, model=args.model, strict=args.strict)
+                   tracker=tracker, model=args.model, strict=args.strict, camera=args.camera)
     return 0
 
 

@@ -5,6 +5,8 @@
 clustering over a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per candidate
 (:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
 (:mod:`~cvfs.motion.ranking`). :mod:`~cvfs.motion.evaluate` reproduces the paper's Table VII.
+``segment(points, K, camera="perspective")`` segments perspective footage by two-view geometry
+instead (:mod:`~cvfs.motion.geometry`).
 
 References
 ----------
@@ -40,6 +42,8 @@ from cvfs.motion.kselect import (
 RANKED_K = (2, 3)
 # complete trajectories needed to choose K on them alone (the smallest Hopkins155 sequence: 39)
 MIN_COMPLETE_FOR_K = 40
+# the camera models segment() knows
+CAMERAS = ("affine", "perspective")
 
 __all__ = ["explained_by_one_motion", "load_default_ranker", "normalise_points",
            "one_motion_residuals", "rank_candidates", "segment"]
@@ -248,7 +252,7 @@ def _complete(points, visible, n_motions):
 
 
 def segment(points, n_motions=None, *, visible=None, model=None,
-            candidates_k=tuple(range(2, 9))):
+            candidates_k=tuple(range(2, 9)), camera="affine"):
     """Segment point trajectories by motion, with the number of motions K chosen or given.
 
     Parameters
@@ -282,6 +286,14 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         is used as it is.
     candidates_k : sequence of int, default 2..8
         The K tried when ``n_motions`` is None.
+    camera : {"affine", "perspective"}, default "affine"
+        "affine": the velocity and K-subspace candidates ranked by ``model`` (trajectories of a
+        rigid motion span a 3-D affine subspace: a narrow field of view or distant objects, as
+        Hopkins155). "perspective" (driving footage and other wide-angle, deep scenes): the
+        candidates from two-view geometry (affine maps, homographies and fundamental matrices
+        over frame pairs, on the observed entries only) and the one whose labelling cuts their
+        affinities least (:func:`cvfs.motion.geometry.segment_perspective`, seed 0); needs
+        ``n_motions``; ``model`` and ``candidates_k`` are not used.
 
     Returns
     -------
@@ -296,6 +308,7 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         observed frames, ``n_motions < 2`` or ``P < 4 n_motions`` (K chosen: fewer than 4
         trajectories per motion for every K of ``candidates_k``), or the model was trained on
         other features.
+        With ``camera="perspective"``, also if ``n_motions`` is None; an unknown ``camera``.
     TypeError
         If ``n_motions`` is neither None nor an int, or ``model`` is of an unknown type.
     FileNotFoundError
@@ -305,6 +318,15 @@ def segment(points, n_motions=None, *, visible=None, model=None,
     ----------
     FSA paper, appendix, Algorithm 2.
     """
+    if camera not in CAMERAS:
+        raise ValueError(f"camera must be one of {CAMERAS}; got {camera!r}")
+    if camera == "perspective":
+        if n_motions is None:
+            raise ValueError('camera="perspective" needs n_motions (K is not chosen for '
+                             'perspective footage)')
+        from cvfs.motion.geometry import segment_perspective
+
+        return segment_perspective(points, n_motions, visible)
     if n_motions is None:
         return _segment_tracks(points, None, visible=visible, model=model,
                                candidates_k=candidates_k)[0]

@@ -49,7 +49,7 @@ class VideoSegmentation:
     segment_seconds: float = 0.0
 
 
-def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
+def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0, camera="affine"):
     """Track points through frames and segment the tracks by motion.
 
     Parameters
@@ -67,6 +67,8 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
         When one image motion explains every track within ``tol`` pixels
         (:func:`cvfs.motion.explained_by_one_motion`, on the completed tracks) the result is
         "no independent motion": K = 1, every label 0.
+    camera : {"affine", "perspective"}, default "affine"
+        As :func:`cvfs.motion.segment`; "perspective" needs ``n_motions``.
 
     Returns
     -------
@@ -76,23 +78,36 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0):
     ------
     ValueError
         As :func:`~cvfs.motion.tracking.track_points` and :func:`~cvfs.motion.segment`
-        (fewer than 2 frames, no corner, too few tracks for K).
+        (fewer than 2 frames, no corner, too few tracks for K, an unknown ``camera``,
+        ``camera="perspective"`` without ``n_motions``); the last two before any tracking.
     """
+    _check_camera(camera, n_motions)
     tracker = TrackerSettings() if tracker is None else tracker
     t0 = time.perf_counter()
     out = track_points(frames, tracker)
     points, visible = out if tracker.partial else (out, np.ones(out.shape[:2], dtype=bool))
     return segment_tracked(points, visible, n_motions, tracker=tracker, model=model, tol=tol,
-                           track_seconds=time.perf_counter() - t0)
+                           track_seconds=time.perf_counter() - t0, camera=camera)
+
+
+def _check_camera(camera, n_motions):
+    from cvfs.motion import CAMERAS
+
+    if camera not in CAMERAS:
+        raise ValueError(f"camera must be one of {CAMERAS}; got {camera!r}")
+    if camera == "perspective" and n_motions is None:
+        raise ValueError('camera="perspective" needs n_motions (K is not chosen for '
+                         'perspective footage)')
 
 
 def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None, tol=1.0,
-                    track_seconds=0.0):
+                    track_seconds=0.0, camera="affine"):
     """The segmentation step of :func:`segment_video` on tracks already computed
     (``points`` (P, F, 2), ``visible`` (P, F) bool), e.g. to segment the same tracks with
     several K; ``tracker`` and ``track_seconds`` are only recorded in the result."""
-    from cvfs.motion import _segment_tracks, explained_by_one_motion
+    from cvfs.motion import _segment_tracks, explained_by_one_motion, segment
 
+    _check_camera(camera, n_motions)
     tracker = TrackerSettings() if tracker is None else tracker
     t1 = time.perf_counter()
     partial = not visible.all()
@@ -105,7 +120,10 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
                                          n_motions=3 if n_motions is None else n_motions)
     moving = not explained_by_one_motion(complete, tol=tol)
     scores = {}
-    if moving:
+    if moving and camera == "perspective":
+        # two-view geometry on the observed entries (no completion)
+        labels, k = segment(points, n_motions, visible=visible, camera=camera), n_motions
+    elif moving:
         # K given: the tracks completed above are those segment would complete
         given = n_motions is not None
         labels, k, scores = _segment_tracks(

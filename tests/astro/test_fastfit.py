@@ -46,12 +46,13 @@ def test_fast_path_agrees_with_the_sbl_path_on_isolated_sources(monkeypatch):
 
 
 def test_unresolved_blend_goes_to_the_sbl_fit(monkeypatch):
-    # two stars 2.2 px apart: one detection peak, and one PSF leaves a residual peak
+    # two stars 2.2 px apart: one detection peak, and one PSF leaves a residual peak (an
+    # object of one tile: a larger one would be fitted from its detection peaks)
     xs, ys, fl = np.array([20.0, 22.2]), np.array([20.0, 20.0]), np.array([2000.0, 1500.0])
     img = astro.render_psf((40, 40), xs, ys, 1.1, fl, background=10.0)
     img = img + np.random.default_rng(2).standard_normal(img.shape)
     calls = _spy_sbl(monkeypatch)
-    cat = astro.localise(img, random_state=0)
+    cat = astro.localise(img, random_state=0, tile=40)
     assert len(calls) > 0 and len(cat) == 2
     truth = np.zeros(2, astro.CATALOGUE_DTYPE)
     truth["x"], truth["y"] = xs, ys

@@ -1,0 +1,73 @@
+"""Astronomy: crowded objects (footprints of several tiles) fitted from their detection peaks."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from cvfs import astro
+from cvfs.astro.fit import _independent, _residual_peaks
+
+pointfit = importlib.import_module("cvfs.astro.pointfit")
+
+
+def test_residual_peaks_are_the_largest_distinct_ones():
+    params = np.array([[10.0, 10.0, 1.0], [10.5, 10.0, 1.0], [20.0, 10.0, 1.5],
+                       [14.0, 10.0, 1.0], [30.0, 30.0, 2.0]])
+    corr = np.array([9.0, 8.5, 7.0, 6.5, 5.0])
+    # atom 1 is within 1.5 (1 + 1) px of atom 0, atom 3 is 4 px from it (> 3 px)
+    np.testing.assert_array_equal(_residual_peaks(corr, params, 6.0, 10), [0, 2, 3])
+    np.testing.assert_array_equal(_residual_peaks(corr, params, 6.0, 2), [0, 2])
+    # one per round is the largest correlation, as an argmax
+    np.testing.assert_array_equal(_residual_peaks(corr, params, 6.0, 1), [0])
+    assert _residual_peaks(corr, params, 10.0, 3).size == 0
+
+
+def test_independent_sources_do_not_overlap():
+    src = np.array([[5.0, 5.0, 1.0, 10.0], [9.0, 5.0, 1.0, 10.0], [20.0, 5.0, 1.0, 10.0],
+                    [5.0, 12.0, 1.0, 10.0]])
+    # weakest first: 1, then 0 is 4 px from it (< 6 px), 2 is 11 px away, 3 is 8.1 px away
+    np.testing.assert_array_equal(_independent(src, np.array([1, 0, 2, 3])), [1, 2, 3])
+    assert _independent(src, np.array([], dtype=np.intp)).size == 0
+
+
+def _cluster(seed=0):
+    """A 5 x 5 grid of bright stars 7 px apart (one footprint of several tiles) with one star
+    2.6 px from a grid star (a pair the detection image does not resolve)."""
+    rng = np.random.default_rng(seed)
+    gx, gy = np.meshgrid(np.arange(5) * 7.0 + 30, np.arange(5) * 7.0 + 30)
+    xs = np.r_[gx.ravel() + rng.uniform(-0.5, 0.5, 25), 46.6]
+    ys = np.r_[gy.ravel() + rng.uniform(-0.5, 0.5, 25), 45.0]
+    flux = np.r_[rng.uniform(1500, 3000, 25), 1200.0]
+    img = astro.render_psf((96, 96), xs, ys, 1.4, flux, background=10.0)
+    img = img + rng.standard_normal(img.shape)
+    truth = np.zeros(len(xs), astro.CATALOGUE_DTYPE)
+    truth["x"], truth["y"] = xs, ys
+    return img, truth
+
+
+def test_crowded_object_is_fitted_from_its_peaks_without_the_sbl(monkeypatch):
+    img, truth = _cluster()
+    calls = []
+    real = pointfit.sbl_fit
+    monkeypatch.setattr(pointfit, "sbl_fit", lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = astro.localise_and_denoise(img, noise_sigma=1.0)
+    assert res.segmentation.max() == 1  # one object
+    assert calls == []
+    s = astro.detection_scores(res.catalogue, truth)
+    assert s["f1"] == 1.0
+    assert s["rmse"] < 0.05
+
+
+def test_peak_candidates_of_a_tile():
+    from cvfs.astro.objects import _Object
+
+    patch = np.zeros((40, 50))
+    peaks = np.array([[5, 6], [30, 8], [10, 40], [12, 14]])
+    patch[peaks[:, 0], peaks[:, 1]] = [50.0, 40.0, 30.0, 20.0]
+    ob = _Object(1, 0, 0, patch, np.ones_like(patch), patch > 0, peaks,
+                 np.array([12.0, 9.0, 7.0, 4.0]))
+    st = astro.settings.resolve_settings(None)[1]  # detect_snr 5, psf_sigma (1, 2)
+    # the tile of rows 2-29, columns 0-27 holds peaks 0 and 3; 3 is below detect_snr
+    cand = pointfit.peak_candidates(ob, 2, 0, 28, 28, st)
+    np.testing.assert_allclose(cand, [[6.0, 3.0, 1.5, 50.0 * 2 * np.pi * 1.5**2]])
