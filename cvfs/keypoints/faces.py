@@ -457,7 +457,7 @@ def _refit(model, cands, rows, ev):
     shape = model.shape
     inl = np.flatnonzero(rows >= 0)
     dst = np.array([cands[k][rows[k], :2] for k in inl])
-    w = np.maximum(ev[inl], 1e-3)
+    w = np.maximum(ev[inl], 1e-3) / model.loc_sigma[inl] ** 2  # evidence x precision
     c, t = _similarity(shape.mean[inl], dst, w)
     b = np.zeros(len(shape.variances))
     if len(inl) >= 4 and len(b):

@@ -194,9 +194,22 @@ def test_keypoints_beyond_the_five_are_scanned_in_regions(setup):
     from dataclasses import replace
 
     from cvfs.keypoints import KeypointDetector
-    from cvfs.keypoints.faces import FaceModel
+    from cvfs.keypoints.faces import FACE_KEYPOINTS, FaceModel, ShapeModel
 
     det, fm, img = setup
+    # the shipped detectors and face model restricted to the five MTFL keypoints
+    five_names = tuple(FACE_KEYPOINTS)
+    idx = [fm.shape.names.index(k) for k in five_names]
+    cols = np.ravel([[2 * i, 2 * i + 1] for i in idx])
+    s = fm.shape
+    fm = FaceModel(ShapeModel(five_names, s.mean[idx], s.modes[:, cols], s.variances,
+                              s.sigma[idx], s.roll_range),
+                   {k: fm.calibration[k] for k in five_names}, fm.face_calibration,
+                   {k: fm.scale_range[k] for k in five_names}, threshold=fm.threshold)
+    det = KeypointDetector({k: det.classifiers[k] for k in five_names}, det.pool_params,
+                           thresholds={k: det.thresholds[k] for k in five_names},
+                           scales_per_octave=det.scales_per_octave, max_scale=det.max_scale,
+                           nms_radius=det.nms_radius, merge_radius=det.merge_radius)
     extra = "chin_center"
     clfs = {**det.classifiers, extra: det.classifiers["mouth_left_corner"]}
     thr = {**det.thresholds, extra: det.thresholds["mouth_left_corner"]}
@@ -223,5 +236,8 @@ def test_keypoints_beyond_the_five_are_scanned_in_regions(setup):
     d = np.hypot(got[extra][:, None, 0] - full[extra][None, :, 0],
                  got[extra][:, None, 1] - full[extra][None, :, 1]).min(axis=1)
     assert (d >= 1e-6).sum() <= max(1, 0.1 * len(d))
-    faces = det7.detect_faces(img, max_scale=1.0, face_model=fm7)
+    # the face calibration is the eight-keypoint model's, so this face's score is lower
+    faces = det7.detect_faces(img, max_scale=1.0, face_model=fm7, threshold=0.05)
     assert len(faces) == 1 and set(faces[0].keypoints) == set(fm7.shape.names)
+    le, re = faces[0].keypoints["left_eye_center"], faces[0].keypoints["right_eye_center"]
+    assert 20 < re[0] - le[0] < 30  # the astronaut's eyes, 25 px apart at this size
