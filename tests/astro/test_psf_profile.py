@@ -83,10 +83,12 @@ def _match(cat, pos):
 def test_gaussian_psf_on_a_moffat_field():
     img, pos, _ = astro.make_moffat_field()
     gauss = astro.localise(img)
-    # the integrated Gaussian takes most of these stars for extended objects (their wings are
-    # wider than any Gaussian of the range)
-    assert gauss["extended"].sum() >= len(pos) // 2
-    assert _match(gauss, pos)[1].sum() < len(pos) // 2
+    # the integrated Gaussian cannot represent the wings (wider than any Gaussian of the range):
+    # it takes stars for extended objects or splits them into a core and a halo source, so far
+    # from one point-source row per star
+    assert gauss["extended"].sum() >= 10
+    assert len(gauss) - len(pos) >= 10
+    assert _match(gauss, pos)[1].sum() < 0.8 * len(pos)
 
 
 def test_fitted_psf_on_a_moffat_field():
