@@ -116,6 +116,11 @@ def _apply(T, x):
     return np.einsum("mij,mnj->mni", T[:, :2, :2], x) + T[:, None, :2, 2]
 
 
+def _homogeneous(x):
+    """Points ``x`` (n, 2) as homogeneous rows (n, 3)."""
+    return np.concatenate([x, np.ones((x.shape[0], 1))], axis=1)
+
+
 def _null_vector(A):
     """Unit right null vectors of a batch ``A`` (M, r, c): the last right singular vectors."""
     _, _, vt = np.linalg.svd(A, full_matrices=True)
@@ -201,7 +206,7 @@ def transfer_residuals(H, x1, x2):
     -------
     r : ndarray of shape (n, M)
     """
-    X = np.concatenate([x1, np.ones((x1.shape[0], 1))], axis=1)
+    X = _homogeneous(x1)
     p = np.einsum("mij,nj->nmi", H, X)  # (n, M, 3)
     w = p[..., 2]
     w = np.where(np.abs(w) < 1e-12, 1e-12, w)
@@ -223,8 +228,7 @@ def sampson_residuals(F, x1, x2):
     -------
     r : ndarray of shape (n, M)
     """
-    X1 = np.concatenate([x1, np.ones((x1.shape[0], 1))], axis=1)
-    X2 = np.concatenate([x2, np.ones((x2.shape[0], 1))], axis=1)
+    X1, X2 = _homogeneous(x1), _homogeneous(x2)
     Fx1 = np.einsum("mij,nj->nmi", F, X1)  # (n, M, 3)
     Ftx2 = np.einsum("mji,nj->nmi", F, X2)
     num = np.einsum("nmi,ni->nm", Fx1, X2)
