@@ -251,7 +251,9 @@ class KeypointDetector:
         small, it finds about a tenth fewer).
         With ``refine``, each keypoint of a face is then rescanned at the face's own scale
         (:func:`cvfs.keypoints.refine.refine_face_keypoints`; the keypoints of a face share
-        one small level per rescan scale).
+        one small level per rescan scale), and moved by the face model's learned share of the
+        way toward the position the face's other keypoints give it
+        (:func:`cvfs.keypoints.faces.fuse_keypoints`).
 
         Parameters
         ----------
@@ -302,7 +304,8 @@ class KeypointDetector:
             uses a keypoint this detector does not find, ``upsampled_stride`` is not an int
             >= 1 or ``hog_blocks`` is neither ``"maps"`` nor ``"pixels"``.
         """
-        from cvfs.keypoints.faces import FaceModel, assemble_faces, load_face_model
+        from cvfs.keypoints.faces import (FaceModel, assemble_faces, fuse_keypoints,
+                                          load_face_model)
 
         image = to_rgb(image)
         if face_model is None:
@@ -336,6 +339,7 @@ class KeypointDetector:
 
             faces = refine_face_keypoints(self, image, faces,
                                           fill_missing=face_model.probability)
+            faces = fuse_keypoints(faces, face_model)
         return faces
 
     def _face_detections(self, image, face_model, *, max_scale, n_jobs, max_memory,

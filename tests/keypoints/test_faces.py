@@ -17,7 +17,9 @@ from cvfs.keypoints.faces import (
     Face,
     FaceModel,
     assemble_faces,
+    fit_fusion_gains,
     fit_shape_model,
+    fuse_keypoints,
     load_face_model,
 )
 from cvfs.keypoints.tracking import FaceTracker, box_iou
@@ -163,6 +165,64 @@ def test_face_model_file(face_model, tmp_path):
         load_face_model(tmp_path / "bad.h5")
     with pytest.raises(FileNotFoundError, match="no face model"):
         load_face_model(tmp_path / "none.h5")
+
+
+def _face(points, ied=40.0, roll=0.0):
+    kps = {k: (float(x), float(y), 0.9) for k, (x, y) in zip(FACE_KEYPOINTS, points)}
+    return Face(0.9, (0.0, 0.0, 1.0, 1.0), kps, ied, math.degrees(roll))
+
+
+def test_fusion(face_model, tmp_path):
+    """Fusion moves a keypoint toward where the other keypoints put it, by the learned gains."""
+    from dataclasses import replace
+
+    truth = _face_points(100, 100, 40, roll=0.3)
+    moved = truth.copy()
+    u = np.exp(0.3j) * 40  # the face frame in image pixels
+    moved[2] += [(0.2 * u).real, (0.2 * u).imag]  # the nose 0.2 IED off along the eye line
+    face = _face(moved, roll=0.3)
+    assert fuse_keypoints([face], face_model)[0] is face  # zero gains: unchanged
+    gain = np.zeros((5, 2))
+    gain[2] = (1.0, 0.0)
+    fused = fuse_keypoints([face], replace(face_model, fusion_gain=gain))[0]
+    nose = np.array(fused.keypoints["nose_center"][:2])
+    off = complex(*(nose - truth[2])) / u
+    assert abs(off.real) < 0.03 and abs(off.imag) < 1e-9  # back on the face's axis, y kept
+    for k in FACE_KEYPOINTS[:2] + FACE_KEYPOINTS[3:]:
+        assert fused.keypoints[k] == face.keypoints[k]  # zero gains
+    # a face with three keypoints found: each has two neighbours, too few to predict it
+    few = replace(face, keypoints={k: (v if k in FACE_KEYPOINTS[:3] else (math.nan,) * 3)
+                                   for k, v in face.keypoints.items()})
+    assert fuse_keypoints([few], replace(face_model, fusion_gain=np.ones((5, 2))))[0] \
+        .keypoints == few.keypoints
+
+    # learned: a nose detector that errs along the eye line gets a gain there, exact
+    # keypoints keep theirs at zero (the smallest gains among ties)
+    rng = np.random.default_rng(0)
+    faces, targets = [], []
+    for _ in range(80):
+        t = _face_points(*rng.uniform(50, 300, 2), rng.uniform(30, 60), rng.uniform(-0.3, 0.3))
+        d = t.copy()
+        ied = float(np.hypot(*(t[1] - t[0])))
+        d[2, 0] += rng.normal(0, 0.1) * ied
+        faces.append(_face(d, ied, math.atan2(t[1, 1] - t[0, 1], t[1, 0] - t[0, 0])))
+        targets.append(t)
+    ieds = np.hypot(*(np.array(targets)[:, 1] - np.array(targets)[:, 0]).T)
+    gain, counts = fit_fusion_gains(faces, np.array(targets), ieds, face_model)
+    assert gain[2, 0] >= 0.75 and gain[2, 1] == 0.0
+    assert counts[2, 1] > 1.5 * counts[2, 0]
+    np.testing.assert_array_equal(np.delete(gain, 2, axis=0), 0.0)
+    np.testing.assert_array_equal(np.delete(counts, 2, axis=0), 80)
+
+    model = replace(face_model, fusion_gain=gain)
+    back = load_face_model(model.save(tmp_path / "fused.h5"))
+    np.testing.assert_array_equal(back.fusion_gain, gain)
+    with pytest.raises(ValueError, match="fusion_gain must lie in"):
+        replace(face_model, fusion_gain=np.full((5, 2), 1.5))
+    with pytest.raises(ValueError, match="targets must be"):
+        fit_fusion_gains(faces, np.array(targets)[:, :4], ieds, face_model)
+    with pytest.raises(ValueError, match="grid must hold gains"):
+        fit_fusion_gains(faces, np.array(targets), ieds, face_model, grid=(0.0, 2.0))
 
 
 def test_tracker():
