@@ -24,7 +24,7 @@ from cvfs.motion.geometry import (
     selection_scores,
 )
 
-__all__ = ["CUT_RISE", "choose_k_by_cuts", "segment_perspective_k"]
+__all__ = ["CUT_RISE", "best_labellings_by_k", "choose_k_by_cuts", "segment_perspective_k"]
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,61 @@ def _check_candidates_k(candidates_k, n_points):
     return fit
 
 
+def best_labellings_by_k(points, visible=None, *, candidates_k=tuple(range(2, 9)),
+                         random_state=0, **options):
+    """The best two-view-geometry candidate of every K and its selection score.
+
+    The affinities (:func:`cvfs.motion.geometry.geometric_affinities`) are computed once and
+    clustered into every K with the same k-means seed; each K's candidates are ranked by
+    :func:`cvfs.motion.geometry.selection_scores`. For an int ``random_state`` the labelling of
+    K is the one ``segment_perspective(points, K, visible, random_state=random_state)`` gives.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+        Track coordinates in pixels; entries not ``visible`` are ignored.
+    visible : array_like of shape (P, F), bool, optional
+        Default: wherever ``points`` is finite.
+    candidates_k : sequence of int, default 2..8
+        The K tried (those with at least 4 tracks per motion).
+    random_state : None, int or numpy.random.Generator, default 0
+        As :func:`cvfs.motion.geometry.geometric_candidates`.
+    **options
+        The other keywords of :func:`cvfs.motion.geometry.geometric_candidates`.
+
+    Returns
+    -------
+    labels : dict of int to ndarray of shape (P,), int64
+        Each K's best candidate, in 0..K-1.
+    scores : dict of int to float
+        Its selection score ``s_K``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`cvfs.motion.geometry.geometric_candidates`; also ``candidates_k`` empty, with a
+        K < 2, or with no K that leaves 4 tracks per motion.
+    TypeError
+        Unknown ``options``, or ``candidates_k`` not a sequence of ints.
+    """
+    kw = _options(options, "best_labellings_by_k")
+    points, visible = _tracks(points, visible)
+    ks = _check_candidates_k(candidates_k, points.shape[0])
+    aff = geometric_affinities(points, visible, random_state=random_state, **kw)
+    seed = _kmeans_seed(random_state)
+    labels, scores = {}, {}
+    for k in ks:
+        c = _cluster(aff, k, seed)
+        s = selection_scores(aff, c.labels)
+        i = int(np.argmin(s))
+        labels[k], scores[k] = c.labels[i].copy(), float(s[i])
+    return labels, scores
+
+
 def segment_perspective_k(points, visible=None, *, candidates_k=tuple(range(2, 9)),
                           rise=CUT_RISE, random_state=0, return_scores=False, **options):
     """Segment tracks by motion under a perspective camera, K chosen: each K's best candidate
-    (:func:`cvfs.motion.geometry.segment_perspective`), then K by :func:`choose_k_by_cuts`.
+    (:func:`best_labellings_by_k`), then K by :func:`choose_k_by_cuts`.
 
     Parameters
     ----------
@@ -106,10 +157,7 @@ def segment_perspective_k(points, visible=None, *, candidates_k=tuple(range(2, 9
     rise : float, default ``CUT_RISE``
         As :func:`choose_k_by_cuts`.
     random_state : None, int or numpy.random.Generator, default 0
-        As :func:`cvfs.motion.geometry.geometric_candidates`; the affinities are computed once
-        and clustered into every K with the same k-means seed, so the labelling of the K chosen
-        is the one ``segment_perspective(points, K, visible, random_state=random_state)`` gives
-        for an int seed.
+        As :func:`cvfs.motion.geometry.geometric_candidates`.
     return_scores : bool, default False
         Also return the K chosen and ``{K: s_K}``.
     **options
@@ -118,7 +166,8 @@ def segment_perspective_k(points, visible=None, *, candidates_k=tuple(range(2, 9
     Returns
     -------
     labels : ndarray of shape (P,), int64
-        In 0..K-1.
+        In 0..K-1; for an int ``random_state``, those of
+        ``segment_perspective(points, K, visible, random_state=random_state)``.
     n_motions : int
         Only with ``return_scores``.
     scores : dict of int to float
@@ -127,25 +176,17 @@ def segment_perspective_k(points, visible=None, *, candidates_k=tuple(range(2, 9
     Raises
     ------
     ValueError
-        As :func:`cvfs.motion.geometry.geometric_candidates`; also ``candidates_k`` empty, with a
-        K < 2, or with no K that leaves 4 tracks per motion; ``rise`` not finite.
+        As :func:`best_labellings_by_k`; also ``rise`` not finite.
     TypeError
-        Unknown ``options``, or ``candidates_k`` not a sequence of ints.
+        As :func:`best_labellings_by_k`.
     """
-    kw = _options(options, "segment_perspective_k")
     if not np.isfinite(float(rise)):
         raise ValueError(f"rise must be a finite number; got {rise}")
-    points, visible = _tracks(points, visible)
-    ks = _check_candidates_k(candidates_k, points.shape[0])
-    aff = geometric_affinities(points, visible, random_state=random_state, **kw)
-    seed = _kmeans_seed(random_state)
-    best, scores = {}, {}
-    for k in ks:
-        c = _cluster(aff, k, seed)
-        s = selection_scores(aff, c.labels)
-        i = int(np.argmin(s))
-        best[k], scores[k] = c.labels[i], float(s[i])
+    unknown = set(options) - set(_options({}, ""))
+    if unknown:
+        raise TypeError(f"segment_perspective_k got unknown options {sorted(unknown)}")
+    labels, scores = best_labellings_by_k(points, visible, candidates_k=candidates_k,
+                                          random_state=random_state, **options)
     k = choose_k_by_cuts(scores, rise)
     log.info("perspective K scores %s: K=%d", scores, k)
-    labels = best[k].copy()
-    return (labels, k, scores) if return_scores else labels
+    return (labels[k], k, scores) if return_scores else labels[k]
