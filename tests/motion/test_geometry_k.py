@@ -76,7 +76,7 @@ def test_choose_k_by_cuts():
     assert choose_k_by_cuts({4: 0.1}) == 4
     assert choose_k_by_cuts({2: 0.01, 3: 0.02, 4: 0.03}) == 4  # never rises: the largest K
     assert choose_k_by_cuts({2: 0.01, 3: 0.02, 4: 0.2}, rise=0.1) == 4
-    assert CUT_RISE == 0.0075
+    assert CUT_RISE == 0.0055
 
 
 def test_bad_input_is_rejected():
