@@ -314,7 +314,8 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         With ``camera="perspective"`` and K chosen, ``candidates_k`` empty or with a K < 2;
         an unknown ``camera``.
     TypeError
-        If ``n_motions`` is neither None nor an int, or ``model`` is of an unknown type.
+        If ``n_motions`` is neither None nor an int, or ``model`` is of an unknown type; with
+        ``camera="perspective"`` and K chosen, ``candidates_k`` not a sequence of ints.
     FileNotFoundError
         If the model file is missing.
 
