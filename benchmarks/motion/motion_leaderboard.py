@@ -4,7 +4,8 @@ the shared videos, cvfs beside the baselines run here.
 Usage::
 
     python benchmarks/motion/motion_leaderboard.py [--data DIR] [--seeds 0 1 2]
-        [--parts hopkins kt3dmoseg videos] [--clips N] [--videos NAME ...] [--hopkins-ssc]
+        [--parts hopkins kt3dmoseg perspective videos] [--clips N] [--videos NAME ...]
+        [--hopkins-ssc]
 
 One table of misclassification % (mean over the sequences of each set; two / three / all motions
 for Hopkins155), each entry the mean over ``--seeds``:
@@ -18,6 +19,14 @@ for Hopkins155), each entry the mean over ``--seeds``:
 * **KT3DMoSeg** (``motion_kt3dmoseg.clip_row``): :func:`cvfs.motion.segment` with K given and
   with K chosen (``n_motions=None``; deterministic, no seed), the oracle of the pool it ranks,
   and SSC on the same rank-4K completion (the spectral clustering seeded by each seed).
+* **KT3DMoSeg, perspective** (``--parts perspective``): :func:`cvfs.motion.segment` with
+  ``camera="perspective"`` (two-view-geometry candidates on the observed entries), K given and
+  K chosen (:func:`cvfs.motion.geometry_k.best_labellings_by_k`: the affinities computed once
+  per seed, each K's best candidate; K given takes the true K's, which is
+  ``segment(points, K, visible=mask, camera="perspective")``'s, K chosen
+  :func:`cvfs.motion.geometry_k.choose_k_by_cuts`'s, which is ``segment(points, None, ...)``'s),
+  the hypothesis-sampling and k-means seed ``--seeds``; "K right" sums the clips given their
+  true K over the seeds.
 * **Videos** (``motion_videos.video_row``, default tracker): :func:`cvfs.motion.video.segment_video`
   with K chosen and with K given (the motions in the video), per-track error of the matched tracks
   (deterministic, no seed); "K right" counts the videos given the truth's K.
@@ -41,7 +50,7 @@ from benchmarks._bench import format_table, limit_threads, result_path, write_js
 from benchmarks.motion import motion_kt3dmoseg as kt
 from benchmarks.motion import motion_videos as mv
 
-PARTS = ("hopkins", "kt3dmoseg", "videos")
+PARTS = ("hopkins", "kt3dmoseg", "perspective", "videos")
 
 
 def _fmt(x):
@@ -112,6 +121,34 @@ def kt3dmoseg_part(data_dir, seeds, n_clips=None):
     return rows
 
 
+def perspective_part(data_dir, seeds, n_clips=None):
+    """Per clip: ``camera="perspective"`` errors (%) with K given and K chosen, and the K
+    chosen, per seed (``given``, ``chosen``, ``K_chosen``)."""
+    from cvfs.datasets.kt3dmoseg import load_kt3dmoseg
+    from cvfs.motion.geometry_k import best_labellings_by_k, choose_k_by_cuts
+    from cvfs.motion.missing import MIN_OBSERVED
+
+    rows = []
+    for clip in tqdm(load_kt3dmoseg(data_dir)[:n_clips], desc="KT3DMoSeg, perspective"):
+        ok = clip.visible.sum(axis=1) >= MIN_OBSERVED
+        pts, vis, k = clip.points[ok], clip.visible[ok], clip.n_motions
+        row = {"clip": clip.name, "K": k, "given": [], "chosen": [], "K_chosen": [],
+               "scores": []}
+        t = time.process_time()
+        for seed in seeds:
+            labels, scores = best_labellings_by_k(pts, vis, random_state=int(seed))
+            kc = choose_k_by_cuts(scores)
+            row["given"].append(kt._error(labels[k], clip.labels, ok))
+            row["chosen"].append(kt._error(labels[kc], clip.labels, ok))
+            row["K_chosen"].append(int(kc))
+            row["scores"].append({str(kk): v for kk, v in scores.items()})
+        row["cpu_s"] = (time.process_time() - t) / len(seeds)
+        rows.append(row)
+        tqdm.write(f"{clip.name}: K={k} given {np.mean(row['given']):.2f} chosen "
+                   f"{np.mean(row['chosen']):.2f} (K={row['K_chosen']})")
+    return rows
+
+
 def videos_part(data_dir, names):
     from cvfs.motion.tracking import TrackerSettings
 
@@ -138,6 +175,16 @@ def leaderboard(result, seeds):
                                      ("SSC, K given", "ssc", ""),
                                      ("oracle of the pool, K given", "oracle", "")):
             rows.append([name, method, "", "", _fmt(np.mean([r[key] for r in clips])), k_right])
+    clips = result.get("perspective")
+    if clips:
+        name = f"KT3DMoSeg ({len(clips)})"
+        n_runs = sum(len(r["K_chosen"]) for r in clips)
+        right = sum(kc == r["K"] for r in clips for kc in r["K_chosen"])
+        rows.append([name, "cvfs perspective, K given", "", "",
+                     _fmt(np.mean([np.mean(r["given"]) for r in clips])), ""])
+        rows.append([name, "cvfs perspective, K chosen", "", "",
+                     _fmt(np.mean([np.mean(r["chosen"]) for r in clips])),
+                     f"{right}/{n_runs}"])
     vids = result.get("videos")
     if vids:
         name = f"videos ({len(vids)})"
@@ -175,6 +222,11 @@ def main(argv=None):
         t = time.process_time()
         result["kt3dmoseg"] = kt3dmoseg_part(data / "motion_kt3dmoseg", args.seeds, args.clips)
         seconds["kt3dmoseg"] = time.process_time() - t
+    if "perspective" in args.parts:
+        t = time.process_time()
+        result["perspective"] = perspective_part(data / "motion_kt3dmoseg", args.seeds,
+                                                 args.clips)
+        seconds["perspective"] = time.process_time() - t
     if "videos" in args.parts:
         t = time.process_time()
         result["videos"] = videos_part(data, args.videos or list(VIDEO_TRUTH))

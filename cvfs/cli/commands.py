@@ -320,8 +320,7 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
         Video file, folder of frames, camera index or synthetic clip
         (:func:`cvfs.io.video.open_source`).
     n_motions : int or None
-        K; None chooses K in 2..8 by the subspace-residual rule
-        (:func:`cvfs.motion.segment`).
+        K; None chooses K in 2..8 as :func:`cvfs.motion.segment` does for ``camera``.
     out : str or Path, optional
         Output folder: ``<name>_motion.avi`` (tracks coloured by motion), ``<name>_motion.png``
         (all trajectories on the first frame), ``<name>_motion.json`` (the summary) and
@@ -341,7 +340,7 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
         static scene) the result is "no independent motion": K = 1, every label 0.
     camera : {"affine", "perspective"}, default "affine"
         As :func:`cvfs.motion.segment`: "perspective" (driving footage) segments by two-view
-        geometry and needs ``n_motions``.
+        geometry (K given, or chosen by the cuts of each K's best labelling).
     command : str
         Recorded in the output set's marker file.
 

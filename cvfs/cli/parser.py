@@ -433,15 +433,16 @@ def build_parser():
                 "motion'.")
     q.add_argument("video", help=_SOURCE_HELP)
     q.add_argument("--motions", type=_motions, default="auto", metavar="K|auto",
-                   help="number of motions K (an int >= 2), or 'auto' (K chosen in 2..8 by the "
-                   "subspace-residual rule)")
+                   help="number of motions K (an int >= 2), or 'auto' (K chosen in 2..8: by the "
+                   "subspace-cost rule, or with --camera perspective by the cuts of each K's "
+                   "best labelling)")
     q.add_argument("--out", default=None,
                    help="output folder for the video, figure, JSON and labels (default: print "
                    "only)")
     q.add_argument("--model", default=None, help="ranker file (default: the shipped one)")
     q.add_argument("--camera", choices=("affine", "perspective"), default="affine",
                    help="affine (default): the shipped ranker's candidates; perspective "
-                   "(driving footage): segment by two-view geometry (needs --motions K)")
+                   "(driving footage): segment by two-view geometry")
     q.add_argument("--max-frames", type=_positive_int, default=None,
                    help="at most this many frames (default: all)")
     # defaults (None) are TrackerSettings' own, filled in when the command runs

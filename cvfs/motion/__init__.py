@@ -6,7 +6,7 @@ clustering over a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ran
 (:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
 (:mod:`~cvfs.motion.ranking`). :mod:`~cvfs.motion.evaluate` reproduces the paper's Table VII.
 ``segment(points, K, camera="perspective")`` segments perspective footage by two-view geometry
-instead (:mod:`~cvfs.motion.geometry`).
+instead (:mod:`~cvfs.motion.geometry`; K chosen: :mod:`~cvfs.motion.geometry_k`).
 
 References
 ----------
@@ -292,8 +292,11 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         Hopkins155). "perspective" (driving footage and other wide-angle, deep scenes): the
         candidates from two-view geometry (affine maps, homographies and fundamental matrices
         over frame pairs, on the observed entries only) and the one whose labelling cuts their
-        affinities least (:func:`cvfs.motion.geometry.segment_perspective`, seed 0); needs
-        ``n_motions``; ``model`` and ``candidates_k`` are not used.
+        affinities least (:func:`cvfs.motion.geometry.segment_perspective`, seed 0). With
+        ``n_motions`` None, K is chosen among ``candidates_k`` by comparing each K's best
+        labelling (:func:`cvfs.motion.geometry_k.segment_perspective_k`: the first K after
+        which the mean normalised cut per cluster rises by more than
+        ``geometry_k.CUT_RISE``). ``model`` is not used.
 
     Returns
     -------
@@ -308,9 +311,11 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         observed frames, ``n_motions < 2`` or ``P < 4 n_motions`` (K chosen: fewer than 4
         trajectories per motion for every K of ``candidates_k``), or the model was trained on
         other features.
-        With ``camera="perspective"``, also if ``n_motions`` is None; an unknown ``camera``.
+        With ``camera="perspective"`` and K chosen, ``candidates_k`` empty or with a K < 2;
+        an unknown ``camera``.
     TypeError
-        If ``n_motions`` is neither None nor an int, or ``model`` is of an unknown type.
+        If ``n_motions`` is neither None nor an int, or ``model`` is of an unknown type; with
+        ``camera="perspective"`` and K chosen, ``candidates_k`` not a sequence of ints.
     FileNotFoundError
         If the model file is missing.
 
@@ -322,8 +327,9 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         raise ValueError(f"camera must be one of {CAMERAS}; got {camera!r}")
     if camera == "perspective":
         if n_motions is None:
-            raise ValueError('camera="perspective" needs n_motions (K is not chosen for '
-                             'perspective footage)')
+            from cvfs.motion.geometry_k import segment_perspective_k
+
+            return segment_perspective_k(points, visible, candidates_k=candidates_k)
         from cvfs.motion.geometry import segment_perspective
 
         return segment_perspective(points, n_motions, visible)

@@ -516,15 +516,25 @@ def _candidates(points, n_motions, visible, *, models, gaps, n_hypotheses, top_f
                                n_hypotheses=n_hypotheses, top_fraction=top_fraction,
                                neighbours=neighbours, n_neighbors=n_neighbors, fuse=fuse,
                                random_state=random_state)
-    # k-means: an int seed as it is, else one drawn from the generator after the sampling
-    seed = int(random_state) if isinstance(random_state, (int, np.integer)) else \
+    seed = _kmeans_seed(random_state)
+    return _cluster(aff, int(n_motions), seed), aff
+
+
+def _kmeans_seed(random_state):
+    """k-means' seed: an int ``random_state`` as it is, else one drawn from the generator (after
+    the hypothesis sampling drew from it)."""
+    return int(random_state) if isinstance(random_state, (int, np.integer)) else \
         int(check_random_state(random_state).integers(0, 2**31 - 1))
+
+
+def _cluster(aff, n_motions, seed):
+    """The candidates of K = ``n_motions``: every affinity of ``aff`` spectrally clustered."""
     names = tuple(aff)
     with threadpool_limits(limits=1, user_api="blas"):
-        labels = np.vstack([canonical_labels(spectral_labels_sparse(aff[n], int(n_motions),
+        labels = np.vstack([canonical_labels(spectral_labels_sparse(aff[n], n_motions,
                                                                     random_state=seed))
                             for n in names])
-    return GeometricCandidates(labels=labels, names=names, n_motions=int(n_motions)), aff
+    return GeometricCandidates(labels=labels, names=names, n_motions=n_motions)
 
 
 def normalised_cut(A, labels):
@@ -604,12 +614,19 @@ def segment_perspective(points, n_motions, visible=None, *, random_state=0, **op
     ValueError, TypeError
         As :func:`geometric_candidates`.
     """
+    kw = _options(options, "segment_perspective")
+    cand, aff = _candidates(points, n_motions, visible, random_state=random_state, **kw)
+    scores = selection_scores(aff, cand.labels)
+    return cand.labels[int(np.argmin(scores))].copy()
+
+
+def _options(options, caller):
+    """The keywords of :func:`geometric_candidates` with their defaults, updated by
+    ``options``."""
     kw = dict(models=DEFAULT_MODELS, gaps=DEFAULT_GAPS, n_hypotheses=300, top_fraction=0.1,
               neighbours=3.0, n_neighbors=20, fuse=True)
     unknown = set(options) - set(kw)
     if unknown:
-        raise TypeError(f"segment_perspective got unknown options {sorted(unknown)}")
+        raise TypeError(f"{caller} got unknown options {sorted(unknown)}")
     kw.update(options)
-    cand, aff = _candidates(points, n_motions, visible, random_state=random_state, **kw)
-    scores = selection_scores(aff, cand.labels)
-    return cand.labels[int(np.argmin(scores))].copy()
+    return kw

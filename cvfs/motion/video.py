@@ -68,7 +68,9 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0, 
         (:func:`cvfs.motion.explained_by_one_motion`, on the completed tracks) the result is
         "no independent motion": K = 1, every label 0.
     camera : {"affine", "perspective"}, default "affine"
-        As :func:`cvfs.motion.segment`; "perspective" needs ``n_motions``.
+        As :func:`cvfs.motion.segment` (K chosen under "perspective" by
+        :func:`cvfs.motion.geometry_k.segment_perspective_k`; ``k_residuals`` then stays
+        empty).
 
     Returns
     -------
@@ -78,8 +80,8 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0, 
     ------
     ValueError
         As :func:`~cvfs.motion.tracking.track_points` and :func:`~cvfs.motion.segment`
-        (fewer than 2 frames, no corner, too few tracks for K, an unknown ``camera``,
-        ``camera="perspective"`` without ``n_motions``); the last two before any tracking.
+        (fewer than 2 frames, no corner, too few tracks for K, an unknown ``camera``); an
+        unknown ``camera`` before any tracking.
     """
     _check_camera(camera, n_motions)
     tracker = TrackerSettings() if tracker is None else tracker
@@ -95,9 +97,6 @@ def _check_camera(camera, n_motions):
 
     if camera not in CAMERAS:
         raise ValueError(f"camera must be one of {CAMERAS}; got {camera!r}")
-    if camera == "perspective" and n_motions is None:
-        raise ValueError('camera="perspective" needs n_motions (K is not chosen for '
-                         'perspective footage)')
 
 
 def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None, tol=1.0,
@@ -122,7 +121,8 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
     scores = {}
     if moving and camera == "perspective":
         # two-view geometry on the observed entries (no completion)
-        labels, k = segment(points, n_motions, visible=visible, camera=camera), n_motions
+        labels = segment(points, n_motions, visible=visible, camera=camera)
+        k = n_motions if n_motions is not None else int(labels.max()) + 1
     elif moving:
         # K given: the tracks completed above are those segment would complete
         given = n_motions is not None

@@ -180,8 +180,8 @@ def test_segment_camera_errors():
     pts, vis, _ = perspective_scene(n_frames=6, seed=4)
     with pytest.raises(ValueError, match="camera must be one of"):
         segment(pts, 2, visible=vis, camera="fisheye")
-    with pytest.raises(ValueError, match="needs n_motions"):
-        segment(pts, None, visible=vis, camera="perspective")
+    with pytest.raises(ValueError, match="camera must be one of"):
+        segment(pts, None, visible=vis, camera="fisheye")
     with pytest.raises(TypeError, match="unknown options"):
         from cvfs.motion.geometry import segment_perspective
 
@@ -194,6 +194,6 @@ def test_cli_motion_segment_perspective(capsys):
     src = "synth:motions=2,frames=8,seed=3,width=200,height=150"
     assert cli.main(["motion", "segment", src, "--motions", "2", "--camera", "perspective"]) == 0
     assert "points per motion" in capsys.readouterr().out
-    # K chosen is refused before any tracking, in one line
-    assert cli.main(["motion", "segment", src, "--camera", "perspective"]) != 0
-    assert "needs n_motions" in capsys.readouterr().err
+    # K chosen by the cuts of each K's best labelling
+    assert cli.main(["motion", "segment", src, "--camera", "perspective"]) == 0
+    assert "points per motion" in capsys.readouterr().out
