@@ -27,8 +27,9 @@ face model) instead: on each dataset every keypoint's AP from the faces' keypoin
 same detector's ``detect()`` (one scan gives both for the five MTFL keypoints; the others get a
 full scan of their own for the ``detect()`` column), for the faces as assembled (a keypoint scored
 by the face score, or by the face score times the keypoint's calibrated probability) and with
-their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`, the default of
-``detect_faces``; face score times keypoint probability), the face-level
+their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`) and fused with the
+face shape (:func:`cvfs.keypoints.faces.fuse_keypoints`), as ``detect_faces`` does by default
+(face score times keypoint probability), the face-level
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
 ``<json stem>_pr_<dataset>.png`` beside the JSON, and the number of faces at the default
 threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
@@ -71,7 +72,7 @@ from cvfs.keypoints.evaluate import (
     evaluate_merged,
     recall_at_precision,
 )
-from cvfs.keypoints.faces import FACE_KEYPOINTS, assemble_faces, load_face_model
+from cvfs.keypoints.faces import FACE_KEYPOINTS, assemble_faces, fuse_keypoints, load_face_model
 from cvfs.keypoints.refine import refine_face_keypoints
 from cvfs.viz import save_figure
 from cvfs.viz.keypoints import plot_pr_curves
@@ -277,8 +278,8 @@ def _faces_main(args):
             dets.append(found)
         spi, spi_td = cpu / len(images)
         t0 = time.process_time()
-        refined = [refine_face_keypoints(det, read_image(im.path), fl,
-                                         fill_missing=fm.probability)
+        refined = [fuse_keypoints(refine_face_keypoints(det, read_image(im.path), fl,
+                                                        fill_missing=fm.probability), fm)
                    for im, fl in zip(tqdm(images, desc=f"{ds} refine"), faces, strict=True)]
         spi_refine = (time.process_time() - t0) / len(images)
         base_curves = evaluate_detections(dets, images, kps)
