@@ -20,26 +20,33 @@ def _project(X, focal=700.0, centre=(620.0, 190.0)):
     return focal * X[..., :2] / X[..., 2:3] + np.asarray(centre)
 
 
-def perspective_scene(n_frames=12, missing=0.3, seed=0):
-    """A camera driving forward through a static scene (depth 6-60 m, wide field of view) and a
-    car (a 4 x 1.5 x 2 m box) crossing in front of it: pinhole projection, pixel noise 0.3,
-    ``missing`` of the entries hidden (every track keeps >= 2 frames)."""
+#: The cars of :func:`perspective_scene`: corner of a 4 x 1.5 x 2 m box (m) and velocity per frame.
+CARS = ((np.array([-4.0, 0.5, 14.0]), np.array([0.6, 0.0, 0.3])),    # crossing in front
+        (np.array([3.0, 0.5, 20.0]), np.array([-0.5, 0.0, 1.6])))    # overtaking on the right
+
+
+def perspective_scene(n_frames=12, missing=0.3, seed=0, n_cars=1):
+    """A camera driving forward through a static scene (240 tracks, depth 6-60 m, wide field of
+    view) and ``n_cars`` cars of :data:`CARS` (80 tracks each; labels 1..n_cars): pinhole
+    projection, pixel noise 0.3, ``missing`` of the entries hidden (every track keeps >= 2
+    frames)."""
     rng = np.random.default_rng(seed)
     n_bg, n_car = 240, 80
     depth = rng.uniform(6.0, 60.0, n_bg)
     bg = np.stack([rng.uniform(-0.8, 0.8, n_bg) * depth, rng.uniform(-0.1, 0.25, n_bg) * depth,
                    depth], axis=1)
-    car = np.array([-4.0, 0.5, 14.0]) + rng.uniform(0, 1, (n_car, 3)) * [4.0, 1.5, 2.0]
-    pts = np.empty((n_bg + n_car, n_frames, 2))
+    cars = [(corner + rng.uniform(0, 1, (n_car, 3)) * [4.0, 1.5, 2.0], vel)
+            for corner, vel in CARS[:n_cars]]
+    pts = np.empty((n_bg + n_cars * n_car, n_frames, 2))
     for f in range(n_frames):
         yaw = 0.01 * f
         R = np.array([[np.cos(yaw), 0, -np.sin(yaw)], [0, 1, 0], [np.sin(yaw), 0, np.cos(yaw)]])
         cam = np.array([0.0, 0.0, 1.0 * f])
         pts[:n_bg, f] = _project((bg - cam) @ R.T)
-        moved = car + np.array([0.6, 0.0, 0.3]) * f
-        pts[n_bg:, f] = _project((moved - cam) @ R.T)
+        for j, (car, vel) in enumerate(cars):
+            pts[n_bg + j * n_car:n_bg + (j + 1) * n_car, f] = _project((car + vel * f - cam) @ R.T)
     pts += rng.normal(scale=0.3, size=pts.shape)
-    labels = np.r_[np.zeros(n_bg, np.int64), np.ones(n_car, np.int64)]
+    labels = np.r_[np.zeros(n_bg, np.int64), np.repeat(np.arange(1, n_cars + 1), n_car)]
     vis = rng.random(pts.shape[:2]) >= missing
     vis[:, :2] |= vis.sum(axis=1, keepdims=True) < 2
     pts[~vis] = np.nan

@@ -7,38 +7,7 @@ from cvfs.motion import segment
 from cvfs.motion.evaluate import misclassification
 from cvfs.motion.geometry import segment_perspective
 from cvfs.motion.geometry_k import CUT_RISE, choose_k_by_cuts, segment_perspective_k
-from tests.motion.test_geometry import _project, perspective_scene
-
-
-def two_car_scene(n_frames=12, missing=0.3, seed=0):
-    """Three motions: the forward-driving camera's static scene (240 tracks), a car crossing in
-    front (80) and a car overtaking on the right (80); pinhole projection, pixel noise 0.3,
-    ``missing`` of the entries hidden (every track keeps >= 2 frames)."""
-    rng = np.random.default_rng(seed)
-    n_bg, n_car = 240, 80
-    depth = rng.uniform(6.0, 60.0, n_bg)
-    bg = np.stack([rng.uniform(-0.8, 0.8, n_bg) * depth, rng.uniform(-0.1, 0.25, n_bg) * depth,
-                   depth], axis=1)
-    box = [4.0, 1.5, 2.0]
-    cars = [(np.array([-4.0, 0.5, 14.0]) + rng.uniform(0, 1, (n_car, 3)) * box,
-             np.array([0.6, 0.0, 0.3])),
-            (np.array([3.0, 0.5, 20.0]) + rng.uniform(0, 1, (n_car, 3)) * box,
-             np.array([-0.5, 0.0, 1.6]))]
-    pts = np.empty((n_bg + 2 * n_car, n_frames, 2))
-    for f in range(n_frames):
-        yaw = 0.01 * f
-        R = np.array([[np.cos(yaw), 0, -np.sin(yaw)], [0, 1, 0], [np.sin(yaw), 0, np.cos(yaw)]])
-        cam = np.array([0.0, 0.0, 1.0 * f])
-        pts[:n_bg, f] = _project((bg - cam) @ R.T)
-        for j, (car, vel) in enumerate(cars):
-            pts[n_bg + j * n_car:n_bg + (j + 1) * n_car, f] = _project((car + vel * f - cam) @ R.T)
-    pts += rng.normal(scale=0.3, size=pts.shape)
-    labels = np.r_[np.zeros(n_bg, np.int64), np.repeat(np.arange(1, 3), n_car)]
-    vis = rng.random(pts.shape[:2]) >= missing
-    vis[:, :2] |= vis.sum(axis=1, keepdims=True) < 2
-    pts[~vis] = np.nan
-    perm = rng.permutation(labels.size)
-    return pts[perm], vis[perm], labels[perm]
+from tests.motion.test_geometry import perspective_scene
 
 
 def test_k_is_chosen_on_perspective_scenes():
@@ -50,14 +19,14 @@ def test_k_is_chosen_on_perspective_scenes():
     # the labelling of the K chosen is segment_perspective's with that K
     np.testing.assert_array_equal(labels, segment_perspective(pts, 2, vis))
 
-    pts, vis, truth = two_car_scene(seed=0)
+    pts, vis, truth = perspective_scene(seed=0, n_cars=2)
     labels = segment(pts, None, visible=vis, camera="perspective")
     assert labels.dtype == np.int64 and labels.max() == 2
     assert misclassification(labels, truth) == 0.0
 
 
 def test_candidates_k_limits_the_k_tried():
-    pts, vis, truth = two_car_scene(seed=2)
+    pts, vis, truth = perspective_scene(seed=2, n_cars=2)
     _, k, scores = segment_perspective_k(pts, vis, candidates_k=(2, 3, 4), return_scores=True)
     assert k == 3 and sorted(scores) == [2, 3, 4]
     # only K = 2 allowed: it is returned without a comparison
