@@ -78,8 +78,10 @@ def model_and_jac(p, shape, jac=True, profile=None):
 
 def _bounds(k, shape, s_lo, s_hi, margin):
     h, w = shape
-    lo = np.r_[np.tile([-margin, -margin, s_lo, 0.0], k), -np.inf]
-    hi = np.r_[np.tile([w - 1 + margin, h - 1 + margin, s_hi, np.inf], k), np.inf]
+    lo, hi = np.empty(4 * k + 1), np.empty(4 * k + 1)
+    lo[0:-1:4], lo[1:-1:4], lo[2:-1:4], lo[3:-1:4], lo[-1] = -margin, -margin, s_lo, 0.0, -np.inf
+    hi[0:-1:4], hi[1:-1:4], hi[2:-1:4] = w - 1 + margin, h - 1 + margin, s_hi
+    hi[3:-1:4], hi[-1] = np.inf, np.inf
     return lo, hi
 
 
