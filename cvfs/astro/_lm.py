@@ -183,8 +183,8 @@ def normal_equations(patch, wt, p, amp, ratio):
                         for v in range(4):
                             A[ba + u, bb + v] += ru * row[bb + v]
     # the accumulation filled the upper triangles of the sources' own blocks, the blocks of
-    # pairs in either order (a before b in the pixel's list) and the constant's column: sum
-    # and mirror them
+    # pairs of sources in the rows of the one listed first and the constant's column: mirror
+    # them
     for a in range(m):
         for b2 in range(a + 1, m):
             s = A[a, b2] + A[b2, a] if (a // 4 != b2 // 4) else A[a, b2]
