@@ -172,13 +172,19 @@ def normal_equations(patch, wt, p, amp, ratio):
             for a in range(na):
                 ba = 4 * act[a]
                 for u in range(4):
-                    g[ba + u] += row[ba + u] * r
-                    A[ba + u, m - 1] += row[ba + u] * wij
-                    for b2 in range(a, na):
+                    ru = row[ba + u]
+                    g[ba + u] += ru * r
+                    A[ba + u, m - 1] += ru * wij
+                    # the source's own block: its upper triangle (mirrored below)
+                    for v in range(u, 4):
+                        A[ba + u, ba + v] += ru * row[ba + v]
+                    for b2 in range(a + 1, na):
                         bb = 4 * act[b2]
                         for v in range(4):
-                            A[ba + u, bb + v] += row[ba + u] * row[bb + v]
-    # the accumulation filled blocks (a <= b) and the constant's column: mirror them
+                            A[ba + u, bb + v] += ru * row[bb + v]
+    # the accumulation filled the upper triangles of the sources' own blocks, the blocks of
+    # pairs of sources in the rows of the one listed first and the constant's column: mirror
+    # them
     for a in range(m):
         for b2 in range(a + 1, m):
             s = A[a, b2] + A[b2, a] if (a // 4 != b2 // 4) else A[a, b2]

@@ -78,8 +78,10 @@ def model_and_jac(p, shape, jac=True, profile=None):
 
 def _bounds(k, shape, s_lo, s_hi, margin):
     h, w = shape
-    lo = np.r_[np.tile([-margin, -margin, s_lo, 0.0], k), -np.inf]
-    hi = np.r_[np.tile([w - 1 + margin, h - 1 + margin, s_hi, np.inf], k), np.inf]
+    lo, hi = np.empty(4 * k + 1), np.empty(4 * k + 1)
+    lo[0:-1:4], lo[1:-1:4], lo[2:-1:4], lo[3:-1:4], lo[-1] = -margin, -margin, s_lo, 0.0, -np.inf
+    hi[0:-1:4], hi[1:-1:4], hi[2:-1:4] = w - 1 + margin, h - 1 + margin, s_hi
+    hi[3:-1:4], hi[-1] = np.inf, np.inf
     return lo, hi
 
 
@@ -191,6 +193,55 @@ def model_floor(shape, wt, src, profile, tolerance):
     return tolerance * np.maximum(other, 0.0) / np.where(norm > 0, norm, 1.0)
 
 
+def _window(src, idx, shape):
+    """The window of sources ``idx``: their box grown by 2 max(sigma) + 2 px, as
+    (r0, r1, c0, c1), and the mask of the sources centred in it (``idx`` always)."""
+    h, w = shape
+    rad = 2.0 * src[idx, 2].max() + 2.0
+    xs, ys = src[idx, 0], src[idx, 1]
+    c0, c1 = max(int(np.floor(xs.min() - rad)), 0), min(int(np.ceil(xs.max() + rad)) + 1, w)
+    r0, r1 = max(int(np.floor(ys.min() - rad)), 0), min(int(np.ceil(ys.max() + rad)) + 1, h)
+    inside = ((src[:, 0] >= c0 - 0.5) & (src[:, 0] < c1 - 0.5)
+              & (src[:, 1] >= r0 - 0.5) & (src[:, 1] < r1 - 0.5))
+    inside[idx] = True
+    return (r0, r1, c0, c1), inside
+
+
+def _window_problem(patch, wt, src, box, inside, profile):
+    """The window's pixels less the model of the sources outside it, its weights, and the
+    sources inside it in window coordinates."""
+    r0, r1, c0, c1 = box
+    shift = np.array([c0, r0, 0.0, 0.0])
+    sub = patch[r0:r1, c0:c1]
+    out = src[~inside] - shift
+    if len(out):
+        sub = sub - model_and_jac(np.r_[out.ravel(), 0.0], sub.shape, jac=False,
+                                  profile=profile)[0]
+    return sub, wt[r0:r1, c0:c1], src[inside] - shift, shift
+
+
+def _local_merge_delta(patch, wt, src, bgf, i, j, merged, s_lo, s_hi, margin, profile, tol):
+    """chi^2 change of merging sources i and j on the window around the pair (:func:`_window`).
+
+    The merged source, the other sources centred in the window and the constant are fitted on
+    the window's pixels, the sources outside it held at their values and subtracted; the pair's
+    chi^2 is that of the current fit there, which a fit on the window could only lower, so the
+    change returned is at most the change between the two fits on the window. None when the
+    window covers more than 60 % of the patch (no saving over the fit of the whole patch).
+    """
+    box, inside = _window(src, np.array([i, j]), patch.shape)
+    r0, r1, c0, c1 = box
+    if (r1 - r0) * (c1 - c0) > 0.6 * patch.size:
+        return None
+    sub, wsub, keep, shift = _window_problem(patch, wt, src, box, inside, profile)
+    pair = np.isin(np.flatnonzero(inside), [i, j])
+    start = np.vstack([keep[~pair], merged - shift])
+    cand_s, cand_b = fit_sources(sub, wsub, start, bgf, s_lo, s_hi, margin, tol=tol,
+                                 profile=profile)
+    return (chi2(sub, wsub, cand_s, cand_b, profile)
+            - chi2(sub, wsub, keep, bgf, profile))
+
+
 def _independent(src, order):
     """Of the sources ``order`` (weakest first), those farther than 3 (sigma_1 + sigma_2) from
     every one taken before them: sources whose PSFs do not overlap, so dropping them together
@@ -214,7 +265,10 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
     (:func:`model_floor`: the wings the PSF model misses of brighter neighbours). Two sources
     closer than 1.5 (sigma_1 + sigma_2) are merged when the merged fit raises chi^2 by less than
     ``detect_snr**2`` (the chi^2 a source at the detection threshold explains); the
-    ``max_pairs`` closest pairs are tried per round.
+    ``max_pairs`` closest pairs are tried per round. A merge is first fitted on the window
+    around the pair (:func:`_local_merge_delta`, a fraction of the patch's pixels and
+    sources): when chi^2 rises there by twice ``detect_snr**2`` or more it is rejected without
+    the fit of the whole patch.
 
     Only pairs near a changed source are tested: with ``fresh`` (a mask of the sources new
     since the last prune of the same fit), a pair with a fresh source, a merged one, or a source
@@ -269,6 +323,12 @@ def _prune(patch, wt, src, bgf, noise, s_lo, s_hi, margin, detect_snr, max_pairs
             f = src[i, 3] + src[j, 3]
             merged = np.r_[(src[i, :3] * src[i, 3] + src[j, :3] * src[j, 3]) / f, f]
             start = np.vstack([np.delete(src, [i, j], axis=0), merged])
+            # a merge the pair's window rejects clearly is not tried on the whole patch
+            local = _local_merge_delta(patch, wt, src, bgf, i, j, merged, s_lo, s_hi, margin,
+                                       profile, test_tol)
+            if local is not None and local >= 2.0 * thr:
+                rejected.add((ids[i], ids[j]))
+                continue
             cand, cb = fit_sources(patch, wt, start, bgf, s_lo, s_hi, margin, tol=test_tol,
                                    profile=profile)
             delta = chi2(patch, wt, cand, cb, profile) - base

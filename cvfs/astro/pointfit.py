@@ -8,7 +8,8 @@ grown by 3 px, grouped into sources. With ``fast_path``, an object of several ti
 footprint: a cluster of stars, or stars on nebulosity) gets them from its detection peaks in the
 tile instead, one PSF per peak as photutils' and DAOPHOT's group fits are seeded, and its
 refinement adds up to :data:`CROWDED_PER_ROUND` distinct residual peaks per round (the
-unresolved neighbours the peaks miss). Sources are kept by the tile whose core contains them, on the footprint grown by 2 px.
+unresolved neighbours the peaks miss). Sources are kept by the tile whose core contains them,
+on the footprint grown by 2 px.
 """
 
 import numpy as np
@@ -129,8 +130,8 @@ def fit_point_sources(ob, noise, st, cache):
             sel = near[r0 + ay, c0 + ax]
             if not sel.any():
                 continue
-            # a crowded tile uses the dictionary only for residual peaks: all its atoms, those
-            # off the footprint masked (no copy of the atoms)
+            # a crowded tile uses the dictionary only for residual peaks: the atoms on the
+            # footprint, copied when the tile is refined (not held for every tile at once)
             tdico, allowed = (dico, sel) if crowded else (dico.subset(np.flatnonzero(sel)), None)
             if crowded:
                 cand = peak_candidates(ob, r0, c0, th, tw, st)
@@ -159,6 +160,8 @@ def fit_point_sources(ob, noise, st, cache):
         p = ob.patch[r0:r0 + th, c0:c0 + tw]
         wt = ob.weights[r0:r0 + th, c0:c0 + tw]
         if st.refine:
+            if allowed is not None:  # the atoms on the footprint, while the tile is refined
+                tdico, allowed = tdico.subset(np.flatnonzero(allowed)), None
             src, bgt = refine(p, wt, src, bgt, noise, tdico, st.s_lo, st.s_hi, st.margin,
                               st.detect_snr, profile=st.psf, tolerance=st.model_tolerance,
                               per_round=CROWDED_PER_ROUND if crowded else 1, allowed=allowed)

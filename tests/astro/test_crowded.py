@@ -3,10 +3,9 @@
 import importlib
 
 import numpy as np
-import pytest
 
 from cvfs import astro
-from cvfs.astro.fit import _independent, _residual_peaks
+from cvfs.astro.fit import _independent, _local_merge_delta, _residual_peaks, chi2, fit_sources
 
 pointfit = importlib.import_module("cvfs.astro.pointfit")
 
@@ -29,6 +28,41 @@ def test_independent_sources_do_not_overlap():
     # weakest first: 1, then 0 is 4 px from it (< 6 px), 2 is 11 px away, 3 is 8.1 px away
     np.testing.assert_array_equal(_independent(src, np.array([1, 0, 2, 3])), [1, 2, 3])
     assert _independent(src, np.array([], dtype=np.intp)).size == 0
+
+
+def _merge_deltas(sep_px, seed=0):
+    """chi^2 change of merging a pair ``sep_px`` apart (two stars, or one star fitted as two when
+    ``sep_px`` is 0) on the pair's window and on the whole 28 x 28 tile, among two other stars."""
+    rng = np.random.default_rng(seed)
+    xs, ys = np.array([6.0, 20.0, 20.0]), np.array([6.0, 8.0, 20.0])
+    flux = np.array([800.0, 700.0, 600.0])
+    if sep_px:
+        xs, ys, flux = np.r_[xs, 20.0 + sep_px], np.r_[ys, 20.0], np.r_[flux, 500.0]
+    img = astro.render_psf((28, 28), xs, ys, 1.4, flux, background=5.0)
+    img = img + rng.standard_normal(img.shape)
+    wt = np.ones_like(img)
+    start = np.column_stack([np.r_[6.0, 20.0, 19.8, 20.4 + sep_px],
+                             np.r_[6.0, 8.0, 20.0, 20.0], np.full(4, 1.4),
+                             np.r_[800.0, 700.0, 300.0, 300.0 + 500.0 * bool(sep_px)]])
+    src, bg = fit_sources(img, wt, start, 5.0, 1.0, 2.0, 1.0)
+    i, j = 2, 3
+    f = src[i, 3] + src[j, 3]
+    merged = np.r_[(src[i, :3] * src[i, 3] + src[j, :3] * src[j, 3]) / f, f]
+    local = _local_merge_delta(img, wt, src, bg, i, j, merged, 1.0, 2.0, 1.0, None, 1e-6)
+    cand, cb = fit_sources(img, wt, np.vstack([src[:2], merged]), bg, 1.0, 2.0, 1.0, tol=1e-10)
+    full = chi2(img, wt, cand, cb) - chi2(img, wt, src, bg)
+    return local, full
+
+
+def test_a_merge_is_decided_on_the_pair_window_as_on_the_tile():
+    thr = 5.0**2
+    # two stars 3 px apart: the window rejects the merge (2 thr or more), as the tile does
+    local, full = _merge_deltas(3.0)
+    assert local >= 2 * thr and full >= thr
+    # one star split in two: both accept it, and the window's change is the tile's
+    local, full = _merge_deltas(0.0)
+    assert local < thr and full < thr
+    assert abs(local - full) < 0.5 * thr
 
 
 def _cluster(seed=0):
