@@ -32,12 +32,15 @@ their true K, so the fit does not jump between isolated peaks of the training ac
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from cvfs.base import check_random_state
 from cvfs.motion.candidates import (
     DEFAULT_KSUBSPACE_RESTARTS,
+    KSUBSPACE_MAX_ITER,
+    _ksubspace_state,
+    _ksubspaces,
     _principal_directions,
     check_points,
     generate_candidates,
-    ksubspace_candidates,
     velocity_matrix,
 )
 
@@ -103,12 +106,20 @@ def k_labellings(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTART
     points, _ = check_points(points, 2)
     Y = velocity_matrix(points).T
     out = {}
+    # every K refits clusters of the same Y from the same neighbourhood seeds: one table of
+    # neighbours and one memo of subspace distances serve them all (ksubspace_candidates)
+    near = distances = None
     with threadpool_limits(limits=1, user_api="blas"):
         for k in ks:
             k = int(k)
             if 4 * k > points.shape[0]:
                 break
-            labels = ksubspace_candidates(Y, k, n_restarts=n_restarts, random_state=random_state)
+            if near is None:
+                if int(n_restarts) < 1:
+                    raise ValueError(f"n_restarts must be >= 1; got {n_restarts}")
+                near, distances = _ksubspace_state(Y)
+            labels = _ksubspaces(Y, k, int(n_restarts), near, KSUBSPACE_MAX_ITER,
+                                 check_random_state(random_state), distances)
             if k in spectral_k:
                 spec = generate_candidates(points, k, ksubspaces=0,
                                            random_state=random_state).labels
