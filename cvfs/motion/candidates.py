@@ -302,22 +302,36 @@ def refine_subspaces(Y, labels, n_motions, *, dim=3, max_iter=20):
     -------
     labels : ndarray of shape (P,), int64
     """
-    return _refine(Y, labels, n_motions, dim, max_iter, _SubspaceDistances(Y, dim))
+    return _refine(Y, labels, n_motions, dim, max_iter, _ClusterFits(Y, dim))
 
 
-class _SubspaceDistances:
-    """Squared distances of the rows of ``Y`` to the affine ``dim``-subspace of a set of rows,
-    memoised by the set (a boolean mask), for the K-subspaces refinements of one ``Y``.
+class _ClusterFits:
+    """Fits of sets of rows of ``Y`` (clusters, given as boolean masks), memoised by the set:
+    calling it gives the squared distances of all rows to the cluster's affine ``dim``-subspace
+    (the K-subspaces refinements), :meth:`singular_values` the singular values of the centred
+    cluster (the subspace residuals of the labellings).
 
-    Restarts of K-subspaces that reach the same clusters (most do near convergence) refit them
-    from the same rows with the same arithmetic, so a stored column equals a recomputed one bit
-    for bit. At most ``max_bytes`` of columns are kept (the oldest go first).
+    Restarts of K-subspaces mostly reach the same clusters; a cluster met again is fitted from
+    the same rows with the same arithmetic, so a stored result equals a recomputed one bit for
+    bit. At most ``max_bytes`` of distance columns are kept (the oldest go first); the singular
+    values (at most D per cluster) are all kept.
     """
 
     def __init__(self, Y, dim, max_bytes=2**26):
         self.Y, self.dim = Y, int(dim)
         self.max_items = max(1, int(max_bytes) // (8 * max(1, Y.shape[0])))
         self.columns = {}
+        self.spectra = {}
+
+    def singular_values(self, mask):
+        """Singular values of the cluster's rows minus their mean, largest first."""
+        key = mask.tobytes()
+        s = self.spectra.get(key)
+        if s is None:
+            members = self.Y[mask]
+            s = np.linalg.svd(members - members.mean(axis=0), compute_uv=False)
+            self.spectra[key] = s
+        return s
 
     def __call__(self, mask):
         key = mask.tobytes()
@@ -343,7 +357,7 @@ class _SubspaceDistances:
 
 def _refine(Y, labels, n_motions, dim, max_iter, distances):
     """:func:`refine_subspaces` with the distance columns of ``distances``
-    (a :class:`_SubspaceDistances` of ``Y`` and ``dim``)."""
+    (a :class:`_ClusterFits` of ``Y`` and ``dim``)."""
     labels = np.asarray(labels, dtype=np.int64)
     dist = np.empty((Y.shape[0], n_motions))
     for _ in range(max_iter):
@@ -442,17 +456,17 @@ def ksubspace_candidates(Y, n_motions, *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS,
 def _ksubspace_state(Y, dim=3, n_neighbors=None):
     """What :func:`ksubspace_candidates` computes from ``Y`` alone, for any K: each row's
     ``n_neighbors`` nearest rows (itself first; default ``2 (dim + 1)``) and an empty
-    :class:`_SubspaceDistances`."""
+    :class:`_ClusterFits`."""
     P = Y.shape[0]
     nn = min(P, 2 * (dim + 1) if n_neighbors is None else int(n_neighbors))
     sq = np.einsum("ij,ij->i", Y, Y)
     near = _nearest(sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T), nn)
-    return near, _SubspaceDistances(Y, dim)
+    return near, _ClusterFits(Y, dim)
 
 
 def _ksubspaces(Y, n_motions, n_restarts, near, max_iter, rng, distances):
     """The restarts of :func:`ksubspace_candidates` on validated input: ``near`` from
-    :func:`_ksubspace_state`, ``rng`` a Generator, ``distances`` a :class:`_SubspaceDistances`
+    :func:`_ksubspace_state`, ``rng`` a Generator, ``distances`` a :class:`_ClusterFits`
     of ``Y`` (its ``dim`` is the subspace dimension). ``near`` and ``distances`` depend on
     ``Y`` alone, so calls for several K on one ``Y`` may share them."""
     dim = distances.dim
@@ -477,9 +491,8 @@ def _ksubspaces(Y, n_motions, n_restarts, near, max_iter, rng, distances):
                 continue
             seen.add(key)
             out.append(lab)
-            res.append(sum(float(np.sum(np.linalg.svd(m - m.mean(axis=0), compute_uv=False)
-                                        [dim:] ** 2))
-                           for m in (Y[lab == k] for k in range(n_motions))))
+            res.append(sum(float(np.sum(distances.singular_values(lab == k)[dim:] ** 2))
+                           for k in range(n_motions)))
     order = np.argsort(res, kind="stable")
     return np.array([out[i] for i in order], dtype=np.int64).reshape(len(out), P)
 
@@ -579,7 +592,7 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
         for space in refine:
             Y = spaces[space]()
             code = 1 + REFINE_SPACES.index(space)
-            memo[space] = distances = _SubspaceDistances(Y, 3)
+            memo[space] = distances = _ClusterFits(Y, 3)
             for lab, (alpha, d, _) in spectral:
                 add(_refine(Y, lab, n_motions, 3, 20, distances), (alpha, d, code))
         if ksubspaces:
