@@ -33,8 +33,7 @@ from cvfs.motion.kselect import (
     choose_k,
     choose_k_capped,
     k_capped_costs,
-    k_labellings,
-    k_residuals,
+    k_labellings_residuals,
     subspace_residual,
 )
 
@@ -428,8 +427,7 @@ def _choose_k(points, candidates_k, tau):
     # per axis: the rule was fitted on Hopkins155's points, each axis already mapped to [-1, 1]
     # by the image size; this makes K the same for pixels or any other units of x and y
     pts = normalise_points(arr, per_axis=True)
-    labellings = k_labellings(pts, ks)
-    residuals, planar = k_residuals(pts, ks, return_planar=True, labellings=labellings)
+    labellings, residuals, planar = k_labellings_residuals(pts, ks)
     tried = {kk: float(residuals[kk]) for kk in ks}
     if tau is None:
         costs = k_capped_costs(pts, ks, labellings=labellings, cap=CAPPED_CAP,

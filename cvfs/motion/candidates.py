@@ -53,6 +53,8 @@ ISOLATED_FRACTION = 0.05
 KSUBSPACE_CODE = 1 + len(REFINE_SPACES)
 # restarts of seeded K-subspaces added to the pool by default for K >= 4 (generate_candidates)
 DEFAULT_KSUBSPACE_RESTARTS = 20
+# K-subspaces iterations per restart (ksubspace_candidates)
+KSUBSPACE_MAX_ITER = 50
 # spectral embeddings of up to this many trajectories use the dense eigensolver, larger ones
 # Lanczos (_spectral_embedding); every Hopkins155 sequence (39-556 trajectories) is below it
 DENSE_EIGH_MAX_POINTS = 600
@@ -281,8 +283,8 @@ def refine_subspaces(Y, labels, n_motions, *, dim=3, max_iter=20):
     Each iteration fits a least-squares affine ``dim``-subspace through the points of every label
     and reassigns each point to the subspace nearest to it. It stops when the labels no longer
     change, after ``max_iter`` iterations, or before a step that would leave a label with ``dim``
-    points or fewer (a subspace through them would fit exactly). A label whose members did not
-    change keeps its subspace and distances from the previous iteration.
+    points or fewer (a subspace through them would fit exactly). A set of members fitted once
+    (in an earlier iteration) is not fitted again: its distances are kept.
 
     Parameters
     ----------
@@ -300,28 +302,72 @@ def refine_subspaces(Y, labels, n_motions, *, dim=3, max_iter=20):
     -------
     labels : ndarray of shape (P,), int64
     """
+    return _refine(Y, labels, n_motions, dim, max_iter, _ClusterFits(Y, dim))
+
+
+class _ClusterFits:
+    """Fits of sets of rows of ``Y`` (clusters, given as boolean masks), memoised by the set:
+    calling it gives the squared distances of all rows to the cluster's affine ``dim``-subspace
+    (the K-subspaces refinements), :meth:`singular_values` the singular values of the centred
+    cluster (the subspace residuals of the labellings).
+
+    Restarts of K-subspaces mostly reach the same clusters; a cluster met again is fitted from
+    the same rows with the same arithmetic, so a stored result equals a recomputed one bit for
+    bit. At most ``max_bytes`` of distance columns are kept (the oldest go first); the singular
+    values (at most D per cluster) are all kept.
+    """
+
+    def __init__(self, Y, dim, max_bytes=2**26):
+        self.Y, self.dim = Y, int(dim)
+        self.max_items = max(1, int(max_bytes) // (8 * max(1, Y.shape[0])))
+        self.columns = {}
+        self.spectra = {}
+
+    def singular_values(self, mask):
+        """Singular values of the cluster's rows minus their mean, largest first."""
+        key = mask.tobytes()
+        s = self.spectra.get(key)
+        if s is None:
+            members = self.Y[mask]
+            s = np.linalg.svd(members - members.mean(axis=0), compute_uv=False)
+            self.spectra[key] = s
+        return s
+
+    def __call__(self, mask):
+        key = mask.tobytes()
+        col = self.columns.get(key)
+        if col is None:
+            col = self._compute(mask)
+            if len(self.columns) >= self.max_items:
+                del self.columns[next(iter(self.columns))]
+            self.columns[key] = col
+        return col
+
+    def _compute(self, mask):
+        Y = self.Y
+        members = Y[mask]
+        if members.shape[0] == 0:
+            return np.full(Y.shape[0], np.inf)
+        mean = members.mean(axis=0)
+        basis = _principal_directions(members - mean, self.dim)
+        R = Y - mean
+        along = R @ basis.T
+        return np.einsum("ij,ij->i", R, R) - np.einsum("ij,ij->i", along, along)
+
+
+def _refine(Y, labels, n_motions, dim, max_iter, distances):
+    """:func:`refine_subspaces` with the distance columns of ``distances``
+    (a :class:`_ClusterFits` of ``Y`` and ``dim``)."""
     labels = np.asarray(labels, dtype=np.int64)
     dist = np.empty((Y.shape[0], n_motions))
-    prev = None
     for _ in range(max_iter):
         for k in range(n_motions):
-            mask = labels == k
-            if prev is not None and np.array_equal(mask, prev == k):
-                continue  # same members: dist[:, k] still holds
-            members = Y[mask]
-            if members.shape[0] == 0:
-                dist[:, k] = np.inf
-                continue
-            mean = members.mean(axis=0)
-            basis = _principal_directions(members - mean, dim)
-            R = Y - mean
-            along = R @ basis.T
-            dist[:, k] = np.einsum("ij,ij->i", R, R) - np.einsum("ij,ij->i", along, along)
+            dist[:, k] = distances(labels == k)
         new = np.argmin(dist, axis=1)
         if np.array_equal(new, labels) or \
                 np.bincount(new, minlength=n_motions).min() <= dim:
             break
-        prev, labels = labels, new
+        labels = new
     return labels
 
 
@@ -353,7 +399,7 @@ def _nearest(D2, nn):
 
 
 def ksubspace_candidates(Y, n_motions, *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS, dim=3,
-                         n_neighbors=None, max_iter=50, random_state=0):
+                         n_neighbors=None, max_iter=KSUBSPACE_MAX_ITER, random_state=0):
     """K-subspaces from local seeds (K-subspaces++), one labelling per restart.
 
     Each restart seeds K affine ``dim``-subspaces, each fitted to one point and its
@@ -402,10 +448,29 @@ def ksubspace_candidates(Y, n_motions, *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS,
                          f"for {dim}-D subspaces; got P={P}")
     if n_restarts < 1:
         raise ValueError(f"n_restarts must be >= 1; got {n_restarts}")
-    nn = min(P, 2 * (dim + 1) if n_neighbors is None else int(n_neighbors))
     rng = check_random_state(random_state)
+    near, distances = _ksubspace_state(Y, dim, n_neighbors)
+    return _ksubspaces(Y, n_motions, n_restarts, near, max_iter, rng, distances)
+
+
+def _ksubspace_state(Y, dim=3, n_neighbors=None):
+    """What :func:`ksubspace_candidates` computes from ``Y`` alone, for any K: each row's
+    ``n_neighbors`` nearest rows (itself first; default ``2 (dim + 1)``) and an empty
+    :class:`_ClusterFits`."""
+    P = Y.shape[0]
+    nn = min(P, 2 * (dim + 1) if n_neighbors is None else int(n_neighbors))
     sq = np.einsum("ij,ij->i", Y, Y)
     near = _nearest(sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T), nn)
+    return near, _ClusterFits(Y, dim)
+
+
+def _ksubspaces(Y, n_motions, n_restarts, near, max_iter, rng, distances):
+    """The restarts of :func:`ksubspace_candidates` on validated input: ``near`` from
+    :func:`_ksubspace_state`, ``rng`` a Generator, ``distances`` a :class:`_ClusterFits`
+    of ``Y`` (its ``dim`` is the subspace dimension). ``near`` and ``distances`` depend on
+    ``Y`` alone, so calls for several K on one ``Y`` may share them."""
+    dim = distances.dim
+    P = Y.shape[0]
     seen, out, res = set(), [], []
     with threadpool_limits(limits=1, user_api="blas"):
         for _ in range(n_restarts):
@@ -420,16 +485,14 @@ def ksubspace_candidates(Y, n_motions, *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS,
             lab = np.argmin(dist, axis=1)
             if np.bincount(lab, minlength=n_motions).min() <= dim:
                 continue
-            lab = canonical_labels(refine_subspaces(Y, lab, n_motions, dim=dim,
-                                                    max_iter=max_iter))[0]
+            lab = canonical_labels(_refine(Y, lab, n_motions, dim, max_iter, distances))[0]
             key = lab.tobytes()
             if key in seen:
                 continue
             seen.add(key)
             out.append(lab)
-            res.append(sum(float(np.sum(np.linalg.svd(m - m.mean(axis=0), compute_uv=False)
-                                        [dim:] ** 2))
-                           for m in (Y[lab == k] for k in range(n_motions))))
+            res.append(sum(float(np.sum(distances.singular_values(lab == k)[dim:] ** 2))
+                           for k in range(n_motions)))
     order = np.argsort(res, kind="stable")
     return np.array([out[i] for i in order], dtype=np.int64).reshape(len(out), P)
 
@@ -523,14 +586,21 @@ def generate_candidates(points, n_motions, *, alphas=DEFAULT_ALPHAS, dims=None,
         spaces = {"velocity": lambda: velocity_matrix(points).T,
                   "whitened": lambda: _unit_rows(V[:, :min(2 * n_motions, V.shape[1])])}
         spectral = list(zip(labels, params, strict=True))
+        # one memo of subspace distances per space: the refinements (refine_subspaces'
+        # defaults, 3-D) and, in the velocity space, the K-subspaces restarts share clusters
+        memo = {}
         for space in refine:
             Y = spaces[space]()
             code = 1 + REFINE_SPACES.index(space)
+            memo[space] = distances = _ClusterFits(Y, 3)
             for lab, (alpha, d, _) in spectral:
-                add(refine_subspaces(Y, lab, n_motions), (alpha, d, code))
+                add(_refine(Y, lab, n_motions, 3, 20, distances), (alpha, d, code))
         if ksubspaces:
-            for lab in ksubspace_candidates(velocity_matrix(points).T, n_motions,
-                                            n_restarts=ksubspaces, random_state=seed):
+            Y = memo["velocity"].Y if "velocity" in memo else spaces["velocity"]()
+            near, distances = _ksubspace_state(Y)
+            distances = memo.get("velocity", distances)
+            for lab in _ksubspaces(Y, n_motions, ksubspaces, near, KSUBSPACE_MAX_ITER,
+                                   check_random_state(seed), distances):
                 add(lab, (1.0, 0, KSUBSPACE_CODE))
     return Candidates(labels=np.array(labels, dtype=np.int64), params=np.array(params),
                       basis=V, singular_values=s, n_motions=n_motions)

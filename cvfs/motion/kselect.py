@@ -32,12 +32,16 @@ their true K, so the fit does not jump between isolated peaks of the training ac
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from cvfs.base import check_random_state
 from cvfs.motion.candidates import (
     DEFAULT_KSUBSPACE_RESTARTS,
+    KSUBSPACE_MAX_ITER,
+    _ClusterFits,
+    _ksubspace_state,
+    _ksubspaces,
     _principal_directions,
     check_points,
     generate_candidates,
-    ksubspace_candidates,
     velocity_matrix,
 )
 
@@ -45,8 +49,8 @@ __all__ = ["DEFAULT_LAMBDA", "DEFAULT_MU", "DEFAULT_TAU", "NOISE_RANK", "SPECTRA
            "CAPPED_CAP", "CAPPED_DIM_COST", "CAPPED_LAMBDA", "CAPPED_MU", "FIT_SMOOTH",
            "capped_cost", "choose_k", "choose_k_capped",
            "choose_k_penalised", "cluster_capped_cost", "fit_penalty", "fit_threshold",
-           "k_capped_costs", "k_labellings", "k_residuals", "large_clusters", "noise_variance",
-           "subspace_residual"]
+           "k_capped_costs", "k_labellings", "k_labellings_residuals", "k_residuals",
+           "large_clusters", "noise_variance", "subspace_residual"]
 
 # residual-ratio threshold of choose_k (fit_threshold gives 0.46 on most Hopkins155 folds)
 DEFAULT_TAU = 0.47
@@ -89,6 +93,18 @@ def subspace_residual(Y, labels, dim=3):
     return float(total[0]) if np.ndim(dim) == 0 else total
 
 
+def _memo_subspace_residual(fits, labels, dims):
+    """:func:`subspace_residual` of the rows of ``fits.Y`` (a list of ``dims``) from the
+    singular values memoised in ``fits`` (a :class:`~cvfs.motion.candidates._ClusterFits`)."""
+    dims = np.asarray(dims, dtype=int)
+    total = np.zeros(dims.size)
+    for k in np.unique(labels):
+        s2 = fits.singular_values(labels == k) ** 2
+        total += np.array([s2[d:].sum() for d in dims])
+    total /= fits.Y.shape[0]
+    return total
+
+
 def k_labellings(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS,
                  random_state=0, spectral_k=SPECTRAL_K):
     """The labellings :func:`k_residuals` fits for every K that the number of points allows.
@@ -101,14 +117,29 @@ def k_labellings(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTART
         For K with ``4 K <= P``, in increasing K.
     """
     points, _ = check_points(points, 2)
-    Y = velocity_matrix(points).T
+    return _k_labellings(points, ks, n_restarts, random_state, spectral_k, None)
+
+
+def _k_labellings(points, ks, n_restarts, random_state, spectral_k, fits):
+    """:func:`k_labellings` of validated ``points``; ``fits``: a
+    :class:`~cvfs.motion.candidates._ClusterFits` of their velocity matrix, or None."""
+    Y = velocity_matrix(points).T if fits is None else fits.Y
     out = {}
+    # every K refits clusters of the same Y from the same neighbourhood seeds: one table of
+    # neighbours and one memo of cluster fits serve them all (ksubspace_candidates)
+    near = None
     with threadpool_limits(limits=1, user_api="blas"):
         for k in ks:
             k = int(k)
             if 4 * k > points.shape[0]:
                 break
-            labels = ksubspace_candidates(Y, k, n_restarts=n_restarts, random_state=random_state)
+            if near is None:
+                if int(n_restarts) < 1:
+                    raise ValueError(f"n_restarts must be >= 1; got {n_restarts}")
+                near, fresh = _ksubspace_state(Y)
+                fits = fresh if fits is None else fits
+            labels = _ksubspaces(Y, k, int(n_restarts), near, KSUBSPACE_MAX_ITER,
+                                 check_random_state(random_state), fits)
             if k in spectral_k:
                 spec = generate_candidates(points, k, ksubspaces=0,
                                            random_state=random_state).labels
@@ -157,17 +188,49 @@ def k_residuals(points, ks=range(2, 9), *, n_restarts=DEFAULT_KSUBSPACE_RESTARTS
         ``{1: q_1, K: q_K, ...}``; only with ``return_planar``.
     """
     points, _ = check_points(points, 2)
-    Y = velocity_matrix(points).T
-    cands = labellings if labellings is not None else k_labellings(
-        points, ks, n_restarts=n_restarts, random_state=random_state, spectral_k=spectral_k)
+    fits = _ClusterFits(velocity_matrix(points).T, 3)
+    cands = labellings if labellings is not None else _k_labellings(
+        points, ks, n_restarts, random_state, spectral_k, fits)
+    out, planar = _k_residuals(fits, cands, min_fraction)
+    return (out, planar) if return_planar else out
+
+
+def _k_residuals(fits, labellings, min_fraction):
+    """``(r_K, q_K)`` of :func:`k_residuals` for the rows of ``fits.Y`` (``fits`` a
+    :class:`~cvfs.motion.candidates._ClusterFits` with ``dim=3``)."""
+    Y = fits.Y
     with threadpool_limits(limits=1, user_api="blas"):
         one = subspace_residual(Y, np.zeros(Y.shape[0], dtype=np.int64), (3, 2))
         out, planar = {1: float(one[0])}, {1: float(one[1])}
-        for k, labels in large_clusters(cands, min_fraction).items():
-            res = np.array([subspace_residual(Y, lab, (3, 2)) for lab in labels])
+        for k, labels in large_clusters(labellings, min_fraction).items():
+            res = np.array([_memo_subspace_residual(fits, lab, (3, 2)) for lab in labels])
             best = int(np.argmin(res[:, 0]))
             out[k], planar[k] = float(res[best, 0]), float(res[best, 1])
-    return (out, planar) if return_planar else out
+    return out, planar
+
+
+def k_labellings_residuals(points, ks=range(2, 9)):
+    """:func:`k_labellings` and :func:`k_residuals` (with ``return_planar``) of ``points`` with
+    the default settings, computed together: the residuals reuse the cluster fits of the
+    K-subspaces restarts.
+
+    Parameters
+    ----------
+    points : array_like of shape (P, F, 2)
+        Normalised trajectories.
+    ks : iterable of int, default 2..8
+
+    Returns
+    -------
+    labellings : dict of int to ndarray of shape (C_K, P)
+    residuals, planar : dict of int to float
+        As :func:`k_residuals`.
+    """
+    points, _ = check_points(points, 2)
+    fits = _ClusterFits(velocity_matrix(points).T, 3)
+    labellings = _k_labellings(points, ks, DEFAULT_KSUBSPACE_RESTARTS, 0, SPECTRAL_K, fits)
+    residuals, planar = _k_residuals(fits, labellings, 0.0)
+    return labellings, residuals, planar
 
 
 def choose_k(residuals, tau=DEFAULT_TAU, *, k_min=2):
@@ -432,15 +495,26 @@ def capped_cost(Y, labels, sigma2, *, dims=(2, 3, 4), cap=5.0, dim_cost=1.0):
         Sum over clusters divided by P.
     """
     Y = np.asarray(Y, dtype=np.float64)
-    labs = np.atleast_2d(np.asarray(labels))
-    P, D = Y.shape
+    out = _capped_costs(Y, np.atleast_2d(np.asarray(labels)), sigma2, {}, dims=dims, cap=cap,
+                        dim_cost=dim_cost)
+    return float(out[0]) if np.ndim(labels) == 1 else out
+
+
+def _capped_costs(Y, labs, sigma2, memo, *, dims=(2, 3, 4), cap=5.0, dim_cost=1.0):
+    """:func:`capped_cost` of every row of ``labs``; ``memo`` maps a cluster (its mask's bytes)
+    to its term, so a cluster shared by several labellings (of one or several K) is costed
+    once, with the same arithmetic."""
     out = np.zeros(len(labs))
     with threadpool_limits(limits=1, user_api="blas"):
         for c, lab in enumerate(labs):
             for k in np.unique(lab):
-                out[c] += cluster_capped_cost(Y[lab == k], sigma2, dims, cap, dim_cost)[0]
-    out /= P
-    return float(out[0]) if np.ndim(labels) == 1 else out
+                mask = lab == k
+                key = mask.tobytes()
+                if key not in memo:
+                    memo[key] = cluster_capped_cost(Y[mask], sigma2, dims, cap, dim_cost)[0]
+                out[c] += memo[key]
+    out /= Y.shape[0]
+    return out
 
 
 def large_clusters(labellings, min_fraction):
@@ -512,7 +586,9 @@ def k_capped_costs(points, ks=range(2, 9), *, labellings=None, rank=NOISE_RANK, 
     Y = velocity_matrix(points).T
     labellings = k_labellings(points, ks) if labellings is None else labellings
     sigma2 = noise_variance(Y, rank)
-    return {int(k): float(np.min(capped_cost(Y, labs, sigma2, **cost)))
+    memo = {}  # cluster terms, shared by all K
+    return {int(k): float(np.min(_capped_costs(Y, np.atleast_2d(np.asarray(labs)), sigma2, memo,
+                                               **cost)))
             for k, labs in large_clusters(labellings, min_fraction).items()}
 
 
