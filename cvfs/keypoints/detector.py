@@ -29,7 +29,6 @@ from cvfs.datasets import models_dir
 from cvfs.datasets.landmarks import KEYPOINTS
 from cvfs.io import load_model, save_model
 from cvfs.keypoints._additive import AdditiveModel
-from cvfs.keypoints._coarse import COARSE_MARGIN
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints._tiling import (
     band_budget,
@@ -253,7 +252,7 @@ class KeypointDetector:
 
     def detect_faces(self, image, *, threshold=None, max_scale=None, face_model=None,
                      n_jobs=1, max_memory=None, max_faces=50, top_down=False,
-                     refine=True, upsampled_stride=1, coarse_margin=COARSE_MARGIN,
+                     refine=True, upsampled_stride=1, coarse_margin=None,
                      hog_blocks="maps"):
         """Detect faces: the face model fitted to the keypoint detections, best first.
 
@@ -304,14 +303,15 @@ class KeypointDetector:
             the same lattice), their peaks taken on that grid; the keypoint refinement then
             restores the positions (``benchmarks/keypoints/keypoints_faces_speed.py``
             measures time and eye AP).
-        coarse_margin : float or None, default=1.0
+        coarse_margin : float or None, default=None
             With ``upsampled_stride > 1``: the lattice windows that pass the soft cascades
             with their thresholds lowered (the last by ``coarse_margin``, in score units, the
             one after feature ``j`` of ``k`` by ``coarse_margin * j / k``) get their
             neighbours within ``upsampled_stride - 1`` rows and columns scored, and the peaks
             there are those of every window's grid (a coarse-to-fine scan,
             :mod:`cvfs.keypoints._coarse`: nearly the full scan's peaks on a fraction of
-            the windows). None: the peaks of the lattice's grid only.
+            the windows; :data:`cvfs.keypoints._coarse.COARSE_MARGIN` = 1.0 was chosen on
+            training photos). None: the peaks of the lattice's grid only.
         hog_blocks : {"maps", "pixels"}, default="maps"
             Where the scan takes a window's HOG blocks from: each level's cell-histogram maps
             (scores equal ``decision_function`` of the pool's features bitwise), or the
