@@ -265,6 +265,19 @@ def keypoints_additive_scores(X, lo, scale, table, step, intercept):
     return out
 
 
+def keypoints_lattice_neighbours(seed, row0, stride, n_rows, n_cols):
+    """Candidates (windows within ``stride - 1`` of a seed of the lattice) and the row-major
+    top-left windows of the candidates and their 8 neighbours, by shifting masks."""
+    candidate = np.zeros((n_rows, n_cols), dtype=bool)
+    for i, j in np.argwhere(seed):
+        r, c = row0 + i * stride, j * stride
+        candidate[max(r - stride + 1, 0):r + stride, max(c - stride + 1, 0):c + stride] = True
+    scored = np.zeros_like(candidate)
+    for r, c in np.argwhere(candidate):
+        scored[max(r - 1, 0):r + 2, max(c - 1, 0):c + 2] = True
+    return candidate, np.argwhere(scored).astype(np.int64)
+
+
 def keypoints_logitboost(X, y01, n_rounds, bins):
     """LogitBoost with every feature tried at each round (sample_fraction=1): the chosen
     features and the final scores F."""

@@ -37,7 +37,9 @@ the scan of ``detect_faces()`` (the five MTFL keypoints everywhere, any others w
 hypotheses place them; refined, this is ``detect_faces()``) and from the top-down scan of ``detect_faces(top_down=True)`` (the keypoints
 other than the eyes only around eye pairs and unpaired probable eyes, or everywhere when no eye
 candidate places a face; keys ``*_top_down``), with the CPU seconds per image of each. Results
-go to ``benchmarks/results/keypoints/keypoints_faces.json``::
+go to ``benchmarks/results/keypoints/keypoints_faces.json``; ``--face-options KEY=VALUE`` sets
+scan options of ``detect_faces`` (``upsampled_stride``, ``coarse_margin``, ``hog_blocks``) for
+both scans::
 
     python benchmarks/keypoints/keypoints_evaluate.py --faces --every 10 1 \\
         --datasets mtfl-test caltech
@@ -50,6 +52,8 @@ Example::
 """
 
 import argparse
+import ast
+import inspect
 import json
 import os
 import sys
@@ -66,6 +70,7 @@ from cvfs.datasets.faces import load_caltech_webfaces, load_mtfl
 from cvfs.datasets.ibug68 import load_faces68, split_faces68
 from cvfs.io.images import read_image
 from cvfs.keypoints import load_detector
+from cvfs.keypoints.detector import _face_scan_options
 from cvfs.keypoints.evaluate import (
     evaluate_detections,
     evaluate_faces,
@@ -128,8 +133,14 @@ def main(argv=None):
     ap.add_argument("--loose-radius", type=float, default=None, metavar="IED",
                     help="also report each keypoint's AP with a detection counted right within "
                     "this many IED (e.g. 0.1; the paper's rule is 0.05)")
+    ap.add_argument("--face-options", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="--faces: scan options of detect_faces (upsampled_stride, "
+                         "coarse_margin, hog_blocks) for every face scan")
     ap.add_argument("--out", default=str(result_path(__file__)))
     args = ap.parse_args(argv)
+    bad = [o for o in args.face_options if "=" not in o]
+    if bad:
+        ap.error(f"--face-options takes KEY=VALUE; got {bad}")
     if args.max_scale is not None and not args.max_scale > 0:
         ap.error(f"--max-scale must be > 0; got {args.max_scale}")
     if args.faces:
@@ -236,18 +247,31 @@ def main(argv=None):
     return 0
 
 
+def _value(text):
+    """A ``--face-options`` value: a Python literal, else the text."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
 def _faces_main(args):
     """``--faces``: keypoint and face APs of detect_faces against detect(); no-face counts."""
     from tqdm.auto import tqdm
 
     det, fm = load_detector(), load_face_model()
+    options = {k: _value(v) for k, v in (o.split("=", 1) for o in args.face_options)}
+    defaults = inspect.signature(det.detect_faces).parameters
+    scan = _face_scan_options(**{k: options.get(k, defaults[k].default)
+                                 for k in ("upsampled_stride", "coarse_margin", "hog_blocks")})
     names = list(fm.shape.names)
     every = dict(zip(args.datasets, args.every * len(args.datasets) if len(args.every) == 1
                      else args.every, strict=True))
     out = Path(args.out)
     if out.name == "keypoints_evaluate.json":
         out = out.with_name("keypoints_faces.json")
-    results = {"every": every, "threshold": fm.threshold, "datasets": {}}
+    results = {"every": every, "threshold": fm.threshold, "face_options": options,
+               "datasets": {}}
     for ds in args.datasets:
         loader, max_scale = DATASETS[ds]
         max_scale = args.max_scale or max_scale
@@ -264,11 +288,11 @@ def _faces_main(args):
             # the scans of detect_faces(): the five MTFL keypoints everywhere, the others
             # where eye hypotheses place them
             found, scale = det._face_detections(img, fm, max_scale=max_scale, n_jobs=1,
-                                                max_memory=None, top_down=False)
+                                                max_memory=None, top_down=False, **scan)
             faces.append(assemble_faces(found, fm, scales=scale, threshold=0.0))
             t1 = time.process_time()
             faces_td.append(det.detect_faces(img, max_scale=max_scale, threshold=0.0,
-                                             top_down=True))
+                                             top_down=True, **options))
             cpu += (t1 - t0, time.process_time() - t1)
             if others:  # not timed
                 found = {**found, **det._detect(

@@ -84,14 +84,14 @@ class _Counter:
                     return [k for k in key if k in det.classifiers]
             return ("other",) * (plan.ptr.size - 1)
 
-        def plan_scores(plan, cache, top_left, reached=False):
+        def plan_scores(plan, cache, top_left, reached=False, **kw):
             if counter.depth and not reached:
-                out, depth, _ = scores(plan, cache, top_left, reached=True)
+                out, depth, _ = scores(plan, cache, top_left, reached=True, **kw)
                 for name, d in zip(names_of(plan), depth, strict=True):
                     counter.features[name] = counter.features.get(name, 0) + int(d.sum())
                     counter.depth_windows[name] = counter.depth_windows.get(name, 0) + d.size
             else:
-                out = scores(plan, cache, top_left, reached)
+                out = scores(plan, cache, top_left, reached, **kw)
             for name in names_of(plan):
                 counter.windows[name] = counter.windows.get(name, 0) + len(top_left)
             return out

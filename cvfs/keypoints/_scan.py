@@ -339,6 +339,8 @@ class ScanPlan:
         self.step = np.concatenate([np.full(m.n_features, m.kind == "step") for m in models])
         self.n_bins = np.empty(n, dtype=np.int64)
         self.thr = np.full(n, -np.inf)
+        self.depth_share = np.concatenate([np.arange(1, m.n_features + 1) / m.n_features
+                                           for m in models])
         for q, m in enumerate(models):
             a = self.ptr[q]
             self.table[a:a + m.n_features, :m.table.shape[1]] = m.table
@@ -346,7 +348,7 @@ class ScanPlan:
             if cascade and m.cascade_ends.size:
                 self.thr[a + m.cascade_ends - 1] = m.cascade_thresholds
 
-    def scores(self, cache, top_left, reached=False):
+    def scores(self, cache, top_left, reached=False, margin=0.0):
         """Scores of windows of one level.
 
         Parameters
@@ -356,6 +358,11 @@ class ScanPlan:
             Window top-left pixels (inside the level; not checked).
         reached : bool
             Also return how far each window got through each cascade.
+        margin : float
+            Lower the rejection threshold after feature ``j`` of ``k`` by ``margin * j / k``
+            (a looser cascade, which rejects only windows the cascade rejects: the partial
+            scores spread more the more features they sum; the coarse-to-fine scan of
+            :mod:`cvfs.keypoints._coarse`).
 
         Returns
         -------
@@ -385,7 +392,9 @@ class ScanPlan:
                      (hog.cells, hog.bins, hog.mag, hog.abs_g_row, hog.abs_g_col), tl,
                      (self.kind, off, self.weight, self.n_terms, self.slot, self.within),
                      (self.lo, self.scale, self.table, self.n_bins, self.step),
-                     (self.thr, self.ptr, self.intercept), out, depth, partial, rgb,
+                     (self.thr - margin * self.depth_share if margin else self.thr, self.ptr,
+                      self.intercept),
+                     out, depth, partial, rgb,
                      self.direct)
         return (out, depth, partial) if reached else out
 

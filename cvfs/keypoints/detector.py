@@ -47,7 +47,9 @@ from cvfs.keypoints._topdown import (
 )
 from cvfs.keypoints.context import PairModel, pair_rescore
 from cvfs.keypoints.level_scan import (
+    EVERY_WINDOW,
     FullScorer,
+    UpsampledScan,
     check_centres,
     check_n_jobs,
     level_scores,
@@ -74,6 +76,22 @@ log = logging.getLogger(__name__)
 
 KIND = "keypoint-detector"
 CHUNK = 16384  # windows per feature-computation chunk
+
+
+def _face_scan_options(upsampled_stride, coarse_margin, hog_blocks):
+    """The scan settings of :meth:`KeypointDetector.detect_faces` (its parameters of the same
+    names), checked: ``{"upsampled": UpsampledScan, "hog_blocks": str}``."""
+    if not (isinstance(upsampled_stride, (int, np.integer))
+            and not isinstance(upsampled_stride, bool) and upsampled_stride >= 1):
+        raise ValueError(f"upsampled_stride must be an int >= 1; got {upsampled_stride!r}")
+    if coarse_margin is not None and not (
+            isinstance(coarse_margin, (int, float, np.integer, np.floating))
+            and not isinstance(coarse_margin, bool) and float(coarse_margin) >= 0.0):
+        raise ValueError(f"coarse_margin must be None or a number >= 0; got {coarse_margin!r}")
+    if hog_blocks not in ("maps", "pixels"):
+        raise ValueError(f"hog_blocks must be 'maps' or 'pixels'; got {hog_blocks!r}")
+    margin = None if coarse_margin is None else float(coarse_margin)
+    return {"upsampled": UpsampledScan(int(upsampled_stride), margin), "hog_blocks": hog_blocks}
 
 
 class KeypointDetector:
@@ -234,7 +252,8 @@ class KeypointDetector:
 
     def detect_faces(self, image, *, threshold=None, max_scale=None, face_model=None,
                      n_jobs=1, max_memory=None, max_faces=50, top_down=False,
-                     refine=True, upsampled_stride=1, hog_blocks="maps"):
+                     refine=True, upsampled_stride=1, coarse_margin=None,
+                     hog_blocks="maps"):
         """Detect faces: the face model fitted to the keypoint detections, best first.
 
         The keypoints are detected (:meth:`detect` with ``threshold=-inf``: every window the
@@ -284,6 +303,15 @@ class KeypointDetector:
             the same lattice), their peaks taken on that grid; the keypoint refinement then
             restores the positions (``benchmarks/keypoints/keypoints_faces_speed.py``
             measures time and eye AP).
+        coarse_margin : float or None, default=None
+            With ``upsampled_stride > 1``: the lattice windows that pass the soft cascades
+            with their thresholds lowered (the last by ``coarse_margin``, in score units, the
+            one after feature ``j`` of ``k`` by ``coarse_margin * j / k``) get their
+            neighbours within ``upsampled_stride - 1`` rows and columns scored, and the peaks
+            there are those of every window's grid (a coarse-to-fine scan,
+            :mod:`cvfs.keypoints._coarse`: nearly the full scan's peaks on a fraction of
+            the windows; :data:`cvfs.keypoints._coarse.COARSE_MARGIN` = 1.0 was chosen on
+            training photos). None: the peaks of the lattice's grid only.
         hog_blocks : {"maps", "pixels"}, default="maps"
             Where the scan takes a window's HOG blocks from: each level's cell-histogram maps
             (scores equal ``decision_function`` of the pool's features bitwise), or the
@@ -302,7 +330,8 @@ class KeypointDetector:
         TypeError, ValueError
             As :meth:`detect`; ValueError if ``threshold`` is not in [0, 1], the face model
             uses a keypoint this detector does not find, ``upsampled_stride`` is not an int
-            >= 1 or ``hog_blocks`` is neither ``"maps"`` nor ``"pixels"``.
+            >= 1, ``coarse_margin`` is neither None nor a number >= 0 or ``hog_blocks`` is
+            neither ``"maps"`` nor ``"pixels"``.
         """
         from cvfs.keypoints.faces import (FaceModel, assemble_faces, fuse_keypoints,
                                           load_face_model)
@@ -323,15 +352,10 @@ class KeypointDetector:
                                           and 0.0 <= float(threshold) <= 1.0):
             raise ValueError(f"threshold must be a face probability in [0, 1]; got "
                              f"{threshold!r}")
-        if not (isinstance(upsampled_stride, (int, np.integer))
-                and not isinstance(upsampled_stride, bool) and upsampled_stride >= 1):
-            raise ValueError(f"upsampled_stride must be an int >= 1; got {upsampled_stride!r}")
-        if hog_blocks not in ("maps", "pixels"):
-            raise ValueError(f"hog_blocks must be 'maps' or 'pixels'; got {hog_blocks!r}")
+        scan = _face_scan_options(upsampled_stride, coarse_margin, hog_blocks)
         found, scale = self._face_detections(image, face_model, max_scale=max_scale,
                                              n_jobs=n_jobs, max_memory=max_memory,
-                                             top_down=top_down, stride=int(upsampled_stride),
-                                             hog_blocks=hog_blocks)
+                                             top_down=top_down, **scan)
         faces = assemble_faces(found, face_model, scales=scale, threshold=threshold,
                                max_faces=max_faces)
         if refine:
@@ -343,11 +367,11 @@ class KeypointDetector:
         return faces
 
     def _face_detections(self, image, face_model, *, max_scale, n_jobs, max_memory,
-                         top_down, stride=1, hog_blocks="maps"):
+                         top_down, upsampled=EVERY_WINDOW, hog_blocks="maps"):
         """Detections and scales of the face model's keypoints for :meth:`detect_faces`."""
         kw = dict(threshold=-math.inf, max_scale=max_scale, min_scale=0.0, nms_radius=None,
                   refine=True, cascade=True, n_jobs=n_jobs, merge_radius=None, pairs=None,
-                  max_memory=max_memory, stride=stride, hog_blocks=hog_blocks)
+                  max_memory=max_memory, upsampled=upsampled, hog_blocks=hog_blocks)
         from cvfs.keypoints.faces import FACE_KEYPOINTS
 
         names = list(face_model.shape.names)
@@ -462,13 +486,13 @@ class KeypointDetector:
         return levels, scales, (indices < 0) & (indices % spo != 0)
 
     def _detect(self, image, *, threshold, max_scale, min_scale, nms_radius, refine, cascade,
-                n_jobs, merge_radius, pairs, max_memory, names=None, keep=None, stride=1,
-                hog_blocks="maps"):
+                n_jobs, merge_radius, pairs, max_memory, names=None, keep=None,
+                upsampled=EVERY_WINDOW, hog_blocks="maps"):
         """:meth:`detect`, and per keypoint the pyramid scale of each detection (the
         score-weighted geometric mean over the peaks merged into it), ndarray of shape (n,).
         ``names``: the keypoints detected (default: all); ``keep``: see
-        :func:`pyramid_peaks`; ``stride``: the window stride of upsampled levels
-        (:func:`cvfs.keypoints.level_scan.band_peaks`); ``hog_blocks``: see
+        :func:`pyramid_peaks`; ``upsampled``: how the upsampled levels are scanned
+        (:class:`cvfs.keypoints.level_scan.UpsampledScan`); ``hog_blocks``: see
         :class:`ScanPlan`."""
         rgb = as_float_rgb(image, min_size=self.pool.window)
         names = self.keypoints if names is None else list(names)
@@ -486,7 +510,7 @@ class KeypointDetector:
         plan = self._scan_plan(names, hog_blocks) if cascade else None
         peaks = pyramid_peaks(self.pool, plan, models, rgb, pyramid,
                                [thr[k] for k in names], refine, n_jobs, max_memory, keep,
-                               stride)
+                               upsampled)
         out, scale = merge_levels(peaks, names, radius, mrad, refine)
         if pair is not None:
             new = pair_rescore(*(np.column_stack([out[n], scale[n]])

@@ -12,9 +12,11 @@ import math
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
+from cvfs.keypoints._coarse import coarse_to_fine_scores
 from cvfs.keypoints._scan import ScanPlan
 from cvfs.keypoints._tiling import (
     BandPlan,
@@ -27,12 +29,29 @@ from cvfs.keypoints._tiling import (
 from cvfs.keypoints.peaks import grid_peaks, parabolic_offsets
 from cvfs.vision import HALF, N_HOG, WINDOW, LevelCache, level_bands, valid_centres
 
-__all__ = ["CHUNK", "FullScorer", "band_peaks", "cascade_hardness", "check_centres",
-           "check_n_jobs", "level_scores", "pyramid_peaks", "region_peaks"]
+__all__ = ["CHUNK", "EVERY_WINDOW", "FullScorer", "UpsampledScan", "band_peaks", "cascade_hardness",
+           "check_centres", "check_n_jobs", "level_scores", "pyramid_peaks", "region_peaks"]
 
 log = logging.getLogger(__name__)
 
 CHUNK = 16384  # windows per feature-computation chunk of the full scan
+
+
+class UpsampledScan(NamedTuple):
+    """How the upsampled pyramid levels (index > 0) are scanned.
+
+    ``stride``: only the lattice of every ``stride``-th window row and column is scored
+    (1: every window). ``margin``: with ``stride > 1``, None keeps the peaks of the lattice's
+    grid; a float >= 0 makes the scan coarse-to-fine (:mod:`cvfs.keypoints._coarse`): the
+    lattice windows passing the soft cascades with thresholds lowered by ``margin`` have their
+    neighbours scored, and the peaks are those of every window's grid around them.
+    """
+
+    stride: int = 1
+    margin: float | None = None
+
+
+EVERY_WINDOW = UpsampledScan()  # the upsampled levels scanned like the others
 
 
 def cascade_hardness(pool, cache, centres, model, plan=None):
@@ -114,16 +133,19 @@ def check_n_jobs(n_jobs):
     raise ValueError(f"n_jobs must be a positive int or -1 (every core); got {n_jobs!r}")
 
 
-def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True, stride=1):
+def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True,
+               upsampled=EVERY_WINDOW):
     """Score peaks of the windows of one band of a level: per model ``None`` or an ``(n, 3)``
     array of ``x, y, score`` in original-image pixels, in row-major order of the peaks.
 
-    ``stride > 1`` on an upsampled level (index > 0): only the windows whose top-left row and
-    column on the level are multiples of ``stride`` are scored, the peaks are those of that
-    coarser grid and their sub-pixel offsets are scaled by ``stride`` (else every window); a
-    band then needs ``stride`` rows of scores beyond its own rows on either side
-    (:func:`pyramid_peaks` gives them), for the peaks of its own rows to be those of the whole
-    level's grid.
+    ``upsampled`` (:class:`UpsampledScan`) with ``stride > 1``, on an upsampled level (index >
+    0): only the windows whose top-left row and column on the level are multiples of
+    ``stride`` are scored, the peaks are those of that coarser grid and their sub-pixel offsets
+    are scaled by ``stride``; with a ``margin`` (and a ``plan``) the scan is coarse-to-fine
+    (:func:`cvfs.keypoints._coarse.coarse_to_fine_scores`): the peaks are those of every
+    window's grid at the candidate windows. A band then needs ``stride`` rows of scores beyond
+    its own rows on either side (:func:`pyramid_peaks` gives them), for the peaks of its own
+    rows to be those of the whole level's scan.
 
     ``band`` is a :class:`LevelCache` (the whole level, ``rows.s == 0``) or a
     :class:`cvfs.vision.LevelBand` starting at level row ``rows.s``; windows of top-left rows
@@ -133,28 +155,39 @@ def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True, stride=1
     maps are dropped before returning (kept with ``clear=False``).
     """
     level = band.level
+    stride, margin = upsampled
     st = int(stride) if stride > 1 and level.index > 0 else 1
     gw = level.shape[1] - 2 * HALF + 1
     nr = rows.e - rows.s
-    rr = np.arange((-rows.s) % st, nr, st, dtype=np.int64)  # the level's lattice rows
-    cc = np.arange(0, gw, st, dtype=np.int64)
-    tl = np.empty((rr.size * cc.size, 2), dtype=np.int64)
-    tl[:, 0] = np.repeat(rr, cc.size)
-    tl[:, 1] = np.tile(cc, rr.size)
+    r0 = (-rows.s) % st  # the first of the level's lattice rows in the band
+    fine = st > 1 and margin is not None and plan is not None
     try:
-        if plan is not None:
-            scores = plan.scores(band, tl)
+        if fine:
+            grids, candidate, _ = coarse_to_fine_scores(plan, band, nr, gw, r0, st,
+                                                        float(margin))
+            rr = np.arange(nr, dtype=np.int64)
+            st = 1
         else:
-            scores = level_scores(pool, band, tl + HALF, models, False)
+            rr = np.arange(r0, nr, st, dtype=np.int64)
+            cc = np.arange(0, gw, st, dtype=np.int64)
+            tl = np.empty((rr.size * cc.size, 2), dtype=np.int64)
+            tl[:, 0] = np.repeat(rr, cc.size)
+            tl[:, 1] = np.tile(cc, rr.size)
+            if plan is not None:
+                scores = plan.scores(band, tl)
+            else:
+                scores = level_scores(pool, band, tl + HALF, models, False)
+            grids = scores.reshape(-1, rr.size, cc.size)
+            del tl, scores
     finally:
         if clear:
             band.clear()
-    del tl
     out = []
-    for s, t in zip(scores, thr, strict=True):
-        grid = s.reshape(rr.size, cc.size)
+    for grid, t in zip(grids, thr, strict=True):
         r, c = grid_peaks(grid, t)
         own = (rr[r] >= rows.k0 - rows.s) & (rr[r] < rows.k1 - rows.s)
+        if fine:
+            own &= candidate[r, c]
         r, c = r[own], c[own]
         if r.size == 0:
             out.append(None)
@@ -167,7 +200,7 @@ def band_peaks(pool, plan, models, band, rows, thr, refine, clear=True, stride=1
 
 
 def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_memory,
-                   keep=None, stride=1):
+                   keep=None, upsampled=EVERY_WINDOW):
     """``(scale, peaks)`` of every band of every level, in order (see :func:`band_peaks`).
 
     ``pyramid = (levels, scales, blurred)``: an iterator of the levels (built when requested)
@@ -183,9 +216,10 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
 
     ``plan``: the :class:`ScanPlan` of ``models``' soft cascades, or None for the full scan.
     ``keep``: a list that receives each level's :class:`LevelCache` with its maps (the caller
-    checks that they fit the budget; ``n_jobs`` must be 1). ``stride``: see :func:`band_peaks`;
-    the bands of an upsampled level then score ``stride`` rows beyond their own rows on either
-    side (instead of one), so the peaks do not depend on the bands either.
+    checks that they fit the budget; ``n_jobs`` must be 1). ``upsampled``: see
+    :func:`band_peaks`; with ``stride > 1`` the bands of an upsampled level score ``stride``
+    rows beyond their own rows on either side (instead of one), so the peaks do not depend on
+    the bands either.
     """
     feats = np.concatenate([m.features for m in models])
     per_pixel, fixed = band_bytes(models, bool((feats >= N_HOG).any()),
@@ -193,6 +227,7 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
     avail = max_memory - image_bytes(rgb.shape)
     levels, scales, blurred = pyramid
     warned = False
+    stride = upsampled.stride
 
     def split(level, lv_bytes):
         nonlocal warned
@@ -222,7 +257,7 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
             level = next(levels)
             for band, rows in split(level, level_bytes(rgb.shape, scale, False))[0]:
                 yield scale, band_peaks(pool, plan, models, band, rows, thr, refine,
-                                         clear=keep is None, stride=stride)
+                                         clear=keep is None, upsampled=upsampled)
             if keep is not None:
                 keep.append(band if isinstance(band, LevelCache) else None)
             del level, band
@@ -246,7 +281,7 @@ def pyramid_peaks(pool, plan, models, rgb, pyramid, thr, refine, n_jobs, max_mem
                     held -= rel
                 rel = b_bytes + (lv_bytes if i == len(parts) - 1 else 0)
                 running.append((ex.submit(band_peaks, pool, plan, models, band, rows, thr,
-                                          refine, True, stride), scale, rel))
+                                          refine, True, upsampled), scale, rel))
                 held += b_bytes
             del level, parts, band
         while running:

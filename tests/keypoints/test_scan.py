@@ -226,7 +226,8 @@ def test_upsampled_stride_scores_the_lattice_windows():
     full = level_scan.band_peaks(det.pool, plan, models, LevelCache(up), rows, [-np.inf] * 2,
                                  False)
     coarse = level_scan.band_peaks(det.pool, plan, models, LevelCache(up), rows,
-                                   [-np.inf] * 2, False, stride=2)
+                                   [-np.inf] * 2, False,
+                                   upsampled=level_scan.UpsampledScan(2))
     every = plan.scores(LevelCache(up), np.argwhere(np.ones((gh + 1, gw + 1), bool))).reshape(
         2, gh + 1, gw + 1)
     for q in range(2):
@@ -242,7 +243,7 @@ def test_upsampled_stride_scores_the_lattice_windows():
     a = level_scan.band_peaks(det.pool, plan, models, LevelCache(base), rows0, [-np.inf] * 2,
                               True)
     b = level_scan.band_peaks(det.pool, plan, models, LevelCache(base), rows0, [-np.inf] * 2,
-                              True, stride=2)
+                              True, upsampled=level_scan.UpsampledScan(2))
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
     for bad in (0, 1.5, True, "2"):
@@ -282,7 +283,8 @@ def test_upsampled_stride_in_bands_matches_whole_levels(monkeypatch):
     img = _frame((160, 120))
     seen = _count_bands(monkeypatch)
     kw = dict(threshold=-np.inf, max_scale=2.0, min_scale=0.0, nms_radius=None, refine=True,
-              cascade=True, n_jobs=1, merge_radius=None, pairs=None, stride=2)
+              cascade=True, n_jobs=1, merge_radius=None, pairs=None,
+              upsampled=level_scan.UpsampledScan(2))
     whole = det._detect(img, max_memory=None, **kw)[0]
     assert seen == []
     banded = det._detect(img, max_memory=12e6, **kw)[0]
