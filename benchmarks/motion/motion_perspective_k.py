@@ -257,6 +257,7 @@ def main(argv=None):
     data = Path(args.data) if args.data else Path(data_home())
     stats_path = Path(args.stats)
     stats = json.loads(stats_path.read_text()) if stats_path.is_file() else {}
+    stats.pop("run", None)  # the run record write_json puts in front
     for name in args.sets:
         key = f"{name} seed {args.seed}"
         if key in stats and (args.limit is None or len(stats[key]) >= args.limit):
@@ -265,8 +266,7 @@ def main(argv=None):
             stats[key] = kt3dmoseg_stats(data / "motion_kt3dmoseg", args.seed, args.limit)
         else:
             stats[key] = hopkins_stats(data / "hopkins155", args.seed, args.limit)
-        stats_path.parent.mkdir(parents=True, exist_ok=True)
-        stats_path.write_text(json.dumps(stats))
+        write_json(stats_path, stats)
     for key, rows in stats.items():
         for r in rows.values():
             r["set"] = key
