@@ -3,6 +3,7 @@
 import importlib
 
 import numpy as np
+import pytest
 
 from cvfs import astro
 from cvfs.astro.fit import _independent, _local_merge_delta, _residual_peaks, chi2, fit_sources
@@ -54,6 +55,7 @@ def _merge_deltas(sep_px, seed=0):
     return local, full
 
 
+@pytest.mark.slow
 def test_a_merge_is_decided_on_the_pair_window_as_on_the_tile():
     thr = 5.0**2
     # two stars 3 px apart: the window rejects the merge (2 thr or more), as the tile does

@@ -51,6 +51,7 @@ def test_user_poisson_loss_value_and_gradient():
     np.testing.assert_allclose(d, np.exp(z) - y, rtol=1e-14)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bins", [None, 4])
 def test_user_poisson_loss_selects_the_true_support(bins):
     X, y, true = _poisson_design(0)
@@ -63,6 +64,7 @@ def test_user_poisson_loss_selects_the_true_support(bins):
         assert abs(res.intercept - 0.5) < 0.15
 
 
+@pytest.mark.slow
 def test_user_loss_on_float32_and_out_of_core(tmp_path):
     X, y, true = _poisson_design(1)
     mm = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float32,

@@ -38,6 +38,7 @@ def test_lattice_neighbours_match_naive(stride, row0):
     assert cand.any() and not cand.all()
 
 
+@pytest.mark.slow
 def test_coarse_to_fine_finds_the_full_scan_peaks():
     """On an upsampled level of a fixed photo the coarse-to-fine scan (stride 2) finds peaks of
     the scan of every window, bitwise (positions, sub-pixel offsets, scores): with a margin of

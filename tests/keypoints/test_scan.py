@@ -79,6 +79,7 @@ def _count_bands(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 def test_detect_in_bands_matches_whole_levels(monkeypatch):
     """A max_memory that cuts the large levels into bands of rows gives the whole-level
     detections bitwise (positions, scores, order), serially and with two threads, with the
