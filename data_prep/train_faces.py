@@ -25,7 +25,7 @@ five MTFL keypoints first.
 4. On the images of step 2's keypoint calibration, the faces are assembled with the model,
    their keypoints refined (``cvfs.keypoints.refine``) and each face matched to the annotated
    face whose eye midpoint lies within half an IED of its own; per keypoint and its mirror
-   image, the fusion gains (:func:`cvfs.keypoints.faces.fit_fusion_gains`: how far toward the
+   image, the fusion gains (:func:`cvfs.keypoints.fusion.fit_fusion_gains`: how far toward the
    position the other keypoints predict, along and across the eye line) that put the most
    keypoints within 5% IED of their annotation (``--no-fusion``: none).
 """
@@ -54,9 +54,9 @@ from cvfs.keypoints.faces import (  # noqa: E402
     FACE_KEYPOINTS,
     FaceModel,
     assemble_faces,
-    fit_fusion_gains,
     fit_shape_model,
 )
+from cvfs.keypoints.fusion import fit_fusion_gains  # noqa: E402
 from cvfs.keypoints.refine import refine_face_keypoints  # noqa: E402
 
 __all__ = ["main"]

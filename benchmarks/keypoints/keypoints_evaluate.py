@@ -28,7 +28,7 @@ same detector's ``detect()`` (one scan gives both for the five MTFL keypoints; t
 full scan of their own for the ``detect()`` column), for the faces as assembled (a keypoint scored
 by the face score, or by the face score times the keypoint's calibrated probability) and with
 their keypoints refined by the local rescan (:mod:`cvfs.keypoints.refine`) and fused with the
-face shape (:func:`cvfs.keypoints.faces.fuse_keypoints`), as ``detect_faces`` does by default
+face shape (:func:`cvfs.keypoints.fusion.fuse_keypoints`), as ``detect_faces`` does by default
 (face score times keypoint probability), the face-level
 AP (a face is right when both eyes lie within 10% IED of an annotated face) with a PR figure
 ``<json stem>_pr_<dataset>.png`` beside the JSON, and the number of faces at the default
@@ -77,7 +77,8 @@ from cvfs.keypoints.evaluate import (
     evaluate_merged,
     recall_at_precision,
 )
-from cvfs.keypoints.faces import FACE_KEYPOINTS, assemble_faces, fuse_keypoints, load_face_model
+from cvfs.keypoints.faces import FACE_KEYPOINTS, assemble_faces, load_face_model
+from cvfs.keypoints.fusion import fuse_keypoints
 from cvfs.keypoints.refine import refine_face_keypoints
 from cvfs.viz import save_figure
 from cvfs.viz.keypoints import plot_pr_curves

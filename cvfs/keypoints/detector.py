@@ -272,7 +272,7 @@ class KeypointDetector:
         (:func:`cvfs.keypoints.refine.refine_face_keypoints`; the keypoints of a face share
         one small level per rescan scale), and moved by the face model's learned share of the
         way toward the position the face's other keypoints give it
-        (:func:`cvfs.keypoints.faces.fuse_keypoints`).
+        (:func:`cvfs.keypoints.fusion.fuse_keypoints`).
 
         Parameters
         ----------
@@ -333,8 +333,8 @@ class KeypointDetector:
             >= 1, ``coarse_margin`` is neither None nor a number >= 0 or ``hog_blocks`` is
             neither ``"maps"`` nor ``"pixels"``.
         """
-        from cvfs.keypoints.faces import (FaceModel, assemble_faces, fuse_keypoints,
-                                          load_face_model)
+        from cvfs.keypoints.faces import FaceModel, assemble_faces, load_face_model
+        from cvfs.keypoints.fusion import fuse_keypoints
 
         image = to_rgb(image)
         if face_model is None:

@@ -17,11 +17,10 @@ from cvfs.keypoints.faces import (
     Face,
     FaceModel,
     assemble_faces,
-    fit_fusion_gains,
     fit_shape_model,
-    fuse_keypoints,
     load_face_model,
 )
+from cvfs.keypoints.fusion import fit_fusion_gains, fuse_keypoints
 from cvfs.keypoints.tracking import FaceTracker, box_iou
 from cvfs.viz.keypoints import FACE_COLORS, draw_faces
 
