@@ -183,9 +183,6 @@ def segment_perspective_k(points, visible=None, *, candidates_k=tuple(range(2, 9
     """
     if not np.isfinite(float(rise)):
         raise ValueError(f"rise must be a finite number; got {rise}")
-    unknown = set(options) - set(_options({}, ""))
-    if unknown:
-        raise TypeError(f"segment_perspective_k got unknown options {sorted(unknown)}")
     labels, scores = best_labellings_by_k(points, visible, candidates_k=candidates_k,
                                           random_state=random_state, **options)
     k = choose_k_by_cuts(scores, rise)
