@@ -115,22 +115,21 @@ def clip_row(clip, *, choose_k=False, ssc_seeds=(0,), oracle=False):
     """One clip's errors (%): ``cvfs`` (:func:`cvfs.motion.segment` with the true K and the
     mask), ``cvfs_auto`` and ``K_chosen`` (K chosen, with ``choose_k``), ``ssc`` (SSC on the
     rank-4K completion, the mean over ``ssc_seeds``, the spectral clustering's seeds; per seed in
-    ``ssc_runs``) and ``oracle`` (the best candidate of the pool :func:`cvfs.motion.segment`
-    ranks, with ``oracle``); wall seconds ``cvfs_s``, ``ssc_s``."""
+    ``ssc_runs``) and ``oracle`` (with ``oracle``: the best candidate of the rank-4K completion's pool, and
+    ``completed``, the ranker's pick from it); wall seconds ``cvfs_s``, ``ssc_s``."""
     ok = clip.visible.sum(axis=1) >= MIN_OBSERVED
     pts, vis, truth = clip.points[ok], clip.visible[ok], clip.labels
     k = clip.n_motions
     row = {"clip": clip.name, "K": k, "P": clip.n_points, "F": clip.n_frames,
            "missing_%": 100.0 * clip.missing_fraction, "dropped": int((~ok).sum())}
-    t = time.perf_counter()
     if oracle:
-        # segment's own steps (check, rank-4K completion, ranking), keeping the whole pool
+        # the rank-4K completion's candidates, ranked as segment ranks complete tracks
         check_visible(pts, vis, k)
         labels, scores = rank_candidates(complete_trajectories(pts, vis, n_motions=k), k)
-        row["cvfs"] = _error(labels[int(np.argmax(scores))], truth, ok)
+        row["completed"] = _error(labels[int(np.argmax(scores))], truth, ok)
         row["oracle"] = min(_error(lab, truth, ok) for lab in labels)
-    else:
-        row["cvfs"] = _error(segment(pts, k, visible=vis), truth, ok)
+    t = time.perf_counter()
+    row["cvfs"] = _error(segment(pts, k, visible=vis), truth, ok)
     row["cvfs_s"] = time.perf_counter() - t
     if choose_k:
         lab = segment(pts, None, visible=vis)

@@ -17,7 +17,8 @@ for Hopkins155), each entry the mean over ``--seeds``:
   ``--hopkins-ssc``, SSC (``motion_kt3dmoseg.ssc_affinity``, spectral clustering seeded by each
   seed) on every sequence, K given.
 * **KT3DMoSeg** (``motion_kt3dmoseg.clip_row``): :func:`cvfs.motion.segment` with K given and
-  with K chosen (``n_motions=None``; deterministic, no seed), the oracle of the pool it ranks,
+  with K chosen (``n_motions=None``; deterministic, no seed), the ranker's pick and the oracle of
+  the candidate pool of the rank-4K completion,
   and SSC on the same rank-4K completion (the spectral clustering seeded by each seed).
 * **KT3DMoSeg, perspective** (``--parts perspective``): :func:`cvfs.motion.segment` with
   ``camera="perspective"`` (two-view-geometry candidates on the observed entries), K given and
@@ -172,8 +173,11 @@ def leaderboard(result, seeds):
         right = sum(r["K_chosen"] == r["K"] for r in clips)
         for method, key, k_right in (("cvfs, K given", "cvfs", ""),
                                      ("cvfs, K chosen", "cvfs_auto", f"{right}/{len(clips)}"),
+                                     ("cvfs, rank-4K completion, K given", "completed", ""),
                                      ("SSC, K given", "ssc", ""),
-                                     ("oracle of the pool, K given", "oracle", "")):
+                                     ("oracle of the completed pool, K given", "oracle", "")):
+            if key not in clips[0]:
+                continue
             rows.append([name, method, "", "", _fmt(np.mean([r[key] for r in clips])), k_right])
     clips = result.get("perspective")
     if clips:

@@ -276,8 +276,12 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         least ``MIN_COMPLETE_FOR_K`` of them, otherwise on all of them completed at rank 12.
     visible : array_like of shape (P, F), bool, optional
         False where a trajectory is not observed (``points`` may hold NaN there); each
-        trajectory must be observed in at least 2 frames. The missing entries are filled by a
-        rank-4K completion of the trajectory matrix
+        trajectory must be observed in at least 2 frames. Tracks that start and stop (each
+        observed over one interval of frames, as a tracker's) are segmented in overlapping time
+        windows, each on the tracks observed in all its frames, and the windows' labellings
+        merged by relabelling and voting (:func:`cvfs.motion.windows.segment_windows`; no
+        completion). Missing entries scattered inside tracks, or too few complete tracks in
+        every window, are filled by a rank-4K completion of the trajectory matrix
         (:func:`cvfs.motion.missing.complete_trajectories`) before the candidates are ranked.
     model : None, str, Path or fitted ranker, optional
         None loads the shipped ranker (``cvfs/models/motion_ranker.h5``); a path loads that file; an
@@ -339,9 +343,28 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         from cvfs.motion.missing import check_visible
 
         check_visible(points, visible, n_motions)
-    labels, scores = rank_candidates(_complete(points, visible, n_motions), n_motions,
-                                     model=model)
-    return labels[int(np.argmax(scores))].astype(np.int64)
+    return _ranked(points, visible, n_motions, _resolve(model))[0]
+
+
+def _ranked(points, visible, n_motions, ranker):
+    """(labels, score): the ranker's pick among the candidates of K; partial trajectories
+    (``visible`` not all True) are segmented window by window
+    (:func:`cvfs.motion.windows.segment_windows`, score None), or completed at rank 4K when
+    their missing entries are scattered or no window holds 4 complete tracks per motion."""
+
+    def pick(pts, k):
+        labels, scores = rank_candidates(pts, k, model=ranker)
+        i = int(np.argmax(scores))
+        return np.asarray(labels[i], dtype=np.int64), float(scores[i])
+
+    if visible is not None and not np.asarray(visible, dtype=bool).all():
+        from cvfs.motion.windows import segment_windows
+
+        labels = segment_windows(points, n_motions, visible, lambda p, k: pick(p, k)[0])
+        if labels is not None:
+            return labels, None
+        points = _complete(points, visible, n_motions)
+    return pick(points, n_motions)
 
 
 def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
@@ -363,7 +386,7 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
         frame when there are at least ``MIN_COMPLETE_FOR_K`` of them (the rule is calibrated on
         complete trajectories; its penalty does not hold back a split background at thousands
         of completed partial tracks), otherwise on all of them completed at rank 12; then
-        every trajectory is completed at rank 4K and segmented as with K given.
+        the trajectories are segmented as with K given.
     model : None, str, Path or fitted ranker
     candidates_k : sequence of int, default 2..8
     tau : float, optional
@@ -373,7 +396,7 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
         threshold instead.
     return_scores : bool, default False
         Also return the best subspace residual ``r_K`` per K tried (K given: the chosen
-        candidate's ranking score for that K alone).
+        candidate's ranking score for that K alone, none for partial trajectories).
 
     Returns
     -------
@@ -393,7 +416,7 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
 
         check_visible(points, visible, n_motions)
     ranker = _resolve(model)
-    tried, rank12 = {}, None  # rank12: the rank-12 (K = 3) completion K was chosen on
+    tried = {}
     if n_motions is None:
         basis = points
         if visible is not None:
@@ -401,18 +424,13 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
             if whole.sum() >= MIN_COMPLETE_FOR_K:
                 basis = np.asarray(points, dtype=np.float64)[whole]
             else:
-                basis = rank12 = _complete(points, visible, 3)
+                basis = _complete(points, visible, 3)
         n_motions, tried = _choose_k(basis, candidates_k, tau)
-    if rank12 is not None and n_motions == 3:
-        points = rank12
-    else:
-        points = _complete(points, visible, n_motions)
-    labels, scores = rank_candidates(points, n_motions, model=ranker)
-    i = int(np.argmax(scores))
-    out = (np.asarray(labels[i], dtype=np.int64), int(n_motions))
+    labels, score = _ranked(points, visible, n_motions, ranker)
+    out = (labels, int(n_motions))
     if not return_scores:
         return out
-    return out + (tried or {int(n_motions): float(scores[i])},)
+    return out + (tried or ({} if score is None else {int(n_motions): score}),)
 
 
 def _choose_k(points, candidates_k, tau):

@@ -10,7 +10,7 @@ import numpy as np
 
 from cvfs.base import check_random_state
 
-__all__ = ["make_rigid_motions"]
+__all__ = ["make_rigid_motions", "partial_track_mask"]
 
 
 def _rotation(axis, angle):
@@ -71,3 +71,32 @@ def make_rigid_motions(n_motions=2, n_points=150, n_frames=20, *, noise=0.002, s
     labels = np.concatenate(labels).astype(np.int64)
     perm = rng.permutation(n_points)
     return points[perm], labels[perm]
+
+
+def partial_track_mask(n_points, n_frames, missing=0.5, *, random_state=None):
+    """Visibility of tracks that start and stop, as a tracker's: each track observed over one
+    interval of frames.
+
+    Parameters
+    ----------
+    n_points, n_frames : int
+    missing : float in [0, 1), default 0.5
+        Target share of missing entries: track ``i`` lasts ``F (1 - missing) u_i`` frames,
+        ``u_i`` uniform on [0.5, 1.5], clipped to [2, F]; its first frame is uniform over the
+        starts that fit.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    visible : ndarray of shape (n_points, n_frames), bool
+    """
+    if not 0.0 <= float(missing) < 1.0:
+        raise ValueError(f"missing must be in [0, 1); got {missing}")
+    if n_frames < 2:
+        raise ValueError(f"n_frames must be at least 2; got {n_frames}")
+    rng = check_random_state(random_state)
+    length = np.clip(np.round(n_frames * (1.0 - missing) * rng.uniform(0.5, 1.5, n_points)),
+                     2, n_frames).astype(np.int64)
+    start = (rng.random(n_points) * (n_frames - length + 1)).astype(np.int64)
+    frames = np.arange(n_frames)
+    return (frames >= start[:, None]) & (frames < (start + length)[:, None])

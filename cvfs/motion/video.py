@@ -32,7 +32,8 @@ class VideoSegmentation:
     k_chosen : bool
         Whether K was chosen (``n_motions=None``) rather than given.
     k_residuals : dict of int to float
-        Best subspace residual per K tried when K was chosen.
+        When K was chosen: the best subspace residual per K tried (``camera="affine"``) or the
+        selection score of each K's best candidate (``camera="perspective"``).
     tracker : TrackerSettings
     track_seconds, segment_seconds : float
     """
@@ -69,8 +70,8 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0, 
         "no independent motion": K = 1, every label 0.
     camera : {"affine", "perspective"}, default "affine"
         As :func:`cvfs.motion.segment` (K chosen under "perspective" by
-        :func:`cvfs.motion.geometry_k.segment_perspective_k`; ``k_residuals`` then stays
-        empty).
+        :func:`cvfs.motion.geometry_k.segment_perspective_k`; ``k_residuals`` then holds its
+        scores).
 
     Returns
     -------
@@ -119,16 +120,16 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
                                          n_motions=3 if n_motions is None else n_motions)
     moving = not explained_by_one_motion(complete, tol=tol)
     scores = {}
-    if moving and camera == "perspective":
-        # two-view geometry on the observed entries (no completion)
-        labels = segment(points, n_motions, visible=visible, camera=camera)
-        k = n_motions if n_motions is not None else int(labels.max()) + 1
+    if moving and camera == "perspective" and n_motions is None:
+        # two-view geometry on the observed entries (no completion); K by the cut rule
+        from cvfs.motion.geometry_k import segment_perspective_k
+
+        labels, k, scores = segment_perspective_k(points, visible, return_scores=True)
+    elif moving and camera == "perspective":
+        labels, k = segment(points, n_motions, visible=visible, camera=camera), n_motions
     elif moving:
-        # K given: the tracks completed above are those segment would complete
-        given = n_motions is not None
-        labels, k, scores = _segment_tracks(
-            complete if given else points, n_motions,
-            visible=visible if partial and not given else None, model=model, return_scores=True)
+        labels, k, scores = _segment_tracks(points, n_motions, visible=visible if partial else None,
+                                            model=model, return_scores=True)
     else:
         labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
     t2 = time.perf_counter()
