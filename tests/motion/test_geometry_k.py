@@ -87,3 +87,13 @@ def test_kitti_clips_k_chosen(real_data):
     assert {n: k for n, (_, k) in got.items()} == {"Seq070_Clip01": 2, "Seq005_Clip02": 3}
     errors = [misclassification(got[c.name][0], c.labels) for c in clips]
     assert errors[0] == 0.0 and errors[1] < 0.01
+
+
+def test_segment_tracked_perspective_k_chosen_reports_the_scores():
+    from cvfs.motion.video import segment_tracked
+
+    pts, vis, truth = perspective_scene(seed=0, n_cars=2)
+    res = segment_tracked(pts, vis, None, camera="perspective")
+    assert res.k_chosen and res.n_motions == 3
+    assert sorted(res.k_residuals) == list(range(2, 9))
+    np.testing.assert_array_equal(res.labels, segment(pts, None, visible=vis, camera="perspective"))
