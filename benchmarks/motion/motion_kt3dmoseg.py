@@ -6,10 +6,11 @@ Usage::
 
 Every clip's labelled trajectories (``cvfs.datasets.kt3dmoseg``) with their visibility mask:
 
-* **cvfs**: :func:`cvfs.motion.segment` with the true K and ``visible`` (rank-4K ALS completion,
-  then the shipped ranker; K >= 4 is ranked by the subspace residual).
+* **cvfs**: :func:`cvfs.motion.segment` with the true K and ``visible`` (KITTI's tracks start and
+  stop: overlapping time windows, :mod:`cvfs.motion.windows`, each ranked by the shipped ranker;
+  K >= 4 by the subspace residual).
 * **cvfs, K chosen** (``--choose-k``): :func:`cvfs.motion.segment` with ``n_motions=None``.
-* **SSC**: sparse subspace clustering (Elhamifar & Vidal, TPAMI 2013) on the same completed
+* **SSC**: sparse subspace clustering (Elhamifar & Vidal, TPAMI 2013) on the rank-4K ALS completed
   trajectories (2F x P matrix): each trajectory is a Lasso combination of the others
   (scikit-learn ``lars_path_gram``, the exact Lasso path, coordinates scaled into [-1, 1] as the
   paper's normalised Hopkins155 coordinates, affine constraint by an appended constant row of
@@ -115,8 +116,9 @@ def clip_row(clip, *, choose_k=False, ssc_seeds=(0,), oracle=False):
     """One clip's errors (%): ``cvfs`` (:func:`cvfs.motion.segment` with the true K and the
     mask), ``cvfs_auto`` and ``K_chosen`` (K chosen, with ``choose_k``), ``ssc`` (SSC on the
     rank-4K completion, the mean over ``ssc_seeds``, the spectral clustering's seeds; per seed in
-    ``ssc_runs``) and ``oracle`` (with ``oracle``: the best candidate of the rank-4K completion's pool, and
-    ``completed``, the ranker's pick from it); wall seconds ``cvfs_s``, ``ssc_s``."""
+    ``ssc_runs``), and with ``oracle``: ``oracle``, the best candidate of the rank-4K
+    completion's pool, and ``completed``, the ranker's pick from it; wall seconds ``cvfs_s``,
+    ``ssc_s``."""
     ok = clip.visible.sum(axis=1) >= MIN_OBSERVED
     pts, vis, truth = clip.points[ok], clip.visible[ok], clip.labels
     k = clip.n_motions
@@ -162,12 +164,12 @@ def main(argv=None):
     for clip in tqdm(clips, desc="KT3DMoSeg"):
         row = clip_row(clip, choose_k=args.choose_k, ssc_seeds=() if args.no_ssc else (0,))
         rows.append(row)
-        tqdm.write(f"{clip.name}: K={k} cvfs {row['cvfs']:.2f}"
+        tqdm.write(f"{clip.name}: K={row['K']} cvfs {row['cvfs']:.2f}"
                    + (f" ssc {row['ssc']:.2f}" if "ssc" in row else "")
                    + (f" auto {row['cvfs_auto']:.2f} (K={row['K_chosen']})"
                       if "cvfs_auto" in row else ""))
 
-    methods = [("cvfs (K given, rank-4K completion)", "cvfs")]
+    methods = [("cvfs (K given)", "cvfs")]
     if args.choose_k:
         methods.append(("cvfs (K chosen)", "cvfs_auto"))
     if not args.no_ssc:

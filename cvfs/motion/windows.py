@@ -31,8 +31,8 @@ segmentation with missing data using PowerFactorization and GPCA", IJCV 2008.
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["MIN_CONTIGUOUS", "MIN_WINDOW", "contiguous_share", "align_labellings", "assign_by_residual", "segment_windows",
-           "time_windows", "window_length"]
+__all__ = ["MIN_CONTIGUOUS", "MIN_WINDOW", "align_labellings", "assign_by_residual",
+           "contiguous_share", "segment_windows", "time_windows", "window_length"]
 
 MIN_WINDOW = 5
 # windows are used when at least this share of the observed entries lie in their track's longest
