@@ -29,10 +29,14 @@ approach of Xu, Cheong & Li, every model type gives one affinity between tracks:
 
 :func:`geometric_candidates` returns one labelling per model type plus the fused one.
 
-6. **Selection.** :func:`segment_perspective` keeps the candidate whose labelling cuts the
-   affinities least: the geometric mean, over the model types' affinities and the fused one, of
-   its normalised cut (Shi & Malik) on each (:func:`selection_scores`). No labels and no
-   trained model are involved; K is given.
+6. **Merged candidates.** Each affinity is also clustered into K + 2 clusters, which are merged
+   back to K, each time the two clusters one fundamental matrix per frame pair explains best
+   together (:mod:`cvfs.motion.geometry_merge`): a background split by depth is put back
+   together while a small moving object keeps its own cluster.
+7. **Selection.** :func:`segment_perspective` keeps the labelling of :func:`candidate_pool` (the
+   candidates of steps 5 and 6) that cuts the affinities least: the geometric mean, over the
+   model types' affinities and the fused one, of its normalised cut (Shi & Malik) on each
+   (:func:`selection_scores`). No labels and no trained model are involved; K is given.
 
 References
 ----------
@@ -57,7 +61,8 @@ from cvfs.base import check_random_state
 from cvfs.motion.candidates import canonical_labels, trajectory_array
 from cvfs.motion.missing import check_visible
 
-__all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "fit_affine", "fit_fundamental",
+__all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "candidate_pool", "fit_affine",
+           "fit_fundamental",
            "fit_homography", "frame_pairs", "geometric_affinities", "geometric_candidates",
            "normalised_cut", "sampson_residuals", "segment_perspective", "selection_scores",
            "spectral_labels_sparse", "transfer_residuals"]
@@ -530,7 +535,8 @@ def _kmeans_seed(random_state):
 def _cluster(aff, n_motions, seed):
     """The candidates of K = ``n_motions``: every affinity of ``aff`` spectrally clustered."""
     names = tuple(aff)
-    with threadpool_limits(limits=1, user_api="blas"):
+    # one thread for BLAS and for k-means' OpenMP (small problems; same labels)
+    with threadpool_limits(limits=1):
         labels = np.vstack([canonical_labels(spectral_labels_sparse(aff[n], n_motions,
                                                                     random_state=seed))
                             for n in names])
@@ -588,8 +594,9 @@ def selection_scores(affinities, labels):
 
 
 def segment_perspective(points, n_motions, visible=None, *, random_state=0, **options):
-    """Segment tracks by motion under a perspective camera, K given: the candidate of
-    :func:`geometric_candidates` with the lowest :func:`selection_scores`.
+    """Segment tracks by motion under a perspective camera, K given: the labelling of
+    :func:`candidate_pool` (the candidates of :func:`geometric_candidates` and those merged by
+    two-view fit) with the lowest :func:`selection_scores`.
 
     Parameters
     ----------
@@ -615,9 +622,40 @@ def segment_perspective(points, n_motions, visible=None, *, random_state=0, **op
         As :func:`geometric_candidates`.
     """
     kw = _options(options, "segment_perspective")
-    cand, aff = _candidates(points, n_motions, visible, random_state=random_state, **kw)
-    scores = selection_scores(aff, cand.labels)
-    return cand.labels[int(np.argmin(scores))].copy()
+    points, visible = _tracks(points, visible, n_motions)
+    aff = geometric_affinities(points, visible, random_state=random_state, **kw)
+    labels = candidate_pool(points, visible, aff, int(n_motions), _kmeans_seed(random_state),
+                            gaps=kw["gaps"])
+    return labels[int(np.argmin(selection_scores(aff, labels)))].copy()
+
+
+def candidate_pool(points, visible, affinities, n_motions, seed, *, gaps=DEFAULT_GAPS):
+    """The labellings :func:`segment_perspective` ranks: each affinity spectrally clustered into
+    K (:func:`geometric_candidates`' candidates), then each clustered into K + 2 and merged back
+    to K by two-view fit (:func:`cvfs.motion.geometry_merge.merged_candidates`).
+
+    Parameters
+    ----------
+    points : ndarray of shape (P, F, 2)
+    visible : ndarray of shape (P, F), bool
+        Validated tracks.
+    affinities : dict of str to sparse matrix
+        :func:`geometric_affinities`.
+    n_motions : int
+    seed : int
+        k-means seed.
+    gaps : sequence of int
+        The affinities' frame gaps, also those of the merge fits.
+
+    Returns
+    -------
+    labels : ndarray of shape (C, P), int64
+    """
+    from cvfs.motion.geometry_merge import merged_candidates
+
+    direct = _cluster(affinities, n_motions, seed).labels
+    merged = merged_candidates(points, visible, affinities, n_motions, seed, gaps=gaps)
+    return np.vstack([direct, merged])
 
 
 def _options(options, caller):

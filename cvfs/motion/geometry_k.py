@@ -1,8 +1,8 @@
 """The number of motions K of perspective footage, chosen by the cuts of each K's best labelling.
 
 For every K tried, the two-view-geometry candidates
-(:func:`cvfs.motion.geometry.geometric_candidates`: one spectral clustering of each affinity into
-K, the affinities computed once) are ranked by
+(:func:`cvfs.motion.geometry.candidate_pool`: each affinity spectrally clustered into K, and into
+K + 2 merged back to K by two-view fit; the affinities computed once) are ranked by
 :func:`cvfs.motion.geometry.selection_scores` (the geometric mean of their normalised cuts on the
 affinities) and the best one's score ``s_K`` kept. A labelling that separates independent
 motions cuts little affinity per cluster; once every motion has its own cluster, one more cluster
@@ -16,10 +16,10 @@ import logging
 import numpy as np
 
 from cvfs.motion.geometry import (
-    _cluster,
     _kmeans_seed,
     _options,
     _tracks,
+    candidate_pool,
     geometric_affinities,
     selection_scores,
 )
@@ -135,10 +135,10 @@ def best_labellings_by_k(points, visible=None, *, candidates_k=tuple(range(2, 9)
     seed = _kmeans_seed(random_state)
     labels, scores = {}, {}
     for k in ks:
-        c = _cluster(aff, k, seed)
-        s = selection_scores(aff, c.labels)
+        pool = candidate_pool(points, visible, aff, k, seed, gaps=kw["gaps"])
+        s = selection_scores(aff, pool)
         i = int(np.argmin(s))
-        labels[k], scores[k] = c.labels[i].copy(), float(s[i])
+        labels[k], scores[k] = pool[i].copy(), float(s[i])
     return labels, scores
 
 
