@@ -2,8 +2,8 @@
 
 ``segment(points)`` is the one call a user needs: it chooses the number of motions K
 (:mod:`~cvfs.motion.kselect`; ``segment(points, K)`` takes it given), builds candidates by velocity
-clustering over a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per candidate
-(:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
+clustering over a pool of (alpha, d) (:mod:`~cvfs.motion.candidates`), ~2500 ranking features per
+candidate (:mod:`~cvfs.motion.features`), and the shipped FSA-Rank model picks the best
 (:mod:`~cvfs.motion.ranking`). :mod:`~cvfs.motion.evaluate` reproduces the paper's Table VII.
 ``segment(points, K, camera="perspective")`` segments perspective footage by two-view geometry
 instead (:mod:`~cvfs.motion.geometry`; K chosen: :mod:`~cvfs.motion.geometry_k`).
@@ -346,11 +346,12 @@ def segment(points, n_motions=None, *, visible=None, model=None,
     return _ranked(points, visible, n_motions, _resolve(model))[0]
 
 
-def _ranked(points, visible, n_motions, ranker):
+def _ranked(points, visible, n_motions, ranker, completed=None):
     """(labels, score): the ranker's pick among the candidates of K; partial trajectories
     (``visible`` not all True) are segmented window by window
     (:func:`cvfs.motion.windows.segment_windows`, score None), or completed at rank 4K when
-    their missing entries are scattered or no window holds 4 complete tracks per motion."""
+    their missing entries are scattered or no window holds 4 complete tracks per motion
+    (``completed``: that completion, when the caller has it already)."""
 
     def pick(pts, k):
         labels, scores = rank_candidates(pts, k, model=ranker)
@@ -363,12 +364,13 @@ def _ranked(points, visible, n_motions, ranker):
         labels = segment_windows(points, n_motions, visible, lambda p, k: pick(p, k)[0])
         if labels is not None:
             return labels, None
-        points = _complete(points, visible, n_motions)
+        points = _complete(points, visible, n_motions) if completed is None else completed
     return pick(points, n_motions)
 
 
 def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
-                    candidates_k=tuple(range(2, 9)), tau=None, return_scores=False):
+                    candidates_k=tuple(range(2, 9)), tau=None, return_scores=False,
+                    completed=None):
     """:func:`segment` returning the K used too, with the K rule's threshold and residuals.
 
     Parameters
@@ -397,6 +399,9 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
     return_scores : bool, default False
         Also return the best subspace residual ``r_K`` per K tried (K given: the chosen
         candidate's ranking score for that K alone, none for partial trajectories).
+    completed : ndarray of shape (P, F, 2), optional
+        With K given: the trajectories already completed at rank 4K, used when they are to be
+        completed (scattered missing entries) instead of completing them again.
 
     Returns
     -------
@@ -417,6 +422,7 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
         check_visible(points, visible, n_motions)
     ranker = _resolve(model)
     tried = {}
+    n_motions_given = n_motions is not None
     if n_motions is None:
         basis = points
         if visible is not None:
@@ -426,7 +432,8 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
             else:
                 basis = _complete(points, visible, 3)
         n_motions, tried = _choose_k(basis, candidates_k, tau)
-    labels, score = _ranked(points, visible, n_motions, ranker)
+    labels, score = _ranked(points, visible, n_motions, ranker,
+                            completed if n_motions_given else None)
     out = (labels, int(n_motions))
     if not return_scores:
         return out

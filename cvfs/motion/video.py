@@ -128,8 +128,10 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
     elif moving and camera == "perspective":
         labels, k = segment(points, n_motions, visible=visible, camera=camera), n_motions
     elif moving:
-        labels, k, scores = _segment_tracks(points, n_motions, visible=visible if partial else None,
-                                            model=model, return_scores=True)
+        # K given: the completion above is the one segment falls back to
+        labels, k, scores = _segment_tracks(
+            points, n_motions, visible=visible if partial else None, model=model,
+            return_scores=True, completed=complete if partial and n_motions else None)
     else:
         labels, k = np.zeros(points.shape[0], dtype=np.int64), 1
     t2 = time.perf_counter()
