@@ -89,6 +89,7 @@ def test_kitti_clips_k_chosen(real_data):
     assert errors[0] == 0.0 and errors[1] < 0.01
 
 
+@pytest.mark.slow  # K = 2..8 each over-clustered and merged: ~10 s
 def test_segment_tracked_perspective_k_chosen_reports_the_scores():
     from cvfs.motion.video import segment_tracked
 
