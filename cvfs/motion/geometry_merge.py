@@ -109,13 +109,14 @@ class _Fits:
         ``set_key``) under the fits of ``key``; NaN when no fitted pair observes any of them."""
         if (key, set_key) not in self._res:
             F, fitted = fit
-            seen = self.both[fitted][:, tracks]
+            pairs = np.flatnonzero(fitted)
+            seen = self.both[np.ix_(pairs, tracks)]
             value = np.nan
             if seen.any():
                 rows = seen.any(axis=1)
                 seen = seen[rows]
-                r = _sampson(F[rows], self.x1[fitted][rows][:, tracks],
-                             self.x2[fitted][rows][:, tracks])
+                at_pairs = np.ix_(pairs[rows], tracks)  # only these pairs and tracks are copied
+                r = _sampson(F[rows], self.x1[at_pairs], self.x2[at_pairs])
                 # per pair the median over its observed tracks (unobserved sorted last)
                 r = np.sort(np.where(seen, r, np.inf), axis=1)
                 n = seen.sum(axis=1)
