@@ -13,7 +13,8 @@ effective gain (sky / noise^2). Each tool runs on the crop without and with the 
 detections within 1 px of one of its own detections on the crop without them are dropped, then
 the rest are matched one to one to the injected stars within 1 px.
 
-Tools: cvfs (``astro.localise``, default settings unless --cvfs, one row per source); sep
+Tools: cvfs (``astro.localise`` with ``psf_sigma="auto"``, its own measurement of the PSF width,
+other settings at their defaults unless --cvfs; one row per source); sep
 (background mesh 32 px, ``extract`` at --sep-thresh x the rms map, minarea 5, windowed positions
 with the PSF sigma, fluxes in a circle of one FWHM with the PSF's aperture correction); photutils
 (``Background2D`` 32 px, boxes kept up to 50% clipped, DAOStarFinder at --dao-thresh x the median
@@ -396,9 +397,11 @@ def main(argv=None):
     import ast
 
     try:
-        args.cvfs = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in args.cvfs)}
+        given = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in args.cvfs)}
     except (ValueError, SyntaxError) as exc:
         ap.error(f"--cvfs takes KEY=VALUE with a Python literal value ({exc})")
+    # the PSF width measured on the frame, as the peers are given the measured FWHM
+    args.cvfs = {"psf_sigma": "auto", **given}
     if args.crop < 48:
         ap.error("--crop must be at least 48 px")
     if not 0 < args.snr[0] < args.snr[1]:

@@ -4,7 +4,8 @@ SExtractor's image.cat objects with FLUX_AUTO / FLUXERR_AUTO >= 10 within 1 px).
 benchmarks/results/astro/astro_real.json.
 
 cvfs runs with ``levels="all"`` (parent rows of blends, their point sources as children):
-``count`` is its deblended rows, the default catalogue (``n_children == 0``, one per source; parents are not counted),
+``count`` is its deblended rows, the default catalogue (``n_children == 0``, one per source;
+parents are not counted),
 ``top`` its rows without a parent (one per deblended object). Recall is given at three levels:
 ``recall`` with each family at the level that matches SExtractor (:func:`cvfs.astro.match_levels`:
 a parent replaces its children when it alone matches more objects than they do), ``recall

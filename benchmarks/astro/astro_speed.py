@@ -12,6 +12,7 @@ Writes benchmarks/results/astro/astro_speed.json.
         [--no-sbl]  # skip cvfs with the fast path off (the slow reference)
         [--tolerance 0.1]  # also cvfs with model_tolerance 0.1
         [--psf fitted]  # also cvfs with psf="fitted"
+        [--auto-width]  # also cvfs with psf_sigma="auto"
         [--no-gaussian]  # skip cvfs with the default Gaussian PSF
 """
 
@@ -89,9 +90,10 @@ def count_fast(img, **options):
             seen["sbl"][out[2]] = seen["sbl"].get(out[2], 0) + 1
         return out
 
-    def proc(obj_list, st):
-        seen["objects"] += len(obj_list)
-        return real_proc(obj_list, st)
+    def proc(obj_list, st, split=True):
+        if split:  # the parts of a split extended object are not counted again
+            seen["objects"] += len(obj_list)
+        return real_proc(obj_list, st, split=split)
 
     fastfit._fit, objects.process_objects = spy, proc
     try:
@@ -110,6 +112,9 @@ def run_frame(name, img, truth, blobs, args):
     if args.psf:
         methods[f"cvfs (psf {args.psf})"] = lambda: astro.localise(img, n_jobs=args.jobs,
                                                                    psf=args.psf)
+    if args.auto_width:
+        methods["cvfs (psf_sigma auto)"] = lambda: astro.localise(img, n_jobs=args.jobs,
+                                                                  psf_sigma="auto")
     if args.tolerance:
         methods[f"cvfs (model_tolerance {args.tolerance:g})"] = lambda: astro.localise(
             img, n_jobs=args.jobs, model_tolerance=args.tolerance)
@@ -144,6 +149,8 @@ def run_frame(name, img, truth, blobs, args):
         rows["cvfs (fast path)"].update(count_fast(img))
     if args.psf:
         rows[f"cvfs (psf {args.psf})"].update(count_fast(img, psf=args.psf))
+    if args.auto_width:
+        rows["cvfs (psf_sigma auto)"].update(count_fast(img, psf_sigma="auto"))
     return rows
 
 
@@ -158,6 +165,8 @@ def main(argv=None):
                     help="also cvfs with this model_tolerance (e.g. 0.1)")
     ap.add_argument("--psf", choices=("fitted",), default=None,
                     help="also cvfs with this PSF model (fitted to the frame's stars)")
+    ap.add_argument("--auto-width", action="store_true",
+                    help="also cvfs with psf_sigma='auto' (the width measured on the frame)")
     ap.add_argument("--no-gaussian", action="store_true",
                     help="skip cvfs with the default Gaussian PSF")
     args = ap.parse_args(argv)

@@ -88,11 +88,49 @@ def detection_image(sub, rms, mask, sigma, white=False):
 
 
 def noise_scale(vals):
-    """Standard deviation of the noise of detection-image values: the smaller of their clipped
-    standard deviation and the spread of the values below their mode (the mode from a
-    histogram of the clipped values). Sources and nebulosity only add positive values, so on a
-    crowded or nebulous frame, where they fill most pixels and widen the clipped distribution,
-    the side below the mode still holds the noise alone."""
+    """Standard deviation of the noise of detection-image values: the smallest of their clipped
+    standard deviation, the spread of the values below their mode (the mode from a histogram
+    of the clipped values) and the width of their negative tail (:func:`_tail_width`). Sources
+    and nebulosity only add positive values, so on a crowded or nebulous frame, where they fill
+    most pixels and widen the clipped distribution, the negative side still holds the noise
+    alone."""
+    scale = _below_mode(vals)
+    tail = _tail_width(vals, scale)
+    return min(scale, tail) if np.isfinite(tail) else scale
+
+
+#: P(z < -2) / P(z < -1) of a standard normal variable z
+_TAIL_RATIO = 0.02275013194817921 / 0.15865525393145707
+
+
+def _tail_width(vals, guess, least=200):
+    """Standard deviation s of a zero-mean Gaussian noise whose negative tail the values follow:
+    the share of values below -2 s is the normal share (0.1434) of those below -s. The share of
+    pixels sources cover cancels in the ratio, so it holds where sources fill most of a frame
+    and shift the mode of the values; NaN with fewer than ``least`` values below -s."""
+    neg = np.sort(-vals[vals < 0])  # magnitudes of the negative values, ascending
+    if neg.size < least:
+        return float("nan")
+
+    def excess(s):  # ratio of the counts beyond 2 s and beyond s, less the normal ratio
+        n1 = neg.size - np.searchsorted(neg, s)
+        n2 = neg.size - np.searchsorted(neg, 2 * s)
+        return n2 / max(n1, 1) - _TAIL_RATIO
+
+    lo, hi = 0.2 * guess, 2.0 * guess
+    if not excess(lo) < 0 < excess(hi) and not excess(lo) > 0 > excess(hi):
+        return float("nan")
+    from scipy.optimize import brentq
+
+    s = brentq(excess, lo, hi, xtol=1e-4 * guess)
+    if neg.size - np.searchsorted(neg, s) < least:
+        return float("nan")
+    return float(s)
+
+
+def _below_mode(vals):
+    """The smaller of the clipped standard deviation of ``vals`` and the spread of the values
+    below their mode."""
     med, _, std, _ = _clipped_stats(vals[None, :], 3.0, 20)
     med, std = float(med[0]), float(std[0])
     if not (np.isfinite(std) and std > 0):

@@ -5,12 +5,16 @@ Pipeline (settings: :class:`cvfs.astro.settings.LocalisationSettings`):
 1. background and noise maps (:mod:`cvfs.astro.background`; ``error=`` or ``noise_sigma=``
    replace the noise map); NaN pixels and ``mask=`` are ignored everywhere;
 2. detection (:mod:`cvfs.astro.detect`): matched-filter detection image, threshold, connected
-   components; only these objects are fitted, empty sky never is;
+   components; only these objects are fitted, empty sky never is. With ``psf_sigma="auto"``
+   the PSF width is measured on the bright isolated stars of a first pass
+   (:func:`cvfs.astro.psfmodel.measure_width`) and detection is run again at that width;
 3. per object (:mod:`cvfs.astro.objects`), a patch around its footprint (pixels of other objects
    and masked pixels get zero weight) is tested for extent: a fit of one integrated Gaussian per
    detection peak with widths up to ``extended_factor`` times the PSF range; an object with a
    significant component wider than the PSF range is *extended* and becomes one row per
-   deblended part (footprint flux, centroid, moments; :mod:`cvfs.astro.deblend`);
+   deblended part (footprint flux, centroid, moments; :mod:`cvfs.astro.deblend`); an
+   extended object of several parts is processed part by part, so a star beside a galaxy is
+   fitted as a point source;
 4. fast path (``fast_path``, :mod:`cvfs.astro.fastfit`): an object with one to four well
    separated detection peaks is fitted with one PSF per peak by the compiled Levenberg-Marquardt
    fit, kept when every source is significant and the residuals hold no point source and no
@@ -46,8 +50,9 @@ from cvfs.astro import catalogue as catmod
 from cvfs.astro.background import NOISE_FLOOR, estimate_background, estimate_background_noise
 from cvfs.astro.detect import detection_image, segment
 from cvfs.astro.objects import cut_objects, run_objects
-from cvfs.astro.psfmodel import WIDTH_SPREAD, fit_profile
+from cvfs.astro.psfmodel import MIN_STARS, WIDTH_SPREAD, fit_profile, measure_width
 from cvfs.astro.settings import (
+    DEFAULT_PSF_SIGMA,
     LAMBDA_FACTOR,
     LocalisationSettings,
     _check_positive,
@@ -272,11 +277,25 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
     sub = np.where(bad, 0.0, img - bkg.background)
     weights = np.where(bad, 0.0, 1.0 / rms)
     noise = float(np.median(rms[~bad]))
-    det = detection_image(sub, rms, bad, 0.5 * (s_lo + s_hi), white=min(img.shape) < 64)
-    labels, slices = segment(det, bad, float(settings.detect_thresh), int(settings.min_area),
-                             detect_snr)
-    pad = int(np.ceil(3 * s_hi)) + 1
-    objs = cut_objects(sub, weights, labels, slices, det, pad)
+
+    def detect(s_lo, s_hi):
+        det = detection_image(sub, rms, bad, 0.5 * (s_lo + s_hi), white=min(img.shape) < 64)
+        labels, slices = segment(det, bad, float(settings.detect_thresh),
+                                 int(settings.min_area), detect_snr)
+        pad = int(np.ceil(3 * s_hi)) + 1
+        return labels, cut_objects(sub, weights, labels, slices, det, pad)
+
+    labels, objs = detect(s_lo, s_hi)
+    if isinstance(settings.psf_sigma, str):  # "auto": the width of the frame's stars
+        with threadpool_limits(1):
+            s_ref, n_width = measure_width(sub, weights, labels, objs, noise, st)
+        if np.isfinite(s_ref):
+            st = dataclasses.replace(st, s_lo=s_ref / WIDTH_SPREAD, s_hi=s_ref * WIDTH_SPREAD)
+            log.info("PSF width %.3f px from %d stars", s_ref, n_width)
+            labels, objs = detect(st.s_lo, st.s_hi)
+        else:
+            log.warning("psf_sigma='auto': %d bright isolated stars (fewer than %d); the range "
+                        "%s px is used", n_width, MIN_STARS, DEFAULT_PSF_SIGMA)
     log.info("%d objects detected", len(objs))
     n_stars = 0
     if isinstance(settings.psf, str) and settings.psf == "fitted":
@@ -301,8 +320,10 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
     # rows: x, y, sigma, flux, x_err, y_err, flux_err, extended, flags, family (parent rows
     # carry family number k, their children -k, 0 for none; catalogue.from_rows)
     families = 0
-    for ob, (kind, res, pmodel, scr) in zip(objs, results, strict=True):
-        screened += scr
+
+    def emit(ob, kind, res, pmodel, split=False):
+        # split: a part of an extended object processed on its own (a blend of its parts)
+        nonlocal families
         sl = (slice(ob.r0, ob.r0 + ob.patch.shape[0]), slice(ob.c0, ob.c0 + ob.patch.shape[1]))
         touches = bool((ob.r0 == 0 and ob.own[0].any()) or (ob.c0 == 0 and ob.own[:, 0].any())
                        or (sl[0].stop == h and ob.own[-1].any())
@@ -312,7 +333,7 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
         if saturated is not None:
             base |= catmod.FLAG_SATURATED * bool(saturated[sl][near_own].any())
         if kind in ("extended", "capped"):
-            blended = catmod.FLAG_BLENDED * (len(res) > 1)
+            blended = catmod.FLAG_BLENDED * (len(res) > 1 or split)
             for (x, y, s, f, xe, ye, fe), own in res:
                 if not f > 2 * detect_snr * fe:
                     # a diffuse object is kept only at twice the point-source significance:
@@ -329,7 +350,7 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
             res, parents = res
             model[sl] += pmodel
             drop = _unsupported(res, bad, detect_snr)
-            blended = catmod.FLAG_BLENDED * (int(np.sum(~drop)) > 1)
+            blended = catmod.FLAG_BLENDED * (int(np.sum(~drop)) > 1 or split)
             family = np.zeros(len(res), np.int64)
             for prow, part, kids in parents:
                 families += 1
@@ -345,6 +366,14 @@ def _localise_normalised(img, bad, error, noise_sigma, st, settings, n_jobs, ver
                 flags = base | blended | catmod.FLAG_AT_BOUND * bool(at_bound) \
                     | catmod.FLAG_EDGE * near
                 rows.append((x, y, s, f, xe, ye, fe, False, flags, -fam))
+    for ob, (kind, res, pmodel, scr) in zip(objs, results, strict=True):
+        screened += scr
+        if kind == "parts":
+            for part, (k, r, m, s) in zip(*res, strict=True):
+                screened += s
+                emit(part, k, r, m, split=True)
+        else:
+            emit(ob, kind, res, pmodel)
     cat = catmod.from_rows(rows, img.shape)
     return Localisation(cat, model, bkg.global_background, noise, st.lam_factor * noise**2,
                         screened, bkg.background, rms, labels, st.psf, (st.s_lo, st.s_hi),

@@ -3,8 +3,10 @@
 Each detected object is cut out with a margin (pixels of other objects and masked pixels get zero
 weight) and tested for extent: a fit of one integrated Gaussian per detection peak with widths up
 to ``extended_factor`` times the PSF range. Extended objects become deblended moment rows
-(:mod:`cvfs.astro.deblend`); point-like ones get the fast path of :mod:`cvfs.astro.fastfit` (one
-PSF per detection peak) and, when it does not explain them, the tiled fit of
+(:mod:`cvfs.astro.deblend`); one of several deblended parts is processed part by part (a star
+beside a galaxy becomes a point source, the galaxy a moment row). Point-like objects get the
+fast path of :mod:`cvfs.astro.fastfit` (one PSF per detection peak) and, when it does not
+explain them, the tiled fit of
 :mod:`cvfs.astro.pointfit` (SBL candidates in an object of one tile, detection peaks in an
 object of several). Objects are independent: ``n_jobs`` processes share them, BLAS runs
 on one thread per process.
@@ -17,7 +19,7 @@ import numpy as np
 from scipy import ndimage
 from threadpoolctl import threadpool_limits
 
-from cvfs.astro.deblend import extended_rows, parents
+from cvfs.astro.deblend import deblend, extended_rows, parents
 from cvfs.astro.fastfit import fit_isolated
 from cvfs.astro.fit import fit_sources, significance
 from cvfs.astro.pointfit import fit_point_sources, tile_starts
@@ -92,8 +94,10 @@ def process(obj_list, st, pin_blas=True):
         return process_objects(obj_list, st)
 
 
-def process_objects(obj_list, st):
-    """:func:`process` with BLAS already limited."""
+def process_objects(obj_list, st, split=True):
+    """:func:`process` with BLAS already limited. An extended object of several deblended parts
+    (:func:`cvfs.astro.deblend.deblend`) gives ``("parts", (sub-objects, their results), None,
+    [])``, each part processed as an object of its own (``split=False``: not split again)."""
     if st not in _DICTIONARIES:
         _DICTIONARIES.clear()  # one set of settings at a time bounds the memory
         _DICTIONARIES[st] = {}
@@ -105,22 +109,37 @@ def process_objects(obj_list, st):
         if st.refine:
             extended, src, bg = _extent_fit(ob, noise, st)
             if extended:
-                results.append(("extended", extended_rows(ob, rms_patch, st), None, []))
+                parts = deblend(ob, st) if split else [ob.own]
+                if len(parts) < 2:
+                    results.append(("extended", extended_rows(ob, rms_patch), None, []))
+                else:
+                    # a blend of galaxies and stars: each part is tested and fitted on its own
+                    subs = [_part(ob, part) for part in parts]
+                    results.append(("parts", (subs, process_objects(subs, st, split=False)),
+                                    None, []))
                 continue
             if st.fast_path:
                 rows, model = fit_isolated(ob, noise, st, src, bg)
+                if rows is not None and not split and len(rows) != 1:
+                    results.append(("extended", extended_rows(ob, rms_patch), None, []))
+                    continue
                 if rows is not None:
                     results.append(("points", (rows, parents(ob, rows, rms_patch, st)), model,
                                     []))
                     continue
         rows, model, screened = fit_point_sources(ob, noise, st, cache)
         if rows is None:
-            results.append(("extended", extended_rows(ob, rms_patch, st), None, screened))
+            results.append(("extended", extended_rows(ob, rms_patch, st if split else None), None,
+                            screened))
             continue
         at_bound = int(np.sum(rows[:, 7] > 0)) if len(rows) else 0
-        if at_bound >= 2 and 2 * at_bound >= len(rows):
+        diffuse = not split and (len(rows) != 1 or bool(rows[0, 2] >= st.s_hi * (1 - 1e-6)))
+        if at_bound >= 2 and 2 * at_bound >= len(rows) or diffuse:
+            # a part of an extended object is taken for a star only when one source narrower
+            # than the widest PSF explains it; otherwise it holds diffuse light
             # several sources with the width at a bound: the object is not a sum of PSFs
-            results.append(("extended", extended_rows(ob, rms_patch, st), None, screened))
+            results.append(("extended", extended_rows(ob, rms_patch, st if split else None), None,
+                            screened))
         elif len(rows) > source_cap(ob.patch.shape, st):
             results.append(("capped", extended_rows(ob, rms_patch), None, screened))
         elif len(rows) == 0:
@@ -129,6 +148,19 @@ def process_objects(obj_list, st):
             results.append(("points", (rows, parents(ob, rows, rms_patch, st)), model,
                             screened))
     return results
+
+
+def _part(ob, part):
+    """The object restricted to one deblended part: the other parts' pixels get zero weight, the
+    part keeps its detection peaks."""
+    wt = np.where(ob.own & ~part, 0.0, ob.weights)
+    keep = part[ob.peaks[:, 0], ob.peaks[:, 1]] if len(ob.peaks) else np.zeros(0, bool)
+    if not keep.any():  # a part without a peak of its own: its brightest pixel
+        r, c = np.unravel_index(np.argmax(np.where(part, ob.patch, -np.inf)), part.shape)
+        return _Object(ob.index, ob.r0, ob.c0, ob.patch, wt, part, np.array([[r, c]]),
+                       np.zeros(1))
+    snr = ob.peak_snr[keep] if ob.peak_snr is not None else None
+    return _Object(ob.index, ob.r0, ob.c0, ob.patch, wt, part, ob.peaks[keep], snr)
 
 
 def cut_objects(sub, weights, labels, slices, det, pad):

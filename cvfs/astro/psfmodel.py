@@ -36,7 +36,8 @@ from cvfs.astro.fit import fit_sources, model_and_jac, significance
 from cvfs.astro.psf import PSFProfile, psf_factors
 
 __all__ = ["MAX_STARS", "MAX_TOLERANCE", "MIN_STAR_SNR", "MIN_STARS", "TOLERANCE_MARGIN",
-           "WIDTH_RATIOS", "WIDTH_SPREAD", "fit_profile", "star_stamps"]
+           "WIDTH_RATIOS", "WIDTH_SPREAD", "fit_profile", "measure_width",
+           "star_stamps"]
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,38 @@ def _residuals(stamps, wts, bases, flux, bg, amp):
     return out
 
 
+def _star_fits(sub, weights, labels, objs, noise, st, radius):
+    """Gaussian fits (width from half ``s_lo`` to ``extended_factor * s_hi``) to the candidate
+    stars' stamps: stamps, weights, rows (ok, snr, x, y, sigma, flux, constant) and the indices
+    of the qualifying stars, most significant first (at most :data:`MAX_STARS`)."""
+    stamps, wts = star_stamps(sub, weights, labels, objs, st, radius)
+    lo, hi = 0.5 * st.s_lo, st.extended_factor * st.s_hi
+    rows = []
+    for stamp, wt in zip(stamps, wts, strict=True):
+        start = np.array([[radius, radius, 0.5 * (st.s_lo + st.s_hi),
+                           max(float(stamp[radius, radius]), 1e-3) * 4 * np.pi * st.s_hi**2]])
+        src, bg = fit_sources(stamp, wt, start, 0.0, lo, hi, st.margin)
+        snr = significance(src, stamp.shape, noise)[0]
+        x, y, s = src[0, :3]
+        ok = snr >= MIN_STAR_SNR and abs(x - radius) <= 1 and abs(y - radius) <= 1 \
+            and lo * 1.001 < s < hi * 0.999
+        rows.append((ok, snr, *src[0], bg))
+    rows = np.array(rows, dtype=np.float64).reshape(-1, 7)
+    sel = np.flatnonzero(rows[:, 0] > 0)
+    return stamps, wts, rows, sel[np.argsort(-rows[sel, 1])][:MAX_STARS]
+
+
+def measure_width(sub, weights, labels, objs, noise, st):
+    """The Gaussian width of a frame's PSF (``psf_sigma="auto"``): the median width of Gaussian
+    fits to its bright isolated stars (as :func:`fit_profile` selects them). Returns (width,
+    number of stars); the width is NaN with fewer than :data:`MIN_STARS` stars."""
+    radius = int(np.ceil(5.0 * st.s_hi))
+    _, _, rows, sel = _star_fits(sub, weights, labels, objs, noise, st, radius)
+    if sel.size < MIN_STARS:
+        return float("nan"), int(sel.size)
+    return float(np.median(rows[sel, 4])), int(sel.size)
+
+
 def fit_profile(sub, weights, labels, objs, noise, st, rounds=3):
     """PSF profile of a frame fitted to its bright isolated stars.
 
@@ -171,21 +204,7 @@ def fit_profile(sub, weights, labels, objs, noise, st, rounds=3):
     Anderson & King 2000, PASP 112, 1360 (empirical PSFs).
     """
     radius = int(np.ceil(5.0 * st.s_hi))
-    stamps, wts = star_stamps(sub, weights, labels, objs, st, radius)
-    lo, hi = 0.5 * st.s_lo, st.extended_factor * st.s_hi
-    rows = []
-    for stamp, wt in zip(stamps, wts, strict=True):
-        start = np.array([[radius, radius, 0.5 * (st.s_lo + st.s_hi),
-                           max(float(stamp[radius, radius]), 1e-3) * 4 * np.pi * st.s_hi**2]])
-        src, bg = fit_sources(stamp, wt, start, 0.0, lo, hi, st.margin)
-        snr = significance(src, stamp.shape, noise)[0]
-        x, y, s = src[0, :3]
-        ok = snr >= MIN_STAR_SNR and abs(x - radius) <= 1 and abs(y - radius) <= 1 \
-            and lo * 1.001 < s < hi * 0.999
-        rows.append((ok, snr, *src[0], bg))
-    rows = np.array(rows, dtype=np.float64).reshape(-1, 7)
-    sel = np.flatnonzero(rows[:, 0] > 0)
-    sel = sel[np.argsort(-rows[sel, 1])][:MAX_STARS]
+    stamps, wts, rows, sel = _star_fits(sub, weights, labels, objs, noise, st, radius)
     if sel.size < MIN_STARS:
         log.warning("fitted PSF: %d bright isolated stars (fewer than %d); the Gaussian PSF is "
                     "used", sel.size, MIN_STARS)

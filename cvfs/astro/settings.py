@@ -33,6 +33,8 @@ LEVELS = ("sources", "objects", "all")
 
 #: named PSF models: the integrated Gaussian, or a profile fitted to the frame's stars
 PSF_MODELS = ("gaussian", "fitted")
+#: PSF width range (pixels) of the default settings
+DEFAULT_PSF_SIGMA = (1.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,11 @@ class LocalisationSettings:
 
     Attributes
     ----------
-    psf_sigma : float or (float, float), default (1.0, 2.0)
-        PSF width in pixels, or the range of widths to sample.
+    psf_sigma : float, (float, float) or "auto", default (1.0, 2.0)
+        PSF width in pixels, or the range of widths to sample. ``"auto"`` measures the frame's
+        Gaussian PSF width s on its bright isolated stars (at least 5 of matched-filter SNR 30;
+        :func:`cvfs.astro.psfmodel.measure_width`) and uses the range s / 1.25 to 1.25 s for
+        detection and fitting; with fewer stars the default range, with a warning.
     n_atoms : int, default 10000
         Atoms per ``tile`` x ``tile`` patch of the dictionary (the same density for other sizes;
         the SBL paper: 10,000 atoms for 28 x 28 images).
@@ -97,7 +102,7 @@ class LocalisationSettings:
         ``parent`` (:mod:`cvfs.astro.catalogue`).
     """
 
-    psf_sigma: object = (1.0, 2.0)
+    psf_sigma: object = DEFAULT_PSF_SIGMA
     n_atoms: int = 10_000
     random_state: object = 0
     n_jobs: int = 1
@@ -193,7 +198,14 @@ def resolve_settings(settings=None, **overrides):
     elif not isinstance(settings, LocalisationSettings):
         raise TypeError(f"settings must be a LocalisationSettings; got {type(settings).__name__}")
     st = settings.replace(**overrides)
-    s_lo, s_hi = _sigma_range(st.psf_sigma)
+    if isinstance(st.psf_sigma, str):
+        if st.psf_sigma != "auto":
+            raise ValueError(f"psf_sigma must be a positive float, a (min, max) pair or 'auto'; "
+                             f"got {st.psf_sigma!r}")
+        # the default range until the frame's stars are measured (localise)
+        s_lo, s_hi = _sigma_range(DEFAULT_PSF_SIGMA)
+    else:
+        s_lo, s_hi = _sigma_range(st.psf_sigma)
     for name, val, least in (("n_atoms", st.n_atoms, 1), ("tile", st.tile, 8),
                              ("min_area", st.min_area, 1), ("max_sources", st.max_sources, 1),
                              ("sbl_iter", st.sbl_iter, 1)):

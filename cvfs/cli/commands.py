@@ -529,10 +529,11 @@ def astro_localise(image_path, out, *, settings=None, noise_sigma=None, hdu=None
     ``settings`` (:class:`cvfs.astro.LocalisationSettings`, its defaults when None), ``options``
     (fields of the settings overriding them) and ``noise_sigma`` as in
     :func:`cvfs.astro.localise_and_denoise`; ``hdu`` picks the FITS extension, ``channel`` the
-    plane of a colour picture (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or image file whose nonzero
-    pixels are ignored, ``saturation`` the level at and above which pixels are masked (default:
-    the FITS header's ``SATURATE``). The catalogue has ``ra`` and ``dec`` when the
-    FITS header holds a celestial WCS. Returns the :class:`cvfs.astro.Localisation`.
+    plane of a colour picture (:func:`cvfs.astro.readers.read_image`), ``mask`` is a FITS or
+    image file whose nonzero pixels are ignored, ``saturation`` the level at and above which
+    pixels are masked (default: the FITS header's ``SATURATE``). The catalogue has ``ra`` and
+    ``dec`` when the FITS header holds a celestial WCS. Returns the
+    :class:`cvfs.astro.Localisation`.
     """
     from cvfs.astro.readers import header_warnings_once
 

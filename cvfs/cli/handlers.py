@@ -113,7 +113,10 @@ def _astro_options(args):
     given = {field: getattr(args, dest) for dest, field in ASTRO_OPTIONS.items()
              if getattr(args, dest, None) is not None}
     if "psf_sigma" in given:
-        given["psf_sigma"] = tuple(given["psf_sigma"])
+        sig = given["psf_sigma"]
+        if "auto" in sig and len(sig) > 1 or len(sig) > 2:
+            raise ValueError("--psf-sigma takes one width, a MIN MAX pair or 'auto'")
+        given["psf_sigma"] = sig[0] if len(sig) == 1 else tuple(sig)
     return dict(settings=LocalisationSettings().replace(**given), noise_sigma=args.noise_sigma,
                 saturation=args.saturation, hdu=args.hdu, channel=args.channel,
                 verbose=not args.quiet)

@@ -26,6 +26,18 @@ examples:
   cvfs astro denoise field.fits --out denoise-out"""
 
 
+
+def _psf_sigma(text):
+    """One value of ``--psf-sigma``: a width in pixels or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a width in pixels or 'auto'; got {text!r}")\
+            from None
+
+
 def _method(value):
     """``--method``: a learner name checked by :func:`cvfs.keypoints.recipe.check_method`."""
     from cvfs.keypoints.recipe import check_method
@@ -327,8 +339,9 @@ def _add_astro_parser(sub):
         p.add_argument("image", help="FITS, PNG, JPEG or TIFF image (2-D; colour is converted "
                        "to luminance)")
         p.add_argument("--out", default=out, help="output folder")
-        p.add_argument("--psf-sigma", nargs=2, type=float, default=None,
-                       metavar=("MIN", "MAX"), help="range of PSF widths in pixels")
+        p.add_argument("--psf-sigma", nargs="+", type=_psf_sigma, default=None,
+                       metavar="WIDTH", help="PSF width in pixels, a MIN MAX range, or 'auto' "
+                       "(measured on the frame's bright isolated stars; best for real frames)")
         p.add_argument("--n-atoms", type=int, default=None, help="dictionary size per tile")
         p.add_argument("--noise-sigma", type=float, default=None,
                        help="noise standard deviation (default: estimated from the image)")

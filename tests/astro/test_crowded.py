@@ -107,3 +107,23 @@ def test_peak_candidates_of_a_tile():
     # the tile of rows 2-29, columns 0-27 holds peaks 0 and 3; 3 is below detect_snr
     cand = pointfit.peak_candidates(ob, 2, 0, 28, 28, st)
     np.testing.assert_allclose(cand, [[6.0, 3.0, 1.5, 50.0 * 2 * np.pi * 1.5**2]])
+
+
+def test_star_beside_a_galaxy_in_one_footprint_is_a_point_source():
+    """A galaxy and a star sharing one footprint: the extended object is processed part by part,
+    so the star is fitted as a point source and the galaxy keeps its moment row."""
+    yy, xx = np.mgrid[:64, :72].astype(float)
+    galaxy = 15.0 * np.exp(-0.5 * (((xx - 26) / 7.0) ** 2 + ((yy - 30) / 4.0) ** 2))
+    for seed in range(3):
+        img = galaxy + astro.render_psf((64, 72), [43.0], [31.0], 1.3, [400.0], background=10.0)
+        img = img + np.random.default_rng(seed).standard_normal(img.shape)
+        res = astro.localise_and_denoise(img, levels="all")
+        cat = res.catalogue
+        assert res.segmentation.max() == 1 and len(cat) == 2
+        star, gal = cat[~cat["extended"]], cat[cat["extended"]]
+        assert len(star) == 1 and len(gal) == 1
+        assert np.hypot(star["x"][0] - 43.0, star["y"][0] - 31.0) < 0.15
+        assert star["sigma"][0] == pytest.approx(1.3, abs=0.1)
+        assert star["flux"][0] == pytest.approx(400.0, rel=0.15)
+        assert abs(gal["x"][0] - 26.0) < 1.0 and gal["sigma"][0] > 4.0
+        assert (cat["flags"] & astro.FLAGS["blended"]).all()

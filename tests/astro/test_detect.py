@@ -92,6 +92,21 @@ def test_noise_scale_ignores_sources_filling_the_frame():
     assert noise_scale(crowded) == pytest.approx(2.0, rel=0.15)
 
 
+def test_noise_tail_width_is_not_moved_by_the_mode():
+    """Faint sources on every other pixel move the mode of the values up and widen the spread
+    below it; the shape of the negative tail still gives the noise."""
+    from cvfs.astro.detect import _below_mode, _tail_width, noise_scale
+
+    rng = np.random.default_rng(1)
+    noise = 2.0 * rng.standard_normal(200_000)
+    assert _tail_width(noise, 2.0) == pytest.approx(2.0, rel=0.03)
+    faint = noise + np.where(rng.random(noise.size) < 0.5, rng.uniform(0, 4.0, noise.size), 0)
+    assert _below_mode(faint) > 2.2
+    assert noise_scale(faint) == pytest.approx(2.0, rel=0.05)
+    # too few negative values: no estimate
+    assert np.isnan(_tail_width(noise[:300], 2.0))
+
+
 def test_source_cap_is_per_fitted_tile():
     """A large footprint may hold max_sources point sources per tile of its fit."""
     from cvfs.astro.objects import source_cap

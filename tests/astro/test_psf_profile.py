@@ -7,7 +7,7 @@ from scipy.spatial import cKDTree
 
 from cvfs import astro
 from cvfs.astro._lm import chi2_of, normal_equations
-from cvfs.astro.dictionary import PSFDictionary, ProfileDictionary, sample_atoms
+from cvfs.astro.dictionary import ProfileDictionary, PSFDictionary, sample_atoms
 from cvfs.astro.psf import GAUSSIAN, PSFProfile
 
 PROFILE = PSFProfile((0.5, 0.3, 0.2), (0.8, 1.3, 2.5))
