@@ -25,8 +25,9 @@ def moment_row(ob, own, rms_patch):
     return (x, y, float(np.sqrt(max((cxx + cyy) / 2, 0.0))), flux, x_err, y_err, flux_err)
 
 
-#: smallest share of an extended footprint's flux a deblended part must carry
-DEBLEND_CONTRAST = 0.05
+#: smallest share of an extended footprint's flux a deblended part must carry (SExtractor's and
+#: sep's default DEBLEND_MINCONT)
+DEBLEND_CONTRAST = 0.005
 
 
 def deblend(ob, st):
