@@ -8,7 +8,8 @@ Usage (the shipped models, see ``cvfs/models/README.md``)::
 Each model file is read, its classifiers get a rejection threshold after every feature with the
 features in a rejection-first order (:func:`cvfs.keypoints.calibrate.calibrate_detector`: positives
 and faces of the first ``--n-images`` images of ``--dataset``, MTFL's training images by default,
-negatives drawn from their detection pyramids), and the file is rewritten (atomically) with the calibration recorded in its training
+negatives drawn from their detection pyramids), and the file is rewritten (atomically) with the
+calibration recorded in its training
 description. Scores of windows that pass every threshold do not change.
 """
 

@@ -34,7 +34,8 @@ AP (a face is right when both eyes lie within 10% IED of an annotated face) with
 ``<json stem>_pr_<dataset>.png`` beside the JSON, and the number of faces at the default
 threshold on scikit-image's pictures without a person (``NO_FACE``). The faces come both from
 the scan of ``detect_faces()`` (the five MTFL keypoints everywhere, any others where eye
-hypotheses place them; refined, this is ``detect_faces()``) and from the top-down scan of ``detect_faces(top_down=True)`` (the keypoints
+hypotheses place them; refined, this is ``detect_faces()``) and from the top-down scan of
+``detect_faces(top_down=True)`` (the keypoints
 other than the eyes only around eye pairs and unpaired probable eyes, or everywhere when no eye
 candidate places a face; keys ``*_top_down``), with the CPU seconds per image of each. Results
 go to ``benchmarks/results/keypoints/keypoints_faces.json``; ``--face-options KEY=VALUE`` sets

@@ -117,7 +117,8 @@ def main(argv=None):
             r = _run(path, w, h, args.max_scale, args.jobs)
             rows.append(r)
             print(f"{path:>7} {w:>5}x{h:<5} {r['found']:>6} {r['peak_rss_mb']:>12.0f} "
-                  f"{r['cpu_s']:>7.1f} {r['wall_s']:>7.1f} {'yes' if r['budget_warning'] else '':>8}",
+                  f"{r['cpu_s']:>7.1f} {r['wall_s']:>7.1f} "
+                  f"{'yes' if r['budget_warning'] else '':>8}",
                   flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_json(args.out, {"machine": machine, "rows": rows})

@@ -44,7 +44,6 @@ from cvfs.core._pl_kernels import (
 )
 from cvfs.core.priors import prior_lipschitz, prior_value_grad
 
-
 _BLOCK_BYTES = 1 << 19  # row blocks of ~512 KiB stay in L2 between the two kernels of a pass
 # the row kernels (_row_dots) take one row per sweep of w and v up to this width (w, v and
 # the row stay in L1; several rows per sweep stream short rows from memory at half the rate)

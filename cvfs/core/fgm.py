@@ -2,7 +2,8 @@
 
 FGM solves the adaptive-feature-scaling problem ``min_{d in D} min_w`` (a margin loss of
 :mod:`cvfs.core.losses`: the squared hinge by default, the logistic, or any
-:class:`~cvfs.core.losses.MarginLoss` through its ``margin_sum`` and ``margin_dual``) with ``D = {d in [0, 1]^m, sum(d) <= B}`` as a semi-infinite program. Each outer iteration
+:class:`~cvfs.core.losses.MarginLoss` through its ``margin_sum`` and ``margin_dual``) with ``D = {d
+in [0, 1]^m, sum(d) <= B}`` as a semi-infinite program. Each outer iteration
 (Algorithm 1 of the paper) runs the worst-case analysis (Algorithm 2): with dual variables
 ``alpha`` recovered from the current margins, it scores every feature (or group) by
 ``||X_G' (alpha * y)||^2`` and adds the B best as a new constraint ``d_t``. The subproblem over the

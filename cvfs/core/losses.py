@@ -25,7 +25,6 @@ for the estimator's role. A user-defined loss is one such class (``docs/losses.m
 import math
 
 import numpy as np
-
 from scipy.special import expit
 
 from cvfs._jit import njit

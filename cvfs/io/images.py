@@ -163,7 +163,8 @@ def read_image(path, mode="rgb", *, max_pixels=None):
     mode : {"rgb", "grey", "float"}, default "rgb"
         ``"rgb"``: colour image as RGB uint8 (grey files are replicated to three channels,
         palette files expanded, an alpha channel dropped; 16-bit files are reduced to 8 bits and
-        float files with samples in [0, 1] scaled to 0-255). ``"grey"``: luminance as float64 in [0, 1] (ITU-R BT.709
+        float files with samples in [0, 1] scaled to 0-255). ``"grey"``: luminance as float64 in [0,
+        1] (ITU-R BT.709
         weights, as :func:`skimage.color.rgb2gray`; 16-bit files keep their precision; an alpha
         channel is ignored). ``"float"``: the file's own channels as float64 in [0, 1], shape
         (height, width) for a grey file and (height, width, 3) RGB for a colour one (alpha

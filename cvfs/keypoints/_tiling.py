@@ -22,7 +22,8 @@ of rows. Every band of a level also holds one row of integral images (``24 (w + 
 as long as the level is scanned. When the image and the level leave less than
 :func:`band_floor` (an upsampled level of a large photo: 4000 x 3000 at scale 2 is a 576 MB level
 image), the bands get the floor and the call exceeds ``max_memory`` by about the floor and the
-part of the level image beyond the budget, and says so in a warning. A band of ``step`` window rows holds ``step + 2`` rows of window scores (the peaks of
+part of the level image beyond the budget, and says so in a warning. A band of ``step`` window rows
+holds ``step + 2`` rows of window scores (the peaks of
 its ``step`` own rows need the scores of their neighbour rows) and ``step + 25`` level rows;
 bands start ``step`` window rows apart. The integral images and HOG maps of a band equal the
 same rows of the whole level's (:func:`cvfs.vision.level_bands`), so the detections do not

@@ -240,7 +240,8 @@ class KeypointDetector:
             bool, None or a PairModel.
         ValueError
             If ``image`` is empty, has another shape than those above, is smaller than 24x24,
-            or is float outside [0, 1], ``n_jobs`` is not a positive int or -1, or ``max_memory`` is not a positive
+            or is float outside [0, 1], ``n_jobs`` is not a positive int or -1, or ``max_memory`` is
+            not a positive
             number.
             If ``pairs`` names a keypoint this detector does not find.
         """

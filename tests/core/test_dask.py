@@ -8,8 +8,8 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 
-from cvfs.core.layouts.dask import _group_chunks  # noqa: E402
 from cvfs.core.fsa import fsa_fit  # noqa: E402
+from cvfs.core.layouts.dask import _group_chunks  # noqa: E402
 from cvfs.datasets.synthetic import make_ar1_classification  # noqa: E402
 from cvfs.estimators import FSAClassifier, FSARanker, FSARegressor  # noqa: E402
 

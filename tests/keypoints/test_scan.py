@@ -194,7 +194,8 @@ def test_soft_cascade_front_load():
 
 def test_band_budget_floor():
     """Bands get what the image and the level leave, but at least min(80 MiB, max_memory / 8)
-    (whatever the threads, as such bands run one at a time): on the scale-2 level of a 4000x3000 photo (576 MB, more than the
+    (whatever the threads, as such bands run one at a time): on the scale-2 level of a 4000x3000
+    photo (576 MB, more than the
     640 MiB budget leaves) bands of ten window rows, not of one."""
     mm = MAX_MEMORY
     assert band_floor(mm) == BAND_FLOOR == 80 << 20

@@ -146,7 +146,7 @@ class Layout(ABC):
         :meth:`passes` before the in-memory loop took over, of ``n_iter``."""
         return {"out_of_core_iterations": n_layout}
 
-    def cleanup(self):
+    def cleanup(self):  # noqa: B027 - an optional hook: most layouts leave nothing behind
         """Release what the fit left outside this process (called once, after the fit)."""
 
     @staticmethod
@@ -173,7 +173,7 @@ class Passes(ABC):
         """Before iteration e; returns the state (``state.cols`` may be renumbered)."""
         return state
 
-    def end(self, e):
+    def end(self, e):  # noqa: B027 - an optional hook: most passes keep no bookkeeping
         """After iteration e (bookkeeping)."""
 
     @abstractmethod
