@@ -4,7 +4,7 @@ folds split by sequence.
 Usage::
 
     python benchmarks/motion/motion_cross_ranker.py [--hopkins DIR] [--kt3dmoseg DIR]
-        [--cache DIR] [--limit N] [--balance] [--affine] [--out FILE]
+        [--cache DIR] [--limit N] [--balance] [--affine] [--affine-pool] [--out FILE]
 
 Stage 1 (cached per sequence under ``--cache``, default ``$CVFS_CACHE`` or ``~/.cache/cvfs``,
 in ``motion_cross_ranker/``): for every Hopkins155 sequence (the pixel tracks, all observed) and
@@ -28,6 +28,13 @@ weighs about the same. Beside them: the unlearned **cut rule** (``segment_perspe
 the lowest geometric mean of the normalised cuts) and the **oracle** of the pool. ``--affine``
 also cross-validates the shipped affine pipeline on Hopkins155 (``cvfs motion evaluate``'s
 FSA-Rank, same folds; needs its feature cache, about 8 minutes to build).
+
+``--affine-pool`` adds the candidates of the affine pipeline to every pool: those
+:func:`cvfs.motion.segment` ranks by default (:func:`cvfs.motion.candidates.
+generate_candidates` with the shipped ranker's settings on the normalised tracks; KT3DMoSeg's
+completed first at rank 4K by :func:`cvfs.motion.missing.complete_trajectories`),
+duplicates dropped, with the same features (computed on the observed entries; the relative
+blocks over the whole pool).
 
 Writes ``benchmarks/results/motion/motion_cross_ranker.json``.
 """
@@ -94,8 +101,28 @@ def _affinities(d, n):
             for name in AFFINITIES}
 
 
-def _load(cache, name, points, visible, truth, n_dropped, k):
-    """The cached pool and features of one sequence (built when missing)."""
+def _save_affine_pool(path, points, visible, truth, n_dropped, k):
+    """The shipped affine pipeline's candidates of one sequence (distinct rows) and errors."""
+    from cvfs.motion import load_default_ranker, normalise_points
+    from cvfs.motion.candidates import canonical_labels, generate_candidates
+    from cvfs.motion.missing import complete_trajectories
+
+    st = load_default_ranker().settings_
+    t = time.process_time()
+    p, v = _tracks(points, visible, k)
+    pn = normalise_points(p if v.all() else complete_trajectories(p, v, n_motions=k))
+    cand = generate_candidates(pn, k, alphas=tuple(st["alphas"]), refine=tuple(st["refine"]),
+                               random_state=int(st["seed"]))
+    labels = np.unique(np.vstack([canonical_labels(lab) for lab in cand.labels]), axis=0)
+    cpu = time.process_time() - t
+    n = p.shape[0]
+    err = misclassification(labels, truth)
+    np.savez(path, labels=labels, cpu=cpu, errors=(err * n + n_dropped) / (n + n_dropped))
+
+
+def _load(cache, name, points, visible, truth, n_dropped, k, affine_pool=False):
+    """The cached pool and features of one sequence (built when missing); with
+    ``affine_pool`` the affine pipeline's candidates appended to the pool."""
     pool = cache / "pools" / f"{name}.npz"
     feat = cache / FEATURES_TAG / f"{name}.npz"
     if not pool.is_file():
@@ -103,6 +130,17 @@ def _load(cache, name, points, visible, truth, n_dropped, k):
         _save_pool(pool, points, visible, truth, n_dropped, k)
     with np.load(pool) as f:
         d = {key: f[key] for key in f.files}
+    d["n_perspective"] = len(d["labels"])
+    if affine_pool:
+        extra = cache / "affine_pools" / f"{name}.npz"
+        feat = cache / f"{FEATURES_TAG}_affine_pool" / f"{name}.npz"
+        if not extra.is_file():
+            extra.parent.mkdir(parents=True, exist_ok=True)
+            _save_affine_pool(extra, points, visible, truth, n_dropped, k)
+        with np.load(extra) as f:
+            d["labels"] = np.vstack([d["labels"], f["labels"]])
+            d["errors"] = np.concatenate([d["errors"], f["errors"]])
+            d["cpu_affine_pool"] = float(f["cpu"])
     if not feat.is_file():
         feat.parent.mkdir(parents=True, exist_ok=True)
         p, v = _tracks(points, visible, k)
@@ -114,21 +152,22 @@ def _load(cache, name, points, visible, truth, n_dropped, k):
     return d
 
 
-def hopkins_pools(root, cache, limit=None):
+def hopkins_pools(root, cache, limit=None, affine_pool=False):
     from cvfs.datasets.hopkins155 import list_sequences, load_hopkins155
 
     names = list_sequences(root)[:limit]
     rows = []
     for s in tqdm(load_hopkins155(root, names=names), total=len(names), desc="Hopkins155"):
         vis = np.ones(s.pixels.shape[:2], dtype=bool)
-        d = _load(cache / "hopkins155", s.name, s.pixels, vis, s.labels, 0, int(s.n_motions))
+        d = _load(cache / "hopkins155", s.name, s.pixels, vis, s.labels, 0, int(s.n_motions),
+                  affine_pool)
         d.update(name=s.name, set="hopkins155", group=s.video, raw=s.raw_footage,
                  category=s.category)
         rows.append(d)
     return rows
 
 
-def kt3dmoseg_pools(root, cache, limit=None):
+def kt3dmoseg_pools(root, cache, limit=None, affine_pool=False):
     from cvfs.datasets.kt3dmoseg import load_kt3dmoseg
     from cvfs.motion.missing import MIN_OBSERVED
 
@@ -136,7 +175,7 @@ def kt3dmoseg_pools(root, cache, limit=None):
     for c in tqdm(load_kt3dmoseg(root)[:limit], desc="KT3DMoSeg"):
         ok = c.visible.sum(axis=1) >= MIN_OBSERVED
         d = _load(cache / "kt3dmoseg", c.name, c.points[ok], c.visible[ok], c.labels[ok],
-                  int((~ok).sum()), int(c.n_motions))
+                  int((~ok).sum()), int(c.n_motions), affine_pool)
         seq = c.name.split("_")[0]
         d.update(name=c.name, set="kt3dmoseg", group=seq, raw=seq, category="kitti")
         rows.append(d)
@@ -209,6 +248,8 @@ def set_results(rows, other, pair_weights, balance=False):
     res = {"cut rule (segment_perspective)": np.array([r["errors"][int(np.argmin(r["scores"]))]
                                                        for r in rows]),
            "oracle of the pool": np.array([r["errors"].min() for r in rows]),
+           "oracle, perspective candidates": np.array([r["errors"][:r["n_perspective"]].min()
+                                                       for r in rows]),
            "ranker, own set (CV by sequence)": own}
     if other:
         res["ranker, both sets (CV by sequence)"] = both
@@ -251,16 +292,20 @@ def main(argv=None):
                     help="repeat the smaller set's sequences when training on both sets")
     ap.add_argument("--affine", action="store_true",
                     help="also cross-validate the shipped affine pipeline on Hopkins155")
+    ap.add_argument("--affine-pool", action="store_true",
+                    help="add the affine pipeline's candidates to every pool")
     ap.add_argument("--out", default=str(result_path(__file__)))
     args = ap.parse_args(argv)
     limit_threads()
     cache = Path(args.cache) if args.cache else default_cache()
     sets = {}
     if "hopkins155" in args.sets:
-        sets["hopkins155"] = hopkins_pools(args.hopkins, cache, args.limit)
+        sets["hopkins155"] = hopkins_pools(args.hopkins, cache, args.limit, args.affine_pool)
     if "kt3dmoseg" in args.sets:
-        sets["kt3dmoseg"] = kt3dmoseg_pools(args.kt3dmoseg, cache, args.limit)
+        sets["kt3dmoseg"] = kt3dmoseg_pools(args.kt3dmoseg, cache, args.limit,
+                                            args.affine_pool)
     out = {"pair_weights": args.pair_weights, "balance": args.balance,
+           "affine_pool": args.affine_pool,
            "n_features": n_geometry_features(), "sets": {}}
     for name, rows in sets.items():
         other = [r for n, rs in sets.items() if n != name for r in rs]
@@ -280,9 +325,12 @@ def main(argv=None):
                       f", worse on {int(np.sum(e > cut + 1e-9))} of {len(rows)} sequences")
         cpu_pool = float(sum(float(r["cpu_pool"]) for r in rows))
         cpu_feat = float(sum(r["cpu_features"] for r in rows))
-        print(f"{name}: pools {cpu_pool:.0f} s CPU, features {cpu_feat:.0f} s CPU, "
+        cpu_aff = float(sum(r.get("cpu_affine_pool", 0.0) for r in rows))
+        print(f"{name}: pools {cpu_pool:.0f} s CPU (affine candidates {cpu_aff:.0f} s), "
+              f"features {cpu_feat:.0f} s CPU, "
               f"{np.mean([len(r['errors']) for r in rows]):.1f} candidates per sequence")
         entry = {"summary": summ, "cpu_pool_s": cpu_pool, "cpu_features_s": cpu_feat,
+                 "cpu_affine_pool_s": cpu_aff,
                  "cpu_rankers_s": time.process_time() - t,
                  "per_sequence": {r["name"]: {m: float(e[i]) for m, e in res.items()}
                                   | {"K": int(r["K"]), "fold": int(f)}
