@@ -4,12 +4,13 @@ folds split by sequence.
 Usage::
 
     python benchmarks/motion/motion_cross_ranker.py [--hopkins DIR] [--kt3dmoseg DIR]
-        [--cache DIR] [--limit N] [--balance] [--affine] [--affine-pool] [--out FILE]
+        [--cache DIR] [--limit N] [--seed S] [--fold-seed S] [--balance] [--affine]
+        [--affine-pool] [--out FILE]
 
 Stage 1 (cached per sequence under ``--cache``, default ``$CVFS_CACHE`` or ``~/.cache/cvfs``,
 in ``motion_cross_ranker/``): for every Hopkins155 sequence (the pixel tracks, all observed) and
 every KT3DMoSeg clip (the visibility mask as given; the track observed in fewer than 2 frames
-counts as misclassified), K given, seed 0: the affinities of
+counts as misclassified), K given, seed ``--seed`` (default 0): the affinities of
 :func:`cvfs.motion.geometry.geometric_affinities`, the pool
 :func:`cvfs.motion.geometry.segment_perspective` ranks (:func:`~cvfs.motion.geometry.
 candidate_pool`: four direct and up to four merged candidates), its selection scores and each
@@ -18,16 +19,17 @@ candidate's misclassification; then the features of every candidate
 
 Stage 2: :class:`cvfs.motion.ranking.MotionRanker` (default settings, no cluster floor: these
 features have their own size columns) trained and tested with folds split by sequence:
-Hopkins155 by video (:func:`cvfs.motion.evaluate.video_folds`, 10 folds, seed 0), KT3DMoSeg by
-KITTI sequence (``SeqNNN``: 15 folds, the clips of one sequence together). Each held-out fold is
-ranked by a ranker trained on the other folds of its own set, alone (**own set**) or with every
-sequence of the other set added (**both sets**), and by a ranker trained on the other set alone
-(**other set only**). ``--balance`` repeats every sequence of the smaller set in a training set
-holding both (7 times for 22 KT3DMoSeg clips beside 155 Hopkins155 sequences), so that each set
-weighs about the same. Beside them: the unlearned **cut rule** (``segment_perspective``'s pick:
-the lowest geometric mean of the normalised cuts) and the **oracle** of the pool. ``--affine``
-also cross-validates the shipped affine pipeline on Hopkins155 (``cvfs motion evaluate``'s
-FSA-Rank, same folds; needs its feature cache, about 8 minutes to build).
+Hopkins155 by video (:func:`cvfs.motion.evaluate.video_folds`, 10 folds, ``--fold-seed``),
+KT3DMoSeg by KITTI sequence (``SeqNNN``: 15 folds, the clips of one sequence together). Each
+held-out fold is ranked by a ranker trained on the other folds of its own set, alone (**own
+set**) or with every sequence of the other set added (**both sets**), and by a ranker trained on
+the other set alone (**other set only**). ``--balance`` repeats every sequence of the smaller
+set in a training set holding both (7 times for 22 KT3DMoSeg clips beside 155 Hopkins155
+sequences), so that each set weighs about the same. Beside them: the unlearned **cut rule**
+(``segment_perspective``'s pick: the lowest geometric mean of the normalised cuts) and the
+**oracle** of the pool. ``--affine`` also cross-validates the shipped affine pipeline on
+Hopkins155 (``cvfs motion evaluate``'s FSA-Rank, same folds; needs its feature cache, about 8
+minutes to build).
 
 ``--affine-pool`` adds the candidates of the affine pipeline to every pool: those
 :func:`cvfs.motion.segment` ranks by default (:func:`cvfs.motion.candidates.
@@ -63,7 +65,6 @@ from cvfs.motion.geometry import (
 from cvfs.motion.geometry_features import geometry_features, n_geometry_features
 from cvfs.motion.ranking import MotionRanker, select_best
 
-SEED = 0
 AFFINITIES = ("affine", "homography", "fundamental", "fused")
 # bump when the features change (the pools stay cached)
 FEATURES_TAG = f"features_{n_geometry_features()}_v1"
@@ -74,12 +75,12 @@ def default_cache():
     return base / "motion_cross_ranker"
 
 
-def _save_pool(path, points, visible, truth, n_dropped, k):
+def _save_pool(path, points, visible, truth, n_dropped, k, seed):
     """Affinities, pool, selection scores and errors of one sequence (npz)."""
     t = time.process_time()
     p, v = _tracks(points, visible, k)
-    aff = geometric_affinities(p, v, random_state=SEED)
-    labels = candidate_pool(p, v, aff, k, SEED)
+    aff = geometric_affinities(p, v, random_state=seed)
+    labels = candidate_pool(p, v, aff, k, seed)
     scores = selection_scores(aff, labels)
     cpu = time.process_time() - t
     err = misclassification(labels, truth)
@@ -120,20 +121,20 @@ def _save_affine_pool(path, points, visible, truth, n_dropped, k):
     np.savez(path, labels=labels, cpu=cpu, errors=(err * n + n_dropped) / (n + n_dropped))
 
 
-def _load(cache, name, points, visible, truth, n_dropped, k, affine_pool=False):
+def _load(cache, name, points, visible, truth, n_dropped, k, affine_pool=False, seed=0):
     """The cached pool and features of one sequence (built when missing); with
     ``affine_pool`` the affine pipeline's candidates appended to the pool."""
-    pool = cache / "pools" / f"{name}.npz"
-    feat = cache / FEATURES_TAG / f"{name}.npz"
+    pool = cache / f"pools_seed{seed}" / f"{name}.npz"
+    feat = cache / f"{FEATURES_TAG}_seed{seed}" / f"{name}.npz"
     if not pool.is_file():
         pool.parent.mkdir(parents=True, exist_ok=True)
-        _save_pool(pool, points, visible, truth, n_dropped, k)
+        _save_pool(pool, points, visible, truth, n_dropped, k, seed)
     with np.load(pool) as f:
         d = {key: f[key] for key in f.files}
     d["n_perspective"] = len(d["labels"])
     if affine_pool:
         extra = cache / "affine_pools" / f"{name}.npz"
-        feat = cache / f"{FEATURES_TAG}_affine_pool" / f"{name}.npz"
+        feat = cache / f"{FEATURES_TAG}_seed{seed}_affine_pool" / f"{name}.npz"
         if not extra.is_file():
             extra.parent.mkdir(parents=True, exist_ok=True)
             _save_affine_pool(extra, points, visible, truth, n_dropped, k)
@@ -152,7 +153,7 @@ def _load(cache, name, points, visible, truth, n_dropped, k, affine_pool=False):
     return d
 
 
-def hopkins_pools(root, cache, limit=None, affine_pool=False):
+def hopkins_pools(root, cache, limit=None, affine_pool=False, seed=0):
     from cvfs.datasets.hopkins155 import list_sequences, load_hopkins155
 
     names = list_sequences(root)[:limit]
@@ -160,14 +161,14 @@ def hopkins_pools(root, cache, limit=None, affine_pool=False):
     for s in tqdm(load_hopkins155(root, names=names), total=len(names), desc="Hopkins155"):
         vis = np.ones(s.pixels.shape[:2], dtype=bool)
         d = _load(cache / "hopkins155", s.name, s.pixels, vis, s.labels, 0, int(s.n_motions),
-                  affine_pool)
+                  affine_pool, seed)
         d.update(name=s.name, set="hopkins155", group=s.video, raw=s.raw_footage,
                  category=s.category)
         rows.append(d)
     return rows
 
 
-def kt3dmoseg_pools(root, cache, limit=None, affine_pool=False):
+def kt3dmoseg_pools(root, cache, limit=None, affine_pool=False, seed=0):
     from cvfs.datasets.kt3dmoseg import load_kt3dmoseg
     from cvfs.motion.missing import MIN_OBSERVED
 
@@ -175,20 +176,20 @@ def kt3dmoseg_pools(root, cache, limit=None, affine_pool=False):
     for c in tqdm(load_kt3dmoseg(root)[:limit], desc="KT3DMoSeg"):
         ok = c.visible.sum(axis=1) >= MIN_OBSERVED
         d = _load(cache / "kt3dmoseg", c.name, c.points[ok], c.visible[ok], c.labels[ok],
-                  int((~ok).sum()), int(c.n_motions), affine_pool)
+                  int((~ok).sum()), int(c.n_motions), affine_pool, seed)
         seq = c.name.split("_")[0]
         d.update(name=c.name, set="kt3dmoseg", group=seq, raw=seq, category="kitti")
         rows.append(d)
     return rows
 
 
-def fold_ids(rows):
-    """Fold of each sequence of one set: Hopkins155 by video (10 folds), KT3DMoSeg by KITTI
-    sequence (one fold each)."""
+def fold_ids(rows, fold_seed=0):
+    """Fold of each sequence of one set: Hopkins155 by video (10 folds, ``fold_seed``),
+    KT3DMoSeg by KITTI sequence (one fold each)."""
     if rows[0]["set"] == "hopkins155":
         n_videos = len({r["group"] for r in rows})
         return video_folds([r["group"] for r in rows], [r["raw"] for r in rows],
-                           min(10, n_videos), SEED)
+                           min(10, n_videos), fold_seed)
     groups = sorted({r["group"] for r in rows})
     return np.array([groups.index(r["group"]) for r in rows], dtype=np.int64)
 
@@ -226,11 +227,11 @@ def _balanced(train, other, balance):
     return train + other * max(1, round(n_own / len(other)))
 
 
-def cross_validate(test_rows, other_rows, pair_weights, desc, balance=False):
+def cross_validate(test_rows, other_rows, pair_weights, desc, balance=False, fold_seed=0):
     """Per-sequence test errors of ``test_rows``: trained on the other folds of its set
     (``own``), with every sequence of ``other_rows`` added (``both``; the smaller set repeated
     with ``balance``)."""
-    folds = fold_ids(test_rows)
+    folds = fold_ids(test_rows, fold_seed)
     own = np.full(len(test_rows), np.nan)
     both = np.full(len(test_rows), np.nan)
     for f in tqdm(np.unique(folds), desc=desc):
@@ -243,8 +244,9 @@ def cross_validate(test_rows, other_rows, pair_weights, desc, balance=False):
     return own, both
 
 
-def set_results(rows, other, pair_weights, balance=False):
-    own, both = cross_validate(rows, other, pair_weights, f"folds {rows[0]['set']}", balance)
+def set_results(rows, other, pair_weights, balance=False, fold_seed=0):
+    own, both = cross_validate(rows, other, pair_weights, f"folds {rows[0]['set']}", balance,
+                               fold_seed)
     res = {"cut rule (segment_perspective)": np.array([r["errors"][int(np.argmin(r["scores"]))]
                                                        for r in rows]),
            "oracle of the pool": np.array([r["errors"].min() for r in rows]),
@@ -292,6 +294,11 @@ def main(argv=None):
                     help="repeat the smaller set's sequences when training on both sets")
     ap.add_argument("--affine", action="store_true",
                     help="also cross-validate the shipped affine pipeline on Hopkins155")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the affinities and k-means (segment_perspective's "
+                         "random_state)")
+    ap.add_argument("--fold-seed", type=int, default=0,
+                    help="seed of Hopkins155's video-to-fold assignment")
     ap.add_argument("--affine-pool", action="store_true",
                     help="add the affine pipeline's candidates to every pool")
     ap.add_argument("--out", default=str(result_path(__file__)))
@@ -300,17 +307,18 @@ def main(argv=None):
     cache = Path(args.cache) if args.cache else default_cache()
     sets = {}
     if "hopkins155" in args.sets:
-        sets["hopkins155"] = hopkins_pools(args.hopkins, cache, args.limit, args.affine_pool)
+        sets["hopkins155"] = hopkins_pools(args.hopkins, cache, args.limit, args.affine_pool,
+                                           args.seed)
     if "kt3dmoseg" in args.sets:
         sets["kt3dmoseg"] = kt3dmoseg_pools(args.kt3dmoseg, cache, args.limit,
-                                            args.affine_pool)
+                                            args.affine_pool, args.seed)
     out = {"pair_weights": args.pair_weights, "balance": args.balance,
-           "affine_pool": args.affine_pool,
+           "affine_pool": args.affine_pool, "seed": args.seed, "fold_seed": args.fold_seed,
            "n_features": n_geometry_features(), "sets": {}}
     for name, rows in sets.items():
         other = [r for n, rs in sets.items() if n != name for r in rs]
         t = time.process_time()
-        res = set_results(rows, other, args.pair_weights, args.balance)
+        res = set_results(rows, other, args.pair_weights, args.balance, args.fold_seed)
         summ = summary_rows(rows, res)
         if name == "kt3dmoseg":
             print(format_table(["clip", "K"] + list(res),
@@ -329,13 +337,13 @@ def main(argv=None):
         print(f"{name}: pools {cpu_pool:.0f} s CPU (affine candidates {cpu_aff:.0f} s), "
               f"features {cpu_feat:.0f} s CPU, "
               f"{np.mean([len(r['errors']) for r in rows]):.1f} candidates per sequence")
+        folds = fold_ids(rows, args.fold_seed)
         entry = {"summary": summ, "cpu_pool_s": cpu_pool, "cpu_features_s": cpu_feat,
                  "cpu_affine_pool_s": cpu_aff,
                  "cpu_rankers_s": time.process_time() - t,
                  "per_sequence": {r["name"]: {m: float(e[i]) for m, e in res.items()}
                                   | {"K": int(r["K"]), "fold": int(f)}
-                                  for i, (r, f) in enumerate(zip(rows, fold_ids(rows),
-                                                                 strict=True))}}
+                                  for i, (r, f) in enumerate(zip(rows, folds, strict=True))}}
         if name == "hopkins155":
             entry["table_vii"] = {m: summarise(e / 100.0, [r["category"] for r in rows],
                                                [int(r["K"]) for r in rows])
@@ -344,7 +352,7 @@ def main(argv=None):
     if args.affine and "hopkins155" in sets:
         from cvfs.motion.evaluate import evaluate_hopkins155
 
-        aff = evaluate_hopkins155(args.hopkins, rankers=("fsa",))
+        aff = evaluate_hopkins155(args.hopkins, rankers=("fsa",), fold_seed=args.fold_seed)
         out["hopkins155_affine_fsa_rank"] = aff["test"]
         print(f"shipped affine pipeline, Hopkins155 10-fold CV: {aff['test']['all']['mean']:.2f} "
               f"% (2 motions {aff['test']['two']['mean']:.2f}, 3 motions "
