@@ -319,6 +319,14 @@ def geometry_features(points, labels, visible=None, *, affinities, gaps=DEFAULT_
         Bad ``points`` or ``visible`` (:func:`cvfs.motion.missing.check_visible`), ``labels``
         not of shape (C, P) with non-negative ints, or ``affinities`` without the four names or
         of the wrong shape.
+
+    References
+    ----------
+    R. Hartley, A. Zisserman, "Multiple view geometry in computer vision", 2nd ed., 2004
+    (normalised DLT, section 4.4; Sampson distance, section 4.2.6; 8-point algorithm, section
+    11.2). J. Shi, J. Malik, "Normalized cuts and image segmentation", TPAMI 2000. Barbu et al.,
+    FSA paper, section 3.4 (ranking candidate segmentations; relative feature blocks as
+    :mod:`cvfs.motion.features`).
     """
     points, visible = _tracks(points, visible)
     P = points.shape[0]
