@@ -48,12 +48,17 @@ def test_fixed_length_for_every_k(scene):
         np.testing.assert_allclose(one[0, :base], row[:base], rtol=1e-10, atol=1e-12)
 
 
+def _relabelled(truth, share, rng):
+    """``truth`` with about ``share`` of the tracks given a random label of 0-2."""
+    out = truth.copy()
+    pick = rng.random(truth.size) < share
+    out[pick] = rng.integers(0, 3, pick.sum())
+    return out
+
+
 def test_invariant_to_label_permutation(scene):
     pts, vis, truth, aff = scene
-    rng = np.random.default_rng(1)
-    noisy = truth.copy()
-    flip = rng.random(truth.size) < 0.1
-    noisy[flip] = rng.integers(0, 3, flip.sum())
+    noisy = _relabelled(truth, 0.1, np.random.default_rng(1))
     perm = np.array([2, 0, 1])
     X = geometry_features(pts, np.vstack([truth, noisy]), vis, affinities=aff)
     Xp = geometry_features(pts, np.vstack([perm[truth], perm[noisy] + 5]), vis, affinities=aff)
@@ -72,9 +77,7 @@ def test_invariant_to_coordinate_scaling(scene):
 def test_true_labelling_scores_better_than_random(scene):
     pts, vis, truth, aff = scene
     rng = np.random.default_rng(3)
-    wrong = truth.copy()
-    swap = rng.random(truth.size) < 0.3
-    wrong[swap] = rng.integers(0, 3, swap.sum())
+    wrong = _relabelled(truth, 0.3, rng)
     X = geometry_features(pts, np.vstack([truth, wrong, rng.integers(0, 3, truth.size)]), vis,
                           affinities=aff)
     for name in ("res/fundamental/q50", "res/fundamental/q90", "res/fundamental/mean",
