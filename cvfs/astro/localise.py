@@ -407,7 +407,7 @@ def localise(image, settings=None, *, noise_sigma=None, mask=None, error=None, w
         NaN and infinite pixels are ignored.
     settings : LocalisationSettings, optional
         Tuning settings (:class:`cvfs.astro.LocalisationSettings`; its defaults when None):
-        ``psf_sigma`` (PSF width or range in pixels), ``n_atoms`` (dictionary atoms per 28 x 28
+        ``psf_sigma`` (PSF width or range in pixels, or ``"auto"``), ``n_atoms`` (atoms per 28 x 28
         patch; the paper: 10,000), ``random_state``, ``n_jobs`` (processes, -1 = one per CPU)
         and the detection and fit settings.
     noise_sigma : float, optional

@@ -10,6 +10,8 @@ from cvfs.model_selection import staircase
 KS = (4, 6, 8, 9, 10, 11, 12, 15, 20, 30)
 
 
+# about 2.5 min on 2 cores: with the slow tests (the base estimators' checks run by default)
+@pytest.mark.slow
 @parametrize_with_checks([FSAClassifierCV(ks=(1, 2), cv=2, n_iter=30),
                           FSARegressorCV(ks=(1, 2), cv=2, n_iter=30)])
 def test_sklearn_compatible(estimator, check):
