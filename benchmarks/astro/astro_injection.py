@@ -13,8 +13,9 @@ effective gain (sky / noise^2). Each tool runs on the crop without and with the 
 detections within 1 px of one of its own detections on the crop without them are dropped, then
 the rest are matched one to one to the injected stars within 1 px.
 
-Tools: cvfs (``astro.localise`` with ``psf_sigma="auto"``, its own measurement of the PSF width,
-other settings at their defaults unless --cvfs; one row per source); sep
+Tools: cvfs (``astro.localise`` with ``psf_sigma`` the measured width / 1.25 to x 1.25, the range
+``psf_sigma="auto"`` sets around a width, other settings at their defaults unless --cvfs; one row
+per source); sep
 (background mesh 32 px, ``extract`` at --sep-thresh x the rms map, minarea 5, windowed positions
 with the PSF sigma, fluxes in a circle of one FWHM with the PSF's aperture correction); photutils
 (``Background2D`` 32 px, boxes kept up to 50% clipped, DAOStarFinder at --dao-thresh x the median
@@ -39,6 +40,7 @@ if str(REPO) not in sys.path:  # run as a script: the repository root, for bench
     sys.path.insert(0, str(REPO))
 from benchmarks._bench import format_table, result_path, write_json
 from cvfs import astro
+from cvfs.astro.psfmodel import WIDTH_SPREAD
 from cvfs.datasets import data_home
 
 FRAMES = {
@@ -139,7 +141,9 @@ def _rows(x, y, flux, x_err=None, y_err=None):
 
 
 def run_cvfs(img, sigma, args):
-    cat = astro.localise(img, **args.cvfs)
+    # the measured PSF width, as the peers get it: the fits' width range around it
+    options = {"psf_sigma": (sigma / WIDTH_SPREAD, sigma * WIDTH_SPREAD), **args.cvfs}
+    cat = astro.localise(img, **options)
     return _rows(cat["x"], cat["y"], cat["flux"], cat["x_err"], cat["y_err"])
 
 
@@ -400,8 +404,7 @@ def main(argv=None):
         given = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in args.cvfs)}
     except (ValueError, SyntaxError) as exc:
         ap.error(f"--cvfs takes KEY=VALUE with a Python literal value ({exc})")
-    # the PSF width measured on the frame, as the peers are given the measured FWHM
-    args.cvfs = {"psf_sigma": "auto", **given}
+    args.cvfs = given
     if args.crop < 48:
         ap.error("--crop must be at least 48 px")
     if not 0 < args.snr[0] < args.snr[1]:

@@ -155,15 +155,26 @@ def _star_fits(sub, weights, labels, objs, noise, st, radius):
     return stamps, wts, rows, sel[np.argsort(-rows[sel, 1])][:MAX_STARS]
 
 
+#: the stellar locus: widths within this factor of the narrowest quarter's upper bound
+LOCUS = 1.15
+
+
 def measure_width(sub, weights, labels, objs, noise, st):
-    """The Gaussian width of a frame's PSF (``psf_sigma="auto"``): the median width of Gaussian
-    fits to its bright isolated stars (as :func:`fit_profile` selects them). Returns (width,
-    number of stars); the width is NaN with fewer than :data:`MIN_STARS` stars."""
+    """The Gaussian width of a frame's PSF (``psf_sigma="auto"``): Gaussian fits to its bright
+    isolated sources (as :func:`fit_profile` selects them), the median of the stellar locus
+    (widths within :data:`LOCUS` of their 25th percentile: galaxies are wider than stars).
+    Returns (width, number of stars in the locus); the width is NaN with fewer than
+    :data:`MIN_STARS`."""
     radius = int(np.ceil(5.0 * st.s_hi))
     _, _, rows, sel = _star_fits(sub, weights, labels, objs, noise, st, radius)
     if sel.size < MIN_STARS:
         return float("nan"), int(sel.size)
-    return float(np.median(rows[sel, 4])), int(sel.size)
+    widths = rows[sel, 4]
+    ref = np.percentile(widths, 25)
+    locus = widths[(widths > ref / LOCUS) & (widths < ref * LOCUS)]
+    if locus.size < MIN_STARS:
+        return float("nan"), int(locus.size)
+    return float(np.median(locus)), int(locus.size)
 
 
 def fit_profile(sub, weights, labels, objs, noise, st, rounds=3):

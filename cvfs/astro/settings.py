@@ -45,9 +45,10 @@ class LocalisationSettings:
     ----------
     psf_sigma : float, (float, float) or "auto", default (1.0, 2.0)
         PSF width in pixels, or the range of widths to sample. ``"auto"`` measures the frame's
-        Gaussian PSF width s on its bright isolated stars (at least 5 of matched-filter SNR 30;
-        :func:`cvfs.astro.psfmodel.measure_width`) and uses the range s / 1.25 to 1.25 s for
-        detection and fitting; with fewer stars the default range, with a warning.
+        Gaussian PSF width s on the stellar locus of its bright isolated sources (at least 5 of
+        matched-filter SNR 30; :func:`cvfs.astro.psfmodel.measure_width`) and uses the range
+        s / 1.25 to 1.25 s for detection and fitting; with fewer stars the default range, with a
+        warning.
     n_atoms : int, default 10000
         Atoms per ``tile`` x ``tile`` patch of the dictionary (the same density for other sizes;
         the SBL paper: 10,000 atoms for 28 x 28 images).

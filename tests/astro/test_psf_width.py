@@ -33,6 +33,18 @@ def test_auto_width_measures_the_frame_psf():
                                               fixed["y"][:, None] - y).min(axis=0) < 1)
 
 
+def test_auto_width_is_the_stellar_locus_not_the_galaxies():
+    """Bright compact galaxies (width 2.2 px, as many of the bright isolated sources as the
+    0.9 px stars) do not widen the measured PSF: the width is the median of the narrowest
+    sources' locus, not of all of them (about 1.5 px here)."""
+    img, _, _ = _stars(0.9, n=16, shape=(160, 160), seed=4)
+    rng = np.random.default_rng(5)
+    gx, gy = rng.uniform(12, 148, 10), rng.uniform(12, 148, 10)
+    img = img + astro.render_psf(img.shape, gx, gy, 2.2, np.full(10, 3000.0))
+    lo, hi = astro.localise_and_denoise(img, psf_sigma="auto").psf_sigma
+    assert abs(np.sqrt(lo * hi) - 0.9) < 0.1
+
+
 def test_auto_width_without_stars_keeps_the_default_range(caplog):
     img, _, _ = _stars(1.3, n=2, shape=(64, 64))
     with caplog.at_level(logging.WARNING, logger="cvfs.astro.localise"):
