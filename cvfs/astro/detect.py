@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 from scipy import ndimage
+from scipy.optimize import brentq
 
 from cvfs.astro.background import _clipped_stats
 
@@ -120,8 +121,6 @@ def _tail_width(vals, guess, least=200):
     lo, hi = 0.2 * guess, 2.0 * guess
     if not excess(lo) < 0 < excess(hi) and not excess(lo) > 0 > excess(hi):
         return float("nan")
-    from scipy.optimize import brentq
-
     s = brentq(excess, lo, hi, xtol=1e-4 * guess)
     if neg.size - np.searchsorted(neg, s) < least:
         return float("nan")

@@ -120,7 +120,7 @@ def process_objects(obj_list, st, split=True):
                 continue
             if st.fast_path:
                 rows, model = fit_isolated(ob, noise, st, src, bg)
-                if rows is not None and not split and len(rows) != 1:
+                if rows is not None and not split and not _one_star(rows, st):
                     results.append(("extended", extended_rows(ob, rms_patch), None, []))
                     continue
                 if rows is not None:
@@ -133,11 +133,9 @@ def process_objects(obj_list, st, split=True):
                             screened))
             continue
         at_bound = int(np.sum(rows[:, 7] > 0)) if len(rows) else 0
-        diffuse = not split and (len(rows) != 1 or bool(rows[0, 2] >= st.s_hi * (1 - 1e-6)))
-        if at_bound >= 2 and 2 * at_bound >= len(rows) or diffuse:
-            # a part of an extended object is taken for a star only when one source narrower
-            # than the widest PSF explains it; otherwise it holds diffuse light
-            # several sources with the width at a bound: the object is not a sum of PSFs
+        # several sources with the width at a bound: the object is not a sum of PSFs; a part
+        # of an extended object that is not one star holds diffuse light
+        if at_bound >= 2 and 2 * at_bound >= len(rows) or not (split or _one_star(rows, st)):
             results.append(("extended", extended_rows(ob, rms_patch, st if split else None), None,
                             screened))
         elif len(rows) > source_cap(ob.patch.shape, st):
@@ -148,6 +146,12 @@ def process_objects(obj_list, st, split=True):
             results.append(("points", (rows, parents(ob, rows, rms_patch, st)), model,
                             screened))
     return results
+
+
+def _one_star(rows, st):
+    """Whether fitted ``rows`` are one source narrower than the widest PSF: what a deblended part
+    of an extended object must be to count as a star."""
+    return len(rows) == 1 and bool(rows[0, 2] < st.s_hi * (1 - 1e-6))
 
 
 def _part(ob, part):
