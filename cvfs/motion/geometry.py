@@ -61,7 +61,7 @@ from cvfs.base import check_random_state
 from cvfs.motion.candidates import canonical_labels, trajectory_array
 from cvfs.motion.missing import check_visible
 
-__all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "candidate_pool", "fit_affine",
+__all__ = ["GEOMETRIC_MODELS", "GeometricCandidates", "candidate_pool", "cut_terms", "fit_affine",
            "fit_fundamental",
            "fit_homography", "frame_pairs", "geometric_affinities", "geometric_candidates",
            "normalised_cut", "sampson_residuals", "segment_perspective", "selection_scores",
@@ -563,12 +563,18 @@ def normalised_cut(A, labels):
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (A.shape[0],):
         raise ValueError(f"labels must have shape ({A.shape[0]},); got {labels.shape}")
-    K = int(labels.max()) + 1
+    return float(np.sum(cut_terms(A, labels, int(labels.max()) + 1)))
+
+
+def cut_terms(A, labels, K):
+    """Per-cluster terms ``cut(C_k, rest) / vol(C_k)`` of :func:`normalised_cut` (1 for a
+    cluster without affinity), for K clusters."""
+    A = sparse.csr_matrix(A, dtype=np.float64)
     Y = sparse.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
                           shape=(labels.size, K))
     within = np.asarray((Y.T @ (A @ Y)).diagonal()).ravel()
     vol = np.asarray(Y.T @ np.asarray(A.sum(axis=1)).ravel()).ravel()
-    return float(np.sum(np.where(vol > 0, 1.0 - within / np.maximum(vol, 1e-300), 1.0)))
+    return np.where(vol > 0, 1.0 - within / np.maximum(vol, 1e-300), 1.0)
 
 
 def selection_scores(affinities, labels):

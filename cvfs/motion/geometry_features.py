@@ -38,7 +38,7 @@ candidates; :func:`geometry_feature_names` names the columns.
 
 import numpy as np
 
-from cvfs.motion.geometry import _CUT_FLOOR, DEFAULT_GAPS, _tracks, frame_pairs
+from cvfs.motion.geometry import _CUT_FLOOR, DEFAULT_GAPS, _tracks, cut_terms, frame_pairs
 from cvfs.motion.geometry_merge import _fit_pairs, _sampson
 
 __all__ = ["FIT_MODELS", "MIN_TRACKS", "RESIDUAL_QUANTILES", "geometry_feature_names",
@@ -265,19 +265,6 @@ def _merge_costs(fits, model, clusters, R, fitted):
     return (min(costs), float(np.mean(costs))) if costs else (0.0, 0.0)
 
 
-def _cut_terms(A, labels, K):
-    """Per-cluster normalised-cut terms ``cut(C_k, rest) / vol(C_k)`` (1 for a cluster without
-    affinity)."""
-    from scipy import sparse
-
-    A = sparse.csr_matrix(A, dtype=np.float64)
-    Y = sparse.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
-                          shape=(labels.size, K))
-    within = np.asarray((Y.T @ (A @ Y)).diagonal()).ravel()
-    vol = np.asarray(Y.T @ np.asarray(A.sum(axis=1)).ravel()).ravel()
-    return np.where(vol > 0, 1.0 - within / np.maximum(vol, 1e-300), 1.0)
-
-
 def _check_labels(labels, P):
     labels = np.asarray(labels)
     if labels.ndim == 1:
@@ -348,7 +335,7 @@ def geometry_features(points, labels, visible=None, *, affinities, gaps=DEFAULT_
         K = int(lab.max()) + 1
         clusters = [np.flatnonzero(lab == k) for k in range(K)]
         feats = [_residual_block(fits, m, lab, clusters, whole[m]) for m in FIT_MODELS]
-        terms = [_cut_terms(affinities[n], lab, K) for n in AFFINITY_NAMES]
+        terms = [cut_terms(affinities[n], lab, K) for n in AFFINITY_NAMES]
         cuts = np.array([t.sum() for t in terms])
         feats.append(cuts / K)
         feats.append([t.max() for t in terms])
