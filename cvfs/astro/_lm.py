@@ -264,11 +264,11 @@ def lm_fit(patch, wt, p0, lo, hi, tol, max_iter, amp, ratio):
                 moved = max(moved, abs(d[a]) / (abs(p[a]) + tol))
             drop = (chi - chin) / max(chi, 1e-300)
             p = pn
+            if rho > 0.25 and (drop < tol or moved < tol):
+                return p, chin, it
             chi, A, g = normal_equations(patch, wt, p, amp, ratio)
             mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
             nu = 2.0
-            if rho > 0.25 and (drop < tol or moved < tol):
-                break
         else:
             mu *= nu
             nu *= 2.0
