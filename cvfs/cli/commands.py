@@ -49,7 +49,7 @@ def _report_written(out):
 
 def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale=None, top=1,
                      n_jobs=-1, max_frames=None, strict=False, what="auto", face_model=None,
-                     fmt="json", top_down=None, command="cvfs keypoints detect"):
+                     fmt="json", top_down=None, rescan=15, command="cvfs keypoints detect"):
     """Detect faces (or keypoints) on every frame of the sources; print them; write them to ``out``.
 
     Parameters
@@ -91,6 +91,10 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
     top_down : bool, optional
         Faces only: as :meth:`KeypointDetector.detect_faces`; default False for images (every
         keypoint everywhere) and True for video frames (about twice as fast).
+    rescan : int, default 15
+        Faces in video: every ``rescan``-th frame is scanned, the faces found are followed on
+        the frames between (:class:`cvfs.keypoints.video.VideoFaceDetector`); 1 scans every
+        frame.
     command : str
         Recorded in the output set's marker file.
 
@@ -140,7 +144,7 @@ def keypoints_detect(sources, *, model=None, out=None, threshold=None, max_scale
             video = src.kind == "video"  # video frames: a smaller pyramid, the top-down scan
             scale = VIDEO_MAX_SCALE if max_scale is None and video else max_scale
             run = _keypoints_run if fm is None else functools.partial(
-                _faces_run, top_down=video if top_down is None else top_down)
+                _faces_run, top_down=video if top_down is None else top_down, rescan=rescan)
             frames = _usable_frames(src, det.pool.window, skipped)
             run(det, fm, src, frames, tmp, times, rows, threshold=threshold, max_scale=scale,
                 n_jobs=n_jobs, top=top, fmt=fmt)
@@ -230,16 +234,24 @@ def _keypoints_run(det, fm, src, frames, tmp, times, rows, *, threshold, max_sca
 
 
 def _faces_run(det, fm, src, frames, tmp, times, rows, *, threshold, max_scale, n_jobs, top,
-               fmt, top_down):
+               fmt, top_down, rescan=1):
     """Faces of one source: per image a drawing and a JSON; per video a drawn video, faces
-    tracked across frames, and one JSON of every frame."""
+    scanned every ``rescan`` frames and followed between, tracked across frames, and one JSON
+    of every frame."""
     from cvfs.io.images import write_image
     from cvfs.io.video import VideoWriter
     from cvfs.keypoints.tracking import FaceTracker
+    from cvfs.keypoints.video import VideoFaceDetector
     from cvfs.viz.keypoints import draw_faces
 
     video = src.kind == "video"
     tracker = FaceTracker() if video else None
+    scan_options = dict(threshold=threshold, max_scale=max_scale, n_jobs=n_jobs, top_down=top_down)
+    if video:
+        find = VideoFaceDetector(det, face_model=fm, rescan=rescan, **scan_options)
+    else:
+        def find(rgb):
+            return det.detect_faces(rgb, face_model=fm, **scan_options)
     writer = None
     if tmp is not None and video:
         writer = VideoWriter(tmp / f"{src.name}_faces.avi", fps=src.fps)
@@ -247,8 +259,7 @@ def _faces_run(det, fm, src, frames, tmp, times, rows, *, threshold, max_scale, 
     with writer if writer is not None else contextlib.nullcontext():
         for fi, (name, rgb) in enumerate(frames):
             t0 = time.perf_counter()
-            faces = det.detect_faces(rgb, threshold=threshold, max_scale=max_scale,
-                                     n_jobs=n_jobs, face_model=fm, top_down=top_down)
+            faces = find(rgb)
             times.append(time.perf_counter() - t0)
             if video:
                 tracked = tracker.update(faces)

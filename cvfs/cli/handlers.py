@@ -236,7 +236,7 @@ def keypoints_detect(args):
         args.sources, model=args.model, out=args.out, threshold=args.threshold,
         max_scale=args.max_scale, top=args.top, n_jobs=args.jobs, max_frames=args.max_frames,
         strict=args.strict, what=args.what, face_model=args.face_model, fmt=args.format,
-        top_down={"auto": None, "full": False, "top-down": True}[args.scan])
+        top_down={"auto": None, "full": False, "top-down": True}[args.scan], rescan=args.rescan)
     return EXIT_SKIPPED if skipped else 0
 
 

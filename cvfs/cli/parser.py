@@ -277,8 +277,9 @@ def _add_keypoints_parser(sub):
                 "(frame, keypoint, x, y, score); <name>_keypoints.png / .avi.\nstderr: timing. "
                 "In an output folder only the previous run's files are replaced.\nImages are "
                 "scanned up to the detector's largest pyramid scale, every keypoint everywhere; "
-                f"video frames up to {VIDEO_MAX_SCALE:g}, top-down (faster; --max-scale and --scan "
-                "override).\nGrey, palette, 16-bit and RGBA photos are read as RGB (grey as three "
+                f"video frames up to {VIDEO_MAX_SCALE:g}, top-down, every 15th frame with the "
+                "faces followed between (faster; --max-scale, --scan and --rescan override)."
+                "\nGrey, palette, 16-bit and RGBA photos are read as RGB (grey as three "
                 "equal channels, alpha dropped). An image file that cannot be read, or is smaller "
                 "than the 24x24 window, is skipped and named in the summary; the others are "
                 "processed and written, and the exit status is 3 (0: every input processed; 2: "
@@ -304,6 +305,9 @@ def _add_keypoints_parser(sub):
                    help="faces: every keypoint everywhere (full), or nose and mouth only around "
                    "eye candidates (top-down: about twice as fast, fewer small faces); auto: "
                    "full for images, top-down for video frames")
+    p.add_argument("--rescan", type=_positive_int, default=15,
+                   help="faces in video: scan every N-th frame and follow the faces found on the "
+                   "frames between (new faces appear at the next scan; 1: scan every frame)")
     p.add_argument("--jobs", type=int, default=-1,
                    help="threads scanning the pyramid levels of a frame (-1: every core)")
     p.add_argument("--max-frames", type=_positive_int, default=None,

@@ -328,6 +328,12 @@ def test_cli_json_csv(tmp_path, toy_faces, monkeypatch, capsys):
     assert calls[-1]["top_down"] is True and calls[-1]["max_scale"] == VIDEO_MAX_SCALE
     assert main(["keypoints", "detect", "synthetic", "--max-frames", "1", "--scan", "full"]) == 0
     assert calls[-1]["top_down"] is False
+    # --rescan 1 scans every frame of a video; 0 is refused
+    n = len(calls)
+    assert main(["keypoints", "detect", "synthetic", "--max-frames", "3", "--rescan", "1"]) == 0
+    assert len(calls) == n + 3
+    with pytest.raises(SystemExit):
+        main(["keypoints", "detect", "synthetic", "--rescan", "0"])
 
 
 def test_bad_input(tmp_path, toy_faces, face_model, capsys):
