@@ -10,7 +10,8 @@ Public API::
 
 Faces (a shape model fitted to the detections, calibrated scores): :mod:`cvfs.keypoints.faces`;
 their keypoints refined by a dense rescan at the face's scale: :mod:`cvfs.keypoints.refine`;
-tracking faces across video frames: :mod:`cvfs.keypoints.tracking`.
+tracking faces across video frames: :mod:`cvfs.keypoints.tracking`; a scan every few video frames
+and the faces followed between: :mod:`cvfs.keypoints.video`.
 Training: :func:`cvfs.keypoints.train.train_detector` with a :class:`TrainingRecipe` (training
 faces degraded like small web faces: :mod:`cvfs.keypoints.degrade`); evaluation with the paper's
 criteria:
