@@ -130,12 +130,13 @@ def _video(det, max_scale, repeats, options):
 
     frame = cv2.resize(data.astronaut(), (640, 480), interpolation=cv2.INTER_AREA)
     out = {}
-    for label, kw in (("top_down", {"top_down": True}), ("full", {})):
-        det.detect_faces(frame, max_scale=max_scale, **kw, **options)
+    for label, kw in (("top_down", {"top_down": True}), ("full", {"top_down": False})):
+        kw = {**options, **kw}  # the row's scan, whatever --options says
+        det.detect_faces(frame, max_scale=max_scale, **kw)
         cpu = []
         for _ in range(repeats):
             t0 = time.process_time()
-            faces = det.detect_faces(frame, max_scale=max_scale, **kw, **options)
+            faces = det.detect_faces(frame, max_scale=max_scale, **kw)
             cpu.append(time.process_time() - t0)
         c = float(np.median(cpu))
         out[label] = {"cpu_s": c, "fps_cpu": 1.0 / c, "faces": len(faces)}
