@@ -27,12 +27,17 @@ def test_principal_directions_span_the_leading_singular_vectors(n):
     R = rng.normal(size=(n, 3)) @ rng.normal(size=(3, 40)) * [10.0, 5.0, 2.0][0]
     R += rng.normal(scale=0.01, size=R.shape)
     R -= R.mean(axis=0)
-    vt = np.linalg.svd(R, full_matrices=False)[2]
+    s, vt = np.linalg.svd(R, full_matrices=False)[1:]
     for dim in (2, 3, 4):
         got = _principal_directions(R, dim)
         assert got.shape == (min(dim, n), 40)
         np.testing.assert_allclose(got @ got.T, np.eye(len(got)), atol=1e-12)
-        np.testing.assert_allclose(_projector(got), _projector(vt[:dim]), atol=1e-9)
+        # the scatter-matrix path resolves a subspace to rounding x s_1^2 over the gap of the
+        # squared singular values at its edge: the 4th direction of this rank-3 matrix lies in
+        # the noise, where that gap is small
+        gap = s[dim - 1] ** 2 - (s[dim] ** 2 if dim < len(s) else 0.0)
+        tol = max(1e-12, 10 * np.finfo(float).eps * s[0] ** 2 / gap)
+        np.testing.assert_allclose(_projector(got), _projector(vt[:dim]), atol=tol)
     # largest first: the first direction carries the most energy
     energy = np.sum((R @ _principal_directions(R, 3).T) ** 2, axis=0)
     assert np.all(np.diff(energy) <= 0)
