@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cvfs.io import atomic_dir, atomic_write_text, check_output_dir
+from cvfs.io import atomic_dir, atomic_write_text, check_output_dir, raise_pending
 
 __all__ = ["VIDEO_MAX_SCALE", "astro_denoise", "astro_localise", "keypoints_detect",
            "motion_segment"]
@@ -186,8 +186,10 @@ def _face_model(det, path, required):
 
 def _usable_frames(src, window, skipped):
     """The frames of ``src`` large enough for the detectors' window; smaller image files are
-    listed in ``skipped`` (a video with such frames is an error, as every frame is)."""
+    listed in ``skipped`` (a video with such frames is an error, as every frame is). A signal
+    whose exception was swallowed stops the run here (:func:`cvfs.io.raise_pending`)."""
     for name, rgb in src:
+        raise_pending()
         if src.kind == "images" and min(rgb.shape[:2]) < window:
             skipped.append((name, f"{rgb.shape[1]}x{rgb.shape[0]} pixels, smaller than the "
                                   f"{window}x{window} detection window"))

@@ -11,6 +11,7 @@ from cvfs.io._atomic import (
     check_output_dir,
     check_output_file,
     output_files,
+    raise_pending,
     signals_raise,
 )
 from cvfs.io.estimators import load_estimator, save_estimator
@@ -31,6 +32,7 @@ __all__ = [
     "load_estimator",
     "load_model",
     "save_estimator",
+    "raise_pending",
     "save_model",
     "signals_raise",
     "upgrade_model",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 __all__ = ["OUTPUT_MARKER", "Interrupted", "atomic_dir", "atomic_path", "atomic_write_bytes",
            "atomic_write_text", "check_output_dir", "check_output_file", "output_files",
-           "signals_raise"]
+           "raise_pending", "signals_raise"]
 
 #: The manifest of an output folder (JSON: the command and the files cvfs wrote there): the
 #: only files a later run may replace or remove.
@@ -94,10 +94,16 @@ class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an
         self.signum = signum
 
 
+#: signals received inside :func:`signals_raise`, newest last (see :func:`raise_pending`)
+_PENDING = []
+
+
 @contextlib.contextmanager
 def signals_raise():
-    """Within the block, SIGTERM and SIGHUP raise :class:`Interrupted` (SIGINT already raises
-    ``KeyboardInterrupt``), so the atomic writers' cleanup runs; the handlers are restored after.
+    """Within the block, SIGTERM and SIGHUP raise :class:`Interrupted` and SIGINT (unless the
+    process ignores it, as a background job does) ``KeyboardInterrupt``, so the atomic writers'
+    cleanup runs; the handlers are restored after. Each signal is also recorded for
+    :func:`raise_pending`.
 
     Only a command-line ``main`` uses this (it changes process-wide signal handlers); off the main
     thread it does nothing.
@@ -107,17 +113,30 @@ def signals_raise():
         return
 
     def _raise(signum, frame):
-        raise Interrupted(signum)
+        _PENDING.append(signum)
+        raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
 
     previous = {}
     for sig in _SIGNALS:
-        if sig != signal.SIGINT:
+        if sig != signal.SIGINT or signal.getsignal(sig) is signal.default_int_handler:
             previous[sig] = signal.signal(sig, _raise)
+    _PENDING.clear()
     try:
         yield
     finally:
+        _PENDING.clear()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def raise_pending():
+    """Raise the interruption of a signal :func:`signals_raise` received whose exception was
+    swallowed: raised inside a finaliser or a callback from C, it only prints "Exception
+    ignored". Loops over frames call this once per frame, so such a signal still stops the run
+    at the next frame."""
+    if _PENDING:
+        signum = _PENDING[-1]
+        raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
 
 
 def _pid_alive(pid):

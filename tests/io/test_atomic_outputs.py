@@ -231,6 +231,26 @@ def test_interrupt_removes_temporary_outputs(tmp_path, cli_env, sig):
     assert _leftovers(out) == [] and _state(out)[1] == old_names
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_swallowed_signal_is_raised_at_the_next_frame(sig):
+    """A signal whose exception a finaliser or C callback swallowed ("Exception ignored") is
+    raised again by raise_pending, which the frame loops call; outside signals_raise nothing is
+    pending."""
+    from cvfs.io import Interrupted, raise_pending, signals_raise
+
+    expect = KeyboardInterrupt if sig == signal.SIGINT else Interrupted
+    with signals_raise():
+        raise_pending()  # nothing received yet
+        try:
+            signal.getsignal(sig)(sig, None)  # the handler, as the signal runs it
+        except (KeyboardInterrupt, Interrupted):
+            pass  # swallowed
+        with pytest.raises(expect):
+            raise_pending()
+    raise_pending()  # cleared on leaving the block
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 @pytest.mark.parametrize("signum", [None, signal.SIGTERM])
 def test_signal_inside_a_compiled_kernel(tmp_path, monkeypatch, capsys, signum):
     """A signal handled while a numba kernel runs surfaces as a SystemError chained to the
