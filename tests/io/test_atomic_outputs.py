@@ -239,16 +239,21 @@ def test_a_swallowed_signal_is_raised_at_the_next_frame(sig):
     from cvfs.io import Interrupted, raise_pending, signals_raise
 
     expect = KeyboardInterrupt if sig == signal.SIGINT else Interrupted
-    with signals_raise():
-        raise_pending()  # nothing received yet
-        try:
-            signal.getsignal(sig)(sig, None)  # the handler, as the signal runs it
-        except (KeyboardInterrupt, Interrupted):
-            pass  # swallowed
-        with pytest.raises(expect):
-            raise_pending()
-    raise_pending()  # cleared on leaving the block
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # SIGINT as in an interactive shell (a background job's processes ignore it)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with signals_raise():
+            raise_pending()  # nothing received yet
+            try:
+                signal.getsignal(sig)(sig, None)  # the handler, as the signal runs it
+            except (KeyboardInterrupt, Interrupted):
+                pass  # swallowed
+            with pytest.raises(expect):
+                raise_pending()
+        raise_pending()  # cleared on leaving the block
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize("signum", [None, signal.SIGTERM])
