@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from cvfs.keypoints.faces import _iou, assemble_faces, load_face_model
+from cvfs.keypoints.faces import FaceModel, _iou, assemble_faces, load_face_model
 from cvfs.keypoints.fusion import fuse_keypoints
 from cvfs.keypoints.refine import DEFAULT_LEVEL_IED, LEVEL_IED, refine_points
 
@@ -65,7 +65,7 @@ class VideoFaceDetector:
             raise ValueError(f"rescan must be an int >= 1; got {rescan!r}")
         if not (isinstance(radius, (int, float)) and 0 < radius <= 1):
             raise ValueError(f"radius must be in (0, 1] inter-eye distances; got {radius!r}")
-        if face_model is None or isinstance(face_model, str) or hasattr(face_model, "__fspath__"):
+        if not isinstance(face_model, FaceModel):  # None: the shipped model, or a path
             face_model = load_face_model(face_model)
         missing = [k for k in face_model.shape.names if k not in detector.classifiers]
         if missing:
