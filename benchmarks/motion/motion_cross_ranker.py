@@ -68,6 +68,8 @@ from cvfs.motion.ranking import MotionRanker, select_best
 AFFINITIES = ("affine", "homography", "fundamental", "fused")
 # bump when the features change (the pools stay cached)
 FEATURES_TAG = f"features_{n_geometry_features()}_v1"
+# bump when the affine candidates change (v2: the time-window labelling of partial tracks)
+AFFINE_POOLS = "affine_pools_v2"
 
 
 def default_cache():
@@ -103,18 +105,13 @@ def _affinities(d, n):
 
 
 def _save_affine_pool(path, points, visible, truth, n_dropped, k):
-    """The shipped affine pipeline's candidates of one sequence (distinct rows) and errors."""
-    from cvfs.motion import load_default_ranker, normalise_points
-    from cvfs.motion.candidates import canonical_labels, generate_candidates
-    from cvfs.motion.missing import complete_trajectories
+    """The shipped affine pipeline's candidates of one sequence (distinct rows) and errors:
+    those :func:`cvfs.motion.combined.combined_candidates` appends to the two-view ones."""
+    from cvfs.motion.combined import affine_candidates, affine_settings
 
-    st = load_default_ranker().settings_
     t = time.process_time()
     p, v = _tracks(points, visible, k)
-    pn = normalise_points(p if v.all() else complete_trajectories(p, v, n_motions=k))
-    cand = generate_candidates(pn, k, alphas=tuple(st["alphas"]), refine=tuple(st["refine"]),
-                               random_state=int(st["seed"]))
-    labels = np.unique(np.vstack([canonical_labels(lab) for lab in cand.labels]), axis=0)
+    labels = affine_candidates(p, v, k, affine_settings())
     cpu = time.process_time() - t
     n = p.shape[0]
     err = misclassification(labels, truth)
@@ -133,8 +130,8 @@ def _load(cache, name, points, visible, truth, n_dropped, k, affine_pool=False, 
         d = {key: f[key] for key in f.files}
     d["n_perspective"] = len(d["labels"])
     if affine_pool:
-        extra = cache / "affine_pools" / f"{name}.npz"
-        feat = cache / f"{FEATURES_TAG}_seed{seed}_affine_pool" / f"{name}.npz"
+        extra = cache / AFFINE_POOLS / f"{name}.npz"
+        feat = cache / f"{FEATURES_TAG}_seed{seed}_{AFFINE_POOLS}" / f"{name}.npz"
         if not extra.is_file():
             extra.parent.mkdir(parents=True, exist_ok=True)
             _save_affine_pool(extra, points, visible, truth, n_dropped, k)

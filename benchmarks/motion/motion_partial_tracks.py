@@ -18,7 +18,10 @@ NaN. Methods (misclassification % per sequence, the mean over the seeds):
   (:func:`cvfs.motion.missing.complete_trajectories`) and the shipped ranker's pick among their
   candidates;
 * ``perspective``: ``segment(..., camera="perspective")`` (two-view geometry on the observed
-  entries, seed 0).
+  entries, seed 0);
+* ``auto``: ``segment(..., camera="auto")`` (the combined pool: the two-view candidates, the
+  time-window labelling and the completed tracks' candidates, ranked by the shipped combined
+  ranker, which was trained on all of Hopkins155 with complete tracks).
 
 Writes ``benchmarks/results/motion/motion_partial_tracks.json``.
 """
@@ -42,7 +45,7 @@ from cvfs.motion.missing import complete_trajectories
 from cvfs.motion.synthetic import partial_track_mask
 
 SEQUENCES = ("kanatani3", "cars9", "head", "cars4", "people1", "1R2TCRT", "2T3RCRTP", "cars5")
-METHODS = ("windows", "completion", "perspective")
+METHODS = ("windows", "completion", "perspective", "auto")
 
 
 def run_method(method, points, visible, k):
@@ -52,6 +55,8 @@ def run_method(method, points, visible, k):
     if method == "completion":
         labels, scores = rank_candidates(complete_trajectories(points, visible, n_motions=k), k)
         return labels[int(np.argmax(scores))]
+    if method == "auto":
+        return segment(points, k, visible=visible, camera="auto")
     return segment(points, k, visible=visible, camera="perspective")
 
 

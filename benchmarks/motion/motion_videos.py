@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/motion/motion_videos.py [--data DIR] [--partial] [--videos NAME ...]
         [--cell PX] [--per-cell N] [--max-points N] [--fb-threshold PX] [--min-ncc R]
-        [--moving-density N] [--out NAME]
+        [--moving-density N] [--camera affine|perspective|auto] [--out NAME]
 
 Each video of ``hopkins155_videos/`` goes through :func:`cvfs.motion.video.segment_video` (the
 implementation of ``cvfs motion segment``) with the default tracker settings (``--partial``:
@@ -64,11 +64,11 @@ def tracks_in_hull(points, truth, label):
     return int(inside.sum())
 
 
-def video_row(data, name, tracker):
+def video_row(data, name, tracker, camera="affine"):
     truth = load_video_truth(name, Path(data) / "hopkins155")
     frames = read_frames(Path(data) / "hopkins155_videos" / f"{name}.avi")
     row = {"video": name, "k_truth": truth.n_motions, "k_video": truth.video_motions}
-    tracked = segment_video(frames, truth.video_motions, tracker=tracker)
+    tracked = segment_video(frames, truth.video_motions, tracker=tracker, camera=camera)
     runs = [("chosen", None), ("given", truth.video_motions)]
     if truth.n_motions != truth.video_motions:
         runs.append(("truth", truth.n_motions))
@@ -76,7 +76,7 @@ def video_row(data, name, tracker):
         # the tracks once; the segmentation with K chosen and with K given
         res = tracked if k == truth.video_motions else segment_tracked(
             tracked.points, tracked.visible, k, tracker=tracker,
-            track_seconds=tracked.track_seconds)
+            track_seconds=tracked.track_seconds, camera=camera)
         j = match_truth(res.points, truth, visible=res.visible)
         ok = j >= 0
         true = truth.labels[j[ok]]
@@ -112,6 +112,8 @@ def main(argv=None):
                     help="tracker extra density on independently moving regions (1: off)")
     ap.add_argument("--out", default=None, help="JSON name (default by --partial)")
     ap.add_argument("--videos", nargs="+", default=list(VIDEO_TRUTH), choices=list(VIDEO_TRUTH))
+    ap.add_argument("--camera", default="affine", choices=("affine", "perspective", "auto"),
+                    help="segment's camera (default affine)")
     args = ap.parse_args(argv)
     limit_threads()
     data = Path(args.data) if args.data else Path(data_home())
@@ -120,7 +122,8 @@ def main(argv=None):
              "min_ncc": args.min_ncc}
     tracker = TrackerSettings(partial=args.partial,
                               **{k: v for k, v in given.items() if v is not None})
-    rows = [video_row(data, name, tracker) for name in tqdm(args.videos, desc="videos")]
+    rows = [video_row(data, name, tracker, args.camera)
+            for name in tqdm(args.videos, desc="videos")]
     table = [[r["video"], r["tracks"], r["matched"], "/".join(map(str, r["matched_per_motion"])),
               "/".join(map(str, r["truth_points_hit"])), r["k_truth"], r["k_video"],
               r["k_chosen"], f"{r['error_chosen']:.2f}", f"{r['error_given']:.2f}",
@@ -128,11 +131,11 @@ def main(argv=None):
               "/".join(map(str, r["in_hull_per_motion"])), f"{r['seconds_chosen']:.0f}",
               f"{r['seconds_given']:.0f}"]
              for r in rows]
-    title = f"tracker: {tracker.as_dict()}"
+    title = f"camera={args.camera}; tracker: {tracker.as_dict()}"
     print(format_table(HEADERS, table, title=title))
     name = args.out or ("motion_videos_partial" if args.partial else "motion_videos")
     write_json(result_path(__file__, name),
-               {"tracker": tracker.as_dict(), "rows": rows})
+               {"camera": args.camera, "tracker": tracker.as_dict(), "rows": rows})
 
 
 if __name__ == "__main__":

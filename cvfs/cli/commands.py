@@ -351,9 +351,10 @@ def motion_segment(source, *, n_motions=None, out=None, max_frames=None, tracker
         When one image motion explains every trajectory within ``tol`` pixels
         (:func:`cvfs.motion.explained_by_one_motion`: a frozen video, or a camera moving over a
         static scene) the result is "no independent motion": K = 1, every label 0.
-    camera : {"affine", "perspective"}, default "affine"
+    camera : {"affine", "perspective", "auto"}, default "affine"
         As :func:`cvfs.motion.segment`: "perspective" (driving footage) segments by two-view
-        geometry (K given, or chosen by the cuts of each K's best labelling).
+        geometry (K given, or chosen by the cuts of each K's best labelling); "auto" ranks the
+        affine and the two-view candidates together (either kind of footage).
     command : str
         Recorded in the output set's marker file.
 

@@ -457,9 +457,10 @@ def build_parser():
                    help="output folder for the video, figure, JSON and labels (default: print "
                    "only)")
     q.add_argument("--model", default=None, help="ranker file (default: the shipped one)")
-    q.add_argument("--camera", choices=("affine", "perspective"), default="affine",
+    q.add_argument("--camera", choices=("affine", "perspective", "auto"), default="affine",
                    help="affine (default): the shipped ranker's candidates; perspective "
-                   "(driving footage): segment by two-view geometry")
+                   "(driving footage): segment by two-view geometry; auto: both kinds of "
+                   "candidates ranked together (either footage, slower)")
     q.add_argument("--max-frames", type=_positive_int, default=None,
                    help="at most this many frames (default: all)")
     # defaults (None) are TrackerSettings' own, filled in when the command runs

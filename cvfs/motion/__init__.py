@@ -41,8 +41,8 @@ from cvfs.motion.kselect import (
 RANKED_K = (2, 3)
 # complete trajectories needed to choose K on them alone (the smallest Hopkins155 sequence: 39)
 MIN_COMPLETE_FOR_K = 40
-# the camera models segment() knows
-CAMERAS = ("affine", "perspective")
+# the camera models segment() knows ("auto": the combined pool, either camera)
+CAMERAS = ("affine", "perspective", "auto")
 
 __all__ = ["explained_by_one_motion", "load_default_ranker", "normalise_points",
            "one_motion_residuals", "rank_candidates", "segment"]
@@ -289,7 +289,7 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         is used as it is.
     candidates_k : sequence of int, default 2..8
         The K tried when ``n_motions`` is None.
-    camera : {"affine", "perspective"}, default "affine"
+    camera : {"affine", "perspective", "auto"}, default "affine"
         "affine": the velocity and K-subspace candidates ranked by ``model`` (trajectories of a
         rigid motion span a 3-D affine subspace: a narrow field of view or distant objects, as
         Hopkins155). "perspective" (driving footage and other wide-angle, deep scenes): the
@@ -299,7 +299,12 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         ``n_motions`` None, K is chosen among ``candidates_k`` by comparing each K's best
         labelling (:func:`cvfs.motion.geometry_k.segment_perspective_k`: the first K after
         which the mean normalised cut per cluster rises by more than
-        ``geometry_k.CUT_RISE``). ``model`` is not used.
+        ``geometry_k.CUT_RISE``). ``model`` is not used. "auto" (either camera): the affine
+        and the two-view candidates in one pool, ranked by a ranker trained on Hopkins155 and
+        KT3DMoSeg together (:func:`cvfs.motion.combined.segment_combined`; ``model``: that
+        ranker, None the shipped ``motion_ranker_combined.h5``); with ``n_motions`` None, the
+        affine rule's K when the pick there is an affine candidate, else K by the cuts of the
+        two-view candidates.
 
     Returns
     -------
@@ -328,6 +333,11 @@ def segment(points, n_motions=None, *, visible=None, model=None,
     """
     if camera not in CAMERAS:
         raise ValueError(f"camera must be one of {CAMERAS}; got {camera!r}")
+    if camera == "auto":
+        from cvfs.motion.combined import segment_combined
+
+        return segment_combined(points, n_motions, visible, model=model,
+                                candidates_k=candidates_k)
     if camera == "perspective":
         if n_motions is None:
             from cvfs.motion.geometry_k import segment_perspective_k
@@ -424,20 +434,29 @@ def _segment_tracks(points, n_motions=None, *, visible=None, model=None,
     tried = {}
     n_motions_given = n_motions is not None
     if n_motions is None:
-        basis = points
-        if visible is not None:
-            whole = np.asarray(visible, dtype=bool).all(axis=1)
-            if whole.sum() >= MIN_COMPLETE_FOR_K:
-                basis = np.asarray(points, dtype=np.float64)[whole]
-            else:
-                basis = _complete(points, visible, 3)
-        n_motions, tried = _choose_k(basis, candidates_k, tau)
+        n_motions, tried = _choose_k(_k_basis(points, visible), candidates_k, tau)
     labels, score = _ranked(points, visible, n_motions, ranker,
                             completed if n_motions_given else None)
     out = (labels, int(n_motions))
     if not return_scores:
         return out
     return out + (tried or ({} if score is None else {int(n_motions): score}),)
+
+
+def _k_basis(points, visible):
+    """The trajectories K is chosen on: all of them when complete, else those observed in every
+    frame when there are at least ``MIN_COMPLETE_FOR_K``, else all completed at rank 12."""
+    if visible is None:
+        return points
+    whole = np.asarray(visible, dtype=bool).all(axis=1)
+    if whole.sum() >= MIN_COMPLETE_FOR_K:
+        return np.asarray(points, dtype=np.float64)[whole]
+    return _complete(points, visible, 3)
+
+
+def _affine_k(points, visible, candidates_k):
+    """K by :func:`segment`'s affine rule (the robust subspace cost) on :func:`_k_basis`."""
+    return _choose_k(_k_basis(points, visible), candidates_k, None)[0]
 
 
 def _choose_k(points, candidates_k, tau):

@@ -68,10 +68,10 @@ def segment_video(frames, n_motions=None, *, tracker=None, model=None, tol=1.0, 
         When one image motion explains every track within ``tol`` pixels
         (:func:`cvfs.motion.explained_by_one_motion`, on the completed tracks) the result is
         "no independent motion": K = 1, every label 0.
-    camera : {"affine", "perspective"}, default "affine"
+    camera : {"affine", "perspective", "auto"}, default "affine"
         As :func:`cvfs.motion.segment` (K chosen under "perspective" by
         :func:`cvfs.motion.geometry_k.segment_perspective_k`; ``k_residuals`` then holds its
-        scores).
+        scores; under "auto" by the affine rule, ``k_residuals`` empty).
 
     Returns
     -------
@@ -127,6 +127,11 @@ def segment_tracked(points, visible, n_motions=None, *, tracker=None, model=None
         labels, k, scores = segment_perspective_k(points, visible, return_scores=True)
     elif moving and camera == "perspective":
         labels, k = segment(points, n_motions, visible=visible, camera=camera), n_motions
+    elif moving and camera == "auto":
+        from cvfs.motion.combined import segment_combined
+
+        labels, k, _ = segment_combined(points, n_motions, visible, return_k=True,
+                                        model=model)
     elif moving:
         # K given: the completion above is the one segment falls back to
         labels, k, scores = _segment_tracks(

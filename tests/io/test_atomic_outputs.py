@@ -181,6 +181,7 @@ def _detect(sources, out, *extra):
             "1", "--out", str(out), *extra]
 
 
+@pytest.mark.slow  # seven CLI runs in subprocesses (~40-90 s)
 def test_sigkill_at_random_times_keeps_every_file_complete(tmp_path, cli_env):
     rng = np.random.default_rng(0)
     old_names = _images(tmp_path / "a", "a", 2, rng)
