@@ -4,8 +4,8 @@ the shared videos, cvfs beside the baselines run here.
 Usage::
 
     python benchmarks/motion/motion_leaderboard.py [--data DIR] [--seeds 0 1 2]
-        [--parts hopkins kt3dmoseg perspective videos] [--clips N] [--videos NAME ...]
-        [--hopkins-ssc]
+        [--parts hopkins kt3dmoseg perspective videos auto] [--clips N] [--videos NAME ...]
+        [--hopkins-ssc] [--jobs N]
 
 One table of misclassification % (mean over the sequences of each set; two / three / all motions
 for Hopkins155), each entry the mean over ``--seeds``:
@@ -28,6 +28,11 @@ for Hopkins155), each entry the mean over ``--seeds``:
   :func:`cvfs.motion.geometry_k.choose_k_by_cuts`'s, which is ``segment(points, None, ...)``'s),
   the hypothesis-sampling and k-means seed ``--seeds``; "K right" sums the clips given their
   true K over the seeds.
+* **auto** (``--parts auto``): ``segment(..., camera="auto")`` on Hopkins155 and KT3DMoSeg with
+  K given and K chosen, each held-out fold ranked by a ranker trained on the other folds and the
+  other set (``motion_combined.evaluate_set``: pools from ``motion_cross_ranker``'s cache, seed
+  0; ``--jobs`` processes), and on the videos (``motion_videos.video_row`` with
+  ``camera="auto"``).
 * **Videos** (``motion_videos.video_row``, default tracker): :func:`cvfs.motion.video.segment_video`
   with K chosen and with K given (the motions in the video), per-track error of the matched tracks
   (deterministic, no seed); "K right" counts the videos given the truth's K.
@@ -51,7 +56,7 @@ from benchmarks._bench import format_table, limit_threads, result_path, write_js
 from benchmarks.motion import motion_kt3dmoseg as kt
 from benchmarks.motion import motion_videos as mv
 
-PARTS = ("hopkins", "kt3dmoseg", "perspective", "videos")
+PARTS = ("hopkins", "kt3dmoseg", "perspective", "videos", "auto")
 
 
 def _fmt(x):
@@ -156,6 +161,52 @@ def videos_part(data_dir, names):
     return [mv.video_row(data_dir, name, TrackerSettings()) for name in tqdm(names, desc="videos")]
 
 
+def auto_part(data_dir, names, jobs=1, n_clips=None):
+    """``camera="auto"``: per-sequence results of ``motion_combined.evaluate_set`` for both sets
+    (``hopkins155``, ``kt3dmoseg``; ``n_clips``: the first N of each) and the video rows
+    (``videos``)."""
+    from types import SimpleNamespace
+
+    from benchmarks.motion import motion_combined as mc
+    from cvfs.motion.tracking import TrackerSettings
+
+    opts = SimpleNamespace(hopkins=data_dir / "hopkins155", kt3dmoseg=data_dir / "motion_kt3dmoseg",
+                           no_k_chosen=False, jobs=jobs)
+    cache = mc.default_cache()
+    sets = {"hopkins155": mc.hopkins_pools(opts.hopkins, cache, n_clips, True, 0),
+            "kt3dmoseg": mc.kt3dmoseg_pools(opts.kt3dmoseg, cache, n_clips, True, 0)}
+    out = {name: mc.evaluate_set(rows, [r for n, rs in sets.items() if n != name for r in rs],
+                                 opts)
+           for name, rows in sets.items()}
+    out["videos"] = [mv.video_row(data_dir, name, TrackerSettings(), "auto")
+                     for name in tqdm(names, desc="videos, auto")]
+    return out
+
+
+def _auto_rows(auto):
+    rows = []
+    for key, label in (("hopkins155", "Hopkins155"), ("kt3dmoseg", "KT3DMoSeg")):
+        res = list(auto[key].values())
+        name = f"{label} ({len(res)})"
+        by = [[r for r in res if r["K"] == 2], [r for r in res if r["K"] == 3]]
+        for method, err in (("cvfs auto, K given (CV by sequence)", "given"),
+                            ("cvfs auto, K chosen (CV by sequence)", "chosen")):
+            two, three = (_fmt(np.mean([r[err] for r in g])) if g else "" for g in by)
+            right = (f"{sum(r['k_chosen'] == r['K'] for r in res)}/{len(res)}"
+                     if err == "chosen" else "")
+            rows.append([name, method, two if key == "hopkins155" else "",
+                         three if key == "hopkins155" else "",
+                         _fmt(np.mean([r[err] for r in res])), right])
+    vids = auto["videos"]
+    name = f"videos ({len(vids)})"
+    rows.append([name, "cvfs auto, K given", "", "",
+                 _fmt(np.mean([r["error_given"] for r in vids])), ""])
+    rows.append([name, "cvfs auto, K chosen", "", "",
+                 _fmt(np.mean([r["error_chosen"] for r in vids])),
+                 f"{sum(r['k_chosen'] == r['k_truth'] for r in vids)}/{len(vids)}"])
+    return rows
+
+
 def leaderboard(result, seeds):
     """The rows ``[set, method, two %, three %, all %, K right]`` of the printed table."""
     rows = []
@@ -197,6 +248,8 @@ def leaderboard(result, seeds):
                      _fmt(np.mean([r["error_given"] for r in vids])), ""])
         rows.append([name, "cvfs, K chosen", "", "",
                      _fmt(np.mean([r["error_chosen"] for r in vids])), f"{right}/{len(vids)}"])
+    if result.get("auto"):
+        rows += _auto_rows(result["auto"])
     return rows
 
 
@@ -206,10 +259,12 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                     help="fold seeds of Table VII and SSC's spectral-clustering seeds")
     ap.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
-    ap.add_argument("--clips", type=int, default=None, help="only the first N KT3DMoSeg clips")
+    ap.add_argument("--clips", type=int, default=None,
+                    help="only the first N KT3DMoSeg clips (auto: also of Hopkins155)")
     ap.add_argument("--videos", nargs="+", default=None, help="only these videos")
     ap.add_argument("--hopkins-ssc", action="store_true",
                     help="also SSC on every Hopkins155 sequence (slow)")
+    ap.add_argument("--jobs", type=int, default=1, help="processes of the auto part's K chosen")
     ap.add_argument("--out", default=str(result_path(__file__)))
     args = ap.parse_args(argv)
     limit_threads()
@@ -235,6 +290,11 @@ def main(argv=None):
         t = time.process_time()
         result["videos"] = videos_part(data, args.videos or list(VIDEO_TRUTH))
         seconds["videos"] = time.process_time() - t
+    if "auto" in args.parts:
+        t = time.process_time()
+        result["auto"] = auto_part(data, args.videos or list(VIDEO_TRUTH), args.jobs,
+                                   args.clips)
+        seconds["auto"] = time.process_time() - t
     result["cpu_seconds"] = seconds
     rows = leaderboard(result, args.seeds)
     result["table"] = rows
