@@ -5,7 +5,8 @@ The affine pipeline (:func:`cvfs.motion.candidates.generate_candidates`, velocit
 K-subspaces) finds the right labelling of nearly affine footage (Hopkins155) and the two-view
 candidates (:func:`cvfs.motion.geometry.candidate_pool`: affine maps, homographies and
 fundamental matrices over frame pairs) that of perspective footage (driving clips, KT3DMoSeg).
-Here both sets of candidates of one sequence go into one pool, each is described by the features
+Here both sets of candidates of one sequence (with, for tracks that start and stop, the affine
+pipeline's time-window labelling) go into one pool, each is described by the features
 of :mod:`cvfs.motion.geometry_features` (two-view fit residuals on the observed entries, cuts
 and sizes: nothing assumes an affine camera) and the shipped ranker
 (``cvfs/models/motion_ranker_combined.h5``, :class:`~cvfs.motion.ranking.MotionRanker` trained by
@@ -20,7 +21,6 @@ two kinds of footage apart reliably enough to switch between the rules.
 Measurements: ``docs/results.md``.
 """
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +36,6 @@ from cvfs.motion.geometry_features import geometry_features, n_geometry_features
 
 __all__ = ["POOL", "CombinedSequence", "combined_candidates",
            "load_combined_ranker", "rank_combined", "segment_combined"]
-
-log = logging.getLogger(__name__)
 
 #: the name of the pool a combined ranker file was trained on (its ``pool`` setting)
 POOL = "combined-v1"
