@@ -302,9 +302,8 @@ def segment(points, n_motions=None, *, visible=None, model=None,
         ``geometry_k.CUT_RISE``). ``model`` is not used. "auto" (either camera): the affine
         and the two-view candidates in one pool, ranked by a ranker trained on Hopkins155 and
         KT3DMoSeg together (:func:`cvfs.motion.combined.segment_combined`; ``model``: that
-        ranker, None the shipped ``motion_ranker_combined.h5``); with ``n_motions`` None, the
-        affine rule's K when the pick there is an affine candidate, else K by the cuts of the
-        two-view candidates.
+        ranker, None the shipped ``motion_ranker_combined.h5``); with ``n_motions`` None, K by
+        the affine rule (as for "affine"), then the pool of that K ranked.
 
     Returns
     -------
