@@ -129,9 +129,10 @@ def train_combined(args):
         "command": "python data_prep/train_motion_ranker.py --combined",
         "train_error_percent": train_err, "fit_seconds": elapsed,
     }
-    settings = dict(affine_settings(), alphas=list(affine_settings()["alphas"]),
-                    refine=list(affine_settings()["refine"]), pool=POOL, feature_version=1,
-                    n_features=n_geometry_features(), geometry_seed=0)
+    affine = affine_settings()  # stored as lists: the model file's settings are JSON
+    settings = dict(affine, alphas=list(affine["alphas"]), refine=list(affine["refine"]),
+                    pool=POOL, feature_version=1, n_features=n_geometry_features(),
+                    geometry_seed=0)
     save_ranker(out, ranker, settings=settings, training=training)
     print(f"combined motion ranker: {len(rows)} sequences, {X.shape[0]} candidates, "
           f"{X.shape[1]} features; fit {elapsed:.1f} s; training error Hopkins155 "
