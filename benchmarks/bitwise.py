@@ -159,6 +159,20 @@ def app_cases():
 
     points = make_rigid_motions(3, 120, 15, random_state=0)[0]
     yield "apps/motion/segment", {"labels": motion.segment(points, 3).astype(np.float64)}
+    from cvfs.motion.geometry import geometric_affinities
+    from cvfs.motion.geometry_features import geometry_features
+
+    rng = np.random.default_rng(1)
+    visible = rng.random(points.shape[:2]) > 0.2  # missing entries: the masked paths
+    visible[:, :2] = True
+    aff = geometric_affinities(points, visible)
+    out = {f"{k}_{part}": np.asarray(getattr(a, part), dtype=np.float64)
+           for k, a in aff.items() for part in ("data", "indices", "indptr")}
+    labels = np.stack([motion.segment(points, 3, camera=c).astype(np.int64)
+                       for c in ("perspective", "auto")])
+    out["labels"] = labels.astype(np.float64)
+    out["features"] = geometry_features(points, labels, visible, affinities=aff)
+    yield "apps/motion/geometry", out
     import skimage.data
     import skimage.transform
 

@@ -58,6 +58,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from cvfs.base import check_random_state
+from cvfs.motion._geometry_kernels import SAMPSON, TRANSFER, kept_hypotheses
 from cvfs.motion.candidates import canonical_labels, trajectory_array
 from cvfs.motion.missing import check_visible
 
@@ -244,10 +245,8 @@ def sampson_residuals(F, x1, x2):
 _FIT = {"affine": fit_affine, "homography": fit_homography, "fundamental": fit_fundamental}
 
 
-def _residuals(model, hyp, x1, x2):
-    if model == "fundamental":
-        return sampson_residuals(hyp, x1, x2)
-    return transfer_residuals(hyp, x1, x2)
+# residual of each model type in the compiled kernel (the values of the two functions above)
+_KIND = {"affine": TRANSFER, "homography": TRANSFER, "fundamental": SAMPSON}
 
 
 def _local_samples(x1, size, n_samples, n_local, rng):
@@ -303,16 +302,15 @@ def _kept_hypotheses(points, visible, models, pairs, n_hypotheses, top_fraction,
     both = np.zeros((P, len(pairs)), dtype=np.float64)
     for t, (f, g) in enumerate(pairs):
         idx = np.flatnonzero(visible[:, f] & visible[:, g])
-        x1, x2 = points[idx, f], points[idx, g]
+        x1 = np.ascontiguousarray(points[idx, f], dtype=np.float64)
+        x2 = np.ascontiguousarray(points[idx, g], dtype=np.float64)
         for m in models:
             size = GEOMETRIC_MODELS[m]
             if idx.size < 2 * size:
                 continue
             s = _local_samples(x1, size, n_hypotheses, int(round(neighbours * size)), rng)
-            hyp = _FIT[m](x1[s], x2[s])
-            res = _residuals(m, hyp, x1, x2)
-            res = np.where(np.isfinite(res), res, np.inf)
-            kept = np.argpartition(res, h - 1, axis=1)[:, :h]
+            hyp = np.ascontiguousarray(_FIT[m](x1[s], x2[s]))
+            kept = kept_hypotheses(_KIND[m], hyp, x1, x2, h)
             rows[m].append(np.repeat(idx, h))
             cols[m].append((kept + t * n_hypotheses).ravel())
             both[idx, t] = 1.0

@@ -39,7 +39,8 @@ candidates; :func:`geometry_feature_names` names the columns.
 import numpy as np
 
 from cvfs.motion.geometry import _CUT_FLOOR, DEFAULT_GAPS, _tracks, cut_terms, frame_pairs
-from cvfs.motion.geometry_merge import _fit_pairs, _sampson
+from cvfs.motion._geometry_kernels import (AFFINE, FUNDAMENTAL, HOMOGRAPHY, pair_fits,
+                                          track_medians)
 
 __all__ = ["FIT_MODELS", "MIN_TRACKS", "RESIDUAL_QUANTILES", "geometry_feature_names",
            "geometry_features", "n_geometry_features", "normalise_tracks"]
@@ -108,61 +109,8 @@ def normalise_tracks(points, visible):
     return np.where(visible[..., None], out, 0.0)
 
 
-def _normalised(x, w):
-    """Weighted Hartley normalisation of (T, n, 2) point sets: normalised points and (T, 3, 3)
-    similarities."""
-    sw = np.maximum(w.sum(axis=1), 1e-12)
-    c = np.einsum("tn,tnd->td", w, x) / sw[:, None]
-    d = np.einsum("tn,tn->t", w, np.linalg.norm(x - c[:, None], axis=2)) / sw
-    s = np.sqrt(2.0) / np.maximum(d, 1e-12)
-    T = np.zeros((x.shape[0], 3, 3))
-    T[:, 0, 0] = T[:, 1, 1] = s
-    T[:, :2, 2] = -s[:, None] * c
-    T[:, 2, 2] = 1.0
-    return (x - c[:, None]) * s[:, None, None], T
-
-
-def _fit_homographies(x1, x2, w):
-    """Weighted normalised DLT, one homography per frame pair: (T, 3, 3) from (T, n, 2) point
-    sets with weights (T, n)."""
-    a, T1 = _normalised(x1, w)
-    b, T2 = _normalised(x2, w)
-    one, zero = np.ones(a.shape[:2] + (1,)), np.zeros(a.shape[:2] + (3,))
-    ah = np.concatenate([a, one], axis=2)
-    r1 = np.concatenate([ah, zero, -b[..., :1] * ah], axis=2) * w[..., None]
-    r2 = np.concatenate([zero, ah, -b[..., 1:] * ah], axis=2) * w[..., None]
-    N = np.swapaxes(r1, 1, 2) @ r1 + np.swapaxes(r2, 1, 2) @ r2
-    _, vec = np.linalg.eigh(N)
-    Hn = vec[:, :, 0].reshape(-1, 3, 3)
-    return np.linalg.inv(T2) @ Hn @ T1
-
-
-def _fit_affines(x1, x2, w):
-    """Weighted least-squares affine maps ``x2 ~ A x1 + t``, one per frame pair: (T, 3, 3)."""
-    X = np.concatenate([x1, np.ones(x1.shape[:2] + (1,))], axis=2)
-    Xw = X * w[..., None]
-    G = np.swapaxes(Xw, 1, 2) @ X + 1e-9 * np.eye(3)
-    B = np.linalg.solve(G, np.swapaxes(Xw, 1, 2) @ x2)  # (T, 3, 2)
-    A = np.zeros((x1.shape[0], 3, 3))
-    A[:, :2, :] = np.swapaxes(B, 1, 2)
-    A[:, 2, 2] = 1.0
-    return A
-
-
-def _transfer(H, x1, x2):
-    """Squared transfer errors of point pairs (T, n, 2) under maps H (T, 3, 3): (T, n)."""
-    p = x1 @ np.swapaxes(H[:, :2, :2], 1, 2) + H[:, None, :2, 2]
-    w = np.einsum("tnd,td->tn", x1, H[:, 2, :2]) + H[:, 2, 2][:, None]
-    w = np.where(np.abs(w) < 1e-12, 1e-12, w)
-    d = p / w[..., None] - x2
-    return np.sum(d * d, axis=2)
-
-
-_FITS = {"fundamental": _fit_pairs, "homography": _fit_homographies, "affine": _fit_affines}
-
-
-def _residual_fn(model):
-    return _sampson if model == "fundamental" else _transfer
+# model type -> the compiled kernels' code
+_KIND = {"affine": AFFINE, "homography": HOMOGRAPHY, "fundamental": FUNDAMENTAL}
 
 
 class _Fits:
@@ -170,42 +118,32 @@ class _Fits:
     them, cached by the set."""
 
     def __init__(self, points, visible, pairs):
-        self.x1 = np.swapaxes(points[:, pairs[:, 0]], 0, 1)  # (T, P, 2)
-        self.x2 = np.swapaxes(points[:, pairs[:, 1]], 0, 1)
-        self.both = np.swapaxes(visible[:, pairs[:, 0]] & visible[:, pairs[:, 1]], 0, 1)
+        self.x1 = np.ascontiguousarray(np.swapaxes(points[:, pairs[:, 0]], 0, 1),
+                                       dtype=np.float64)  # (T, P, 2)
+        self.x2 = np.ascontiguousarray(np.swapaxes(points[:, pairs[:, 1]], 0, 1),
+                                       dtype=np.float64)
+        self.both = np.ascontiguousarray(np.swapaxes(visible[:, pairs[:, 0]]
+                                                     & visible[:, pairs[:, 1]], 0, 1))
         self._cache = {}
 
-    def track_residuals(self, model, members):
+    def track_residuals(self, model, members, own_only=False):
         """(P,) median residual of every track over the fitted pairs observing it under the fit
-        of ``members`` (NaN where none), or None when no pair has enough of them."""
+        of ``members`` (NaN where none), or None when no pair has enough of them. With
+        ``own_only`` only the members' residuals are computed (NaN elsewhere)."""
+        members = np.asarray(members, dtype=np.int64)
         key = (model, members.tobytes())
-        if key not in self._cache:
-            self._cache[key] = self._compute(model, members)
-        return self._cache[key]
-
-    def _compute(self, model, members):
-        w = self.both[:, members].astype(np.float64)
-        fitted = w.sum(axis=1) >= MIN_TRACKS[model]
-        if not fitted.any():
-            return None
-        x1, x2, w = self.x1[fitted][:, members], self.x2[fitted][:, members], w[fitted]
-        fit, res = _FITS[model], _residual_fn(model)
-        M = fit(x1, x2, w)
-        r = np.where(w > 0, res(M, x1, x2), np.inf)
-        rank = np.maximum(np.ceil(_KEEP * w.sum(axis=1)).astype(np.int64) - 1, 0)
-        cut = np.sort(r, axis=1)[np.arange(r.shape[0]), rank]
-        w2 = w * (r <= cut[:, None])
-        again = w2.sum(axis=1) >= MIN_TRACKS[model]
-        if again.any():
-            M[again] = fit(x1[again], x2[again], w2[again])
-        seen = self.both[fitted]
-        r = np.where(seen, res(M, self.x1[fitted], self.x2[fitted]), np.inf)
-        r = np.sort(r, axis=0)
-        n = seen.sum(axis=0)
-        at = np.arange(r.shape[1])
-        # per track the median over its observed pairs (unobserved sorted last); n = 0 -> NaN
-        med = 0.5 * (r[np.maximum(n - 1, 0) // 2, at] + r[np.minimum(n // 2, len(r) - 1), at])
-        return np.where(n > 0, med, np.nan)
+        if key in self._cache:
+            return self._cache[key]
+        if own_only and (key, "own") in self._cache:
+            return self._cache[(key, "own")]
+        kind, need = _KIND[model], MIN_TRACKS[model]
+        fits, fitted = pair_fits(kind, self.x1, self.x2, self.both, members, need, need, _KEEP)
+        out = None
+        if fitted.any():
+            tracks = members if own_only else np.arange(self.both.shape[1])
+            out = track_medians(kind, self.x1, self.x2, self.both, fits, fitted, tracks)
+        self._cache[(key, "own") if own_only else key] = out
+        return out
 
 
 def _log_ratio(x, ref):
@@ -254,7 +192,7 @@ def _merge_costs(fits, model, clusters, R, fitted):
     for a in range(len(clusters)):
         for b in range(a + 1, len(clusters)):
             union = np.sort(np.concatenate([clusters[a], clusters[b]]))
-            r = fits.track_residuals(model, union)
+            r = fits.track_residuals(model, union, own_only=True)
             c = 0.0
             if r is not None:
                 for k in (a, b):

@@ -24,6 +24,7 @@ segment_perspective` ranks them with the direct spectral candidates by the same 
 
 import numpy as np
 
+from cvfs.motion._geometry_kernels import FUNDAMENTAL, pair_fits
 from cvfs.motion.geometry import frame_pairs
 
 __all__ = ["MIN_FIT", "OVER_SEGMENT", "merge_clusters", "merged_candidates"]
@@ -34,32 +35,6 @@ OVER_SEGMENT = 2
 MIN_FIT = 12
 # share of the tracks kept for the refit
 _KEEP = 0.8
-
-
-def _fit_pairs(x1, x2, w):
-    """Fundamental matrices of weighted point sets, one per frame pair: the normalised 8-point
-    algorithm (Hartley) with weights ``w`` (T, n) on the points ``x1``, ``x2`` (T, n, 2); the
-    null vector from the 9 x 9 normal matrix, rank 2 enforced. Returns (T, 3, 3)."""
-    sw = np.maximum(w.sum(axis=1), 1e-12)
-    T = []
-    norm = []
-    for x in (x1, x2):
-        c = np.einsum("tn,tnd->td", w, x) / sw[:, None]
-        d = np.einsum("tn,tn->t", w, np.linalg.norm(x - c[:, None], axis=2)) / sw
-        sc = np.sqrt(2.0) / np.maximum(d, 1e-12)
-        norm.append((x - c[:, None]) * sc[:, None, None])
-        Tx = np.zeros((x.shape[0], 3, 3))
-        Tx[:, 0, 0] = Tx[:, 1, 1] = sc
-        Tx[:, :2, 2] = -sc[:, None] * c
-        Tx[:, 2, 2] = 1.0
-        T.append(Tx)
-    a, b = norm
-    A = np.concatenate([b[..., :1] * a, b[..., :1], b[..., 1:] * a, b[..., 1:], a,
-                        np.ones(a.shape[:2] + (1,))], axis=2) * w[..., None]
-    _, vec = np.linalg.eigh(np.swapaxes(A, 1, 2) @ A)
-    u, sv, vt = np.linalg.svd(vec[:, :, 0].reshape(-1, 3, 3))
-    sv[:, 2] = 0.0
-    return np.swapaxes(T[1], 1, 2) @ ((u * sv[:, None, :]) @ vt) @ T[0]
 
 
 def _sampson(F, x1, x2):
@@ -79,29 +54,23 @@ class _Fits:
     def __init__(self, points, visible, pairs):
         self.pairs = pairs
         # (T, P, 2) coordinates in the two frames of each pair, (T, P) observed in both
-        self.x1 = np.swapaxes(points[:, pairs[:, 0]], 0, 1)
-        self.x2 = np.swapaxes(points[:, pairs[:, 1]], 0, 1)
-        self.both = np.swapaxes(visible[:, pairs[:, 0]] & visible[:, pairs[:, 1]], 0, 1)
+        self.x1 = np.ascontiguousarray(np.swapaxes(points[:, pairs[:, 0]], 0, 1),
+                                       dtype=np.float64)
+        self.x2 = np.ascontiguousarray(np.swapaxes(points[:, pairs[:, 1]], 0, 1),
+                                       dtype=np.float64)
+        self.both = np.ascontiguousarray(np.swapaxes(visible[:, pairs[:, 0]]
+                                                     & visible[:, pairs[:, 1]], 0, 1))
         self._fits, self._res = {}, {}
 
     def fits(self, key, members):
         """``(F, fitted)``: the fundamental matrix of ``members`` (the union of the base
         clusters in ``key``) in every pair, and which pairs had :data:`MIN_FIT` tracks."""
         if key not in self._fits:
-            x1, x2 = self.x1[:, members], self.x2[:, members]
-            w = self.both[:, members].astype(np.float64)
-            fitted = w.sum(axis=1) >= MIN_FIT
-            x1, x2, w = x1[fitted], x2[fitted], w[fitted]
-            F = _fit_pairs(x1, x2, w)
-            r = np.where(w > 0, _sampson(F, x1, x2), np.inf)
-            # per pair, the Sampson distance ranked ceil(0.8 n) among its n observed tracks
-            rank = np.maximum(np.ceil(_KEEP * w.sum(axis=1)).astype(np.int64) - 1, 0)
-            cut = np.sort(r, axis=1)[np.arange(r.shape[0]), rank] if r.size else np.zeros(0)
-            w2 = w * (r <= cut[:, None])
-            again = w2.sum(axis=1) >= 8
-            if again.any():
-                F[again] = _fit_pairs(x1[again], x2[again], w2[again])
-            self._fits[key] = (F, fitted)
+            # refitted on the tracks up to the Sampson distance ranked ceil(0.8 n) of the n
+            # observed, when 8 or more remain
+            F, fitted = pair_fits(FUNDAMENTAL, self.x1, self.x2, self.both,
+                                  np.asarray(members, dtype=np.int64), MIN_FIT, 8, _KEEP)
+            self._fits[key] = (F[fitted], fitted)
         return self._fits[key]
 
     def residual(self, key, fit, set_key, tracks):

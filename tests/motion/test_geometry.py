@@ -101,6 +101,26 @@ def test_minimal_fits_are_exact_on_noise_free_correspondences():
     assert transfer_residuals(fit_affine(x1[None, :3], q2[None, :3]), x1, q2).max() < 1e-12
 
 
+def test_kept_hypotheses_are_each_tracks_best_fitting_with_ties_in_index_order():
+    from cvfs.motion._geometry_kernels import SAMPSON, TRANSFER, kept_hypotheses
+
+    rng = np.random.default_rng(0)
+    x1 = rng.uniform(-1, 1, (50, 2))
+    x2 = x1 + rng.normal(0, 0.05, (50, 2))
+    for kind, fit, res in ((TRANSFER, fit_homography, transfer_residuals),
+                           (SAMPSON, fit_fundamental, sampson_residuals)):
+        size = 4 if kind == TRANSFER else 8
+        idx = np.stack([rng.choice(50, size, replace=False) for _ in range(40)])
+        H = np.ascontiguousarray(fit(x1[idx], x2[idx]))
+        H[7] = H[3]  # a minimal set drawn twice: every track ties these two
+        kept = kept_hypotheses(kind, H, x1, x2, 6)
+        r = res(H, x1, x2)
+        for i in range(50):
+            order = np.argsort(r[i], kind="stable")
+            assert set(kept[i]) == set(order[:6]), i  # stable sort: ties by index
+            assert np.all(np.diff(kept[i]) > 0)
+
+
 def test_frame_pairs():
     np.testing.assert_array_equal(frame_pairs(4, (1, 2, 5)),
                                   [[0, 1], [1, 2], [2, 3], [0, 2], [1, 3]])
