@@ -38,9 +38,8 @@ candidates; :func:`geometry_feature_names` names the columns.
 
 import numpy as np
 
+from cvfs.motion._geometry_kernels import AFFINE, FUNDAMENTAL, HOMOGRAPHY, pair_fits, track_medians
 from cvfs.motion.geometry import _CUT_FLOOR, DEFAULT_GAPS, _tracks, cut_terms, frame_pairs
-from cvfs.motion._geometry_kernels import (AFFINE, FUNDAMENTAL, HOMOGRAPHY, pair_fits,
-                                          track_medians)
 
 __all__ = ["FIT_MODELS", "MIN_TRACKS", "RESIDUAL_QUANTILES", "geometry_feature_names",
            "geometry_features", "n_geometry_features", "normalise_tracks"]

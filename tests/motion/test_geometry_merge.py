@@ -2,15 +2,6 @@
 
 import numpy as np
 
-from cvfs.motion.evaluate import misclassification
-from cvfs.motion.geometry import (
-    _tracks,
-    candidate_pool,
-    fit_fundamental,
-    geometric_affinities,
-    sampson_residuals,
-    selection_scores,
-)
 from cvfs.motion._geometry_kernels import (
     AFFINE,
     FUNDAMENTAL,
@@ -20,7 +11,18 @@ from cvfs.motion._geometry_kernels import (
     residual,
     track_medians,
 )
-from cvfs.motion.geometry import fit_affine, fit_homography, transfer_residuals
+from cvfs.motion.evaluate import misclassification
+from cvfs.motion.geometry import (
+    _tracks,
+    candidate_pool,
+    fit_affine,
+    fit_fundamental,
+    fit_homography,
+    geometric_affinities,
+    sampson_residuals,
+    selection_scores,
+    transfer_residuals,
+)
 from cvfs.motion.geometry_merge import _sampson, merge_clusters, merged_candidates
 from tests.motion.test_geometry import perspective_scene
 
