@@ -235,3 +235,17 @@ def track_medians(kind, x1, x2, both, fits, fitted, tracks):
             s = np.sort(buf[:k])
             out[p] = 0.5 * (s[(k - 1) // 2] + s[k // 2])
     return out
+
+
+@njit(cache=True)
+def shared_counts(indptr, indices, t_indptr, t_indices, start, stop, n_cols):
+    """Rows ``start:stop`` of ``K @ K.T`` for a 0/1 sparse matrix K given as CSR
+    (``indptr``, ``indices``) and its transpose as CSR (``t_indptr``, ``t_indices``): how many
+    columns (kept hypotheses) each pair of rows (tracks) shares; (stop - start, n_cols) int32."""
+    out = np.zeros((stop - start, n_cols), dtype=np.int32)
+    for i in range(start, stop):
+        for a in range(indptr[i], indptr[i + 1]):
+            c = indices[a]
+            for b in range(t_indptr[c], t_indptr[c + 1]):
+                out[i - start, t_indices[b]] += 1
+    return out

@@ -58,7 +58,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from cvfs.base import check_random_state
-from cvfs.motion._geometry_kernels import SAMPSON, TRANSFER, kept_hypotheses
+from cvfs.motion._geometry_kernels import SAMPSON, TRANSFER, kept_hypotheses, shared_counts
 from cvfs.motion.candidates import canonical_labels, trajectory_array
 from cvfs.motion.missing import check_visible
 
@@ -293,8 +293,9 @@ def _check_options(models, gaps, n_hypotheses, top_fraction, n_local):
 
 def _kept_hypotheses(points, visible, models, pairs, n_hypotheses, top_fraction, neighbours,
                      rng):
-    """Per model: the sparse (P, T * n_hypotheses) 0/1 matrix of each track's kept hypotheses in
-    every pair, and the (P, T) matrix of the pairs each track takes part in."""
+    """Per model: the sparse (P, T * n_hypotheses) matrix of each track's kept hypotheses in
+    every pair (entries 1/h), the dense (P, T) 0/1 matrix of the pairs each track takes part in,
+    and h."""
     P = points.shape[0]
     h = max(1, int(round(top_fraction * n_hypotheses)))
     rows = {m: [] for m in models}
@@ -320,7 +321,7 @@ def _kept_hypotheses(points, visible, models, pairs, n_hypotheses, top_fraction,
         r = np.concatenate(rows[m]) if rows[m] else np.zeros(0, dtype=np.int64)
         c = np.concatenate(cols[m]) if cols[m] else np.zeros(0, dtype=np.int64)
         out[m] = sparse.csr_matrix((np.full(r.size, 1.0 / h), (r, c)), shape=shape)
-    return out, sparse.csr_matrix(both), h
+    return out, both, h
 
 
 def _top_k_rows(A, k, offset):
@@ -395,18 +396,24 @@ def geometric_affinities(points, visible=None, *, models=DEFAULT_MODELS, gaps=DE
     pairs = frame_pairs(points.shape[1], gaps)
     names = list(models) + (["fused"] if fuse and len(models) > 1 else [])
     with threadpool_limits(limits=1, user_api="blas"):
-        kept, both, _ = _kept_hypotheses(points, visible, models, pairs, n_hypotheses,
+        kept, both, h = _kept_hypotheses(points, visible, models, pairs, n_hypotheses,
                                          top_fraction, float(neighbours), rng)
         kept_t = {m: kept[m].T.tocsr() for m in models}
-        both_t = both.T.tocsr()
+        # K K^T of the kept matrices (entries 1/h): n shared hypotheses sum to sums[n], the
+        # float an accumulator reaches adding n equal products in any order
+        sums = np.zeros(len(pairs) * h + 1)
+        for k in range(1, sums.size):
+            sums[k] = sums[k - 1] + (1.0 / h) * (1.0 / h)
         trip = {n: ([], [], []) for n in names}
         for start in range(0, P, _CHUNK):
             stop = min(P, start + _CHUNK)
-            n_both = (both[start:stop] @ both_t).toarray()
+            n_both = both[start:stop] @ both.T  # 0/1 products: exact counts
             scale = 1.0 / np.maximum(n_both, 1.0)
             total = None
             for m in models:
-                A = (kept[m][start:stop] @ kept_t[m]).toarray() * scale
+                n_shared = shared_counts(kept[m].indptr, kept[m].indices, kept_t[m].indptr,
+                                         kept_t[m].indices, start, stop, P)
+                A = sums[n_shared] * scale
                 total = A if total is None else total + A
                 _append(trip[m], _top_k_rows(A, n_neighbors, start), start)
             if "fused" in trip:
