@@ -31,7 +31,9 @@ sequences), so that each set weighs about the same. Beside them: the unlearned *
 Hopkins155 (``cvfs motion evaluate``'s FSA-Rank, same folds; needs its feature cache, about 8
 minutes to build).
 
-``--affine-pool`` adds the candidates of the affine pipeline to every pool: those
+``--affine-pool`` makes every pool :mod:`cvfs.motion.combined`'s: the two-view candidates merged
+from K + 4, K + 6 and K + 8 clusters (:data:`cvfs.motion.combined.MERGE_EXTRAS`), then the
+candidates of the affine pipeline: those
 :func:`cvfs.motion.segment` ranks by default (:func:`cvfs.motion.candidates.
 generate_candidates` with the shipped ranker's settings on the normalised tracks; KT3DMoSeg's
 completed first at rank 4K by :func:`cvfs.motion.missing.complete_trajectories`),
@@ -70,6 +72,8 @@ AFFINITIES = ("affine", "homography", "fundamental", "fused")
 FEATURES_TAG = f"features_{n_geometry_features()}_v1"
 # bump when the affine candidates change (v2: the time-window labelling of partial tracks)
 AFFINE_POOLS = "affine_pools_v2"
+# the combined pool's extra merged two-view candidates (cvfs.motion.combined.MERGE_EXTRAS)
+EXTRA_POOLS = "merged_extras_4_6_8"
 
 
 def default_cache():
@@ -118,9 +122,28 @@ def _save_affine_pool(path, points, visible, truth, n_dropped, k):
     np.savez(path, labels=labels, cpu=cpu, errors=(err * n + n_dropped) / (n + n_dropped))
 
 
+def _save_extra_pool(path, d, points, visible, truth, n_dropped, k, seed):
+    """The extra merged two-view candidates of :mod:`cvfs.motion.combined`'s pool
+    (:data:`~cvfs.motion.combined.MERGE_EXTRAS`) of one sequence, from its cached affinities."""
+    from cvfs.motion.combined import MERGE_EXTRAS
+    from cvfs.motion.geometry import _kmeans_seed
+    from cvfs.motion.geometry_merge import merged_candidates
+
+    t = time.process_time()
+    p, v = _tracks(points, visible, k)
+    aff = _affinities(d, p.shape[0])
+    labels = np.vstack([merged_candidates(p, v, aff, k, _kmeans_seed(seed), extra=e)
+                        for e in MERGE_EXTRAS])
+    cpu = time.process_time() - t
+    n = p.shape[0]
+    err = misclassification(labels, truth) if len(labels) else np.zeros(0)
+    np.savez(path, labels=labels, cpu=cpu, errors=(err * n + n_dropped) / (n + n_dropped))
+
+
 def _load(cache, name, points, visible, truth, n_dropped, k, affine_pool=False, seed=0):
     """The cached pool and features of one sequence (built when missing); with
-    ``affine_pool`` the affine pipeline's candidates appended to the pool."""
+    ``affine_pool`` the pool of :mod:`cvfs.motion.combined`: the extra merged two-view
+    candidates and the affine pipeline's appended."""
     pool = cache / f"pools_seed{seed}" / f"{name}.npz"
     feat = cache / f"{FEATURES_TAG}_seed{seed}" / f"{name}.npz"
     if not pool.is_file():
@@ -130,11 +153,21 @@ def _load(cache, name, points, visible, truth, n_dropped, k, affine_pool=False, 
         d = {key: f[key] for key in f.files}
     d["n_perspective"] = len(d["labels"])
     if affine_pool:
+        merged = cache / f"{EXTRA_POOLS}_seed{seed}" / f"{name}.npz"
         extra = cache / AFFINE_POOLS / f"{name}.npz"
-        feat = cache / f"{FEATURES_TAG}_seed{seed}_{AFFINE_POOLS}" / f"{name}.npz"
+        feat = (cache / f"{FEATURES_TAG}_seed{seed}_{EXTRA_POOLS}_{AFFINE_POOLS}"
+                / f"{name}.npz")
+        if not merged.is_file():
+            merged.parent.mkdir(parents=True, exist_ok=True)
+            _save_extra_pool(merged, d, points, visible, truth, n_dropped, k, seed)
         if not extra.is_file():
             extra.parent.mkdir(parents=True, exist_ok=True)
             _save_affine_pool(extra, points, visible, truth, n_dropped, k)
+        with np.load(merged) as f:
+            d["labels"] = np.vstack([d["labels"], f["labels"]])
+            d["errors"] = np.concatenate([d["errors"], f["errors"]])
+            d["n_perspective"] = len(d["labels"])
+            d["cpu_pool"] = float(d["cpu_pool"]) + float(f["cpu"])
         with np.load(extra) as f:
             d["labels"] = np.vstack([d["labels"], f["labels"]])
             d["errors"] = np.concatenate([d["errors"], f["errors"]])

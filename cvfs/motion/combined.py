@@ -6,7 +6,11 @@ K-subspaces) finds the right labelling of nearly affine footage (Hopkins155) and
 candidates (:func:`cvfs.motion.geometry.candidate_pool`: affine maps, homographies and
 fundamental matrices over frame pairs) that of perspective footage (driving clips, KT3DMoSeg).
 Here both sets of candidates of one sequence (with, for tracks that start and stop, the affine
-pipeline's time-window labelling) go into one pool, each is described by the features
+pipeline's time-window labelling) go into one pool, with more two-view candidates merged from
+finer over-segmentations (:data:`MERGE_EXTRAS`: each affinity clustered into K + 4, K + 6 and
+K + 8 and merged back to K by :func:`cvfs.motion.geometry_merge.merged_candidates`, which keeps
+small objects that K + 2 clusters still merge into a background split by depth). Each is
+described by the features
 of :mod:`cvfs.motion.geometry_features` (two-view fit residuals on the observed entries, cuts
 and sizes: nothing assumes an affine camera) and the shipped ranker
 (``cvfs/models/motion_ranker_combined.h5``, :class:`~cvfs.motion.ranking.MotionRanker` trained by
@@ -34,11 +38,14 @@ from cvfs.motion.geometry import (
 )
 from cvfs.motion.geometry_features import geometry_features, n_geometry_features
 
-__all__ = ["POOL", "CombinedSequence", "combined_candidates",
-           "load_combined_ranker", "rank_combined", "segment_combined"]
+__all__ = ["MERGE_EXTRAS", "POOL", "CombinedSequence", "combined_candidates",
+           "load_combined_ranker", "rank_combined", "segment_combined", "two_view_candidates"]
 
 #: the name of the pool a combined ranker file was trained on (its ``pool`` setting)
-POOL = "combined-v1"
+POOL = "combined-v2"
+#: clusters beyond K of the extra merged two-view candidates (the pool's K + 2 come from
+#: :func:`cvfs.motion.geometry.candidate_pool`)
+MERGE_EXTRAS = (4, 6, 8)
 _MODEL_NAME = "motion_ranker_combined.h5"
 
 
@@ -130,6 +137,32 @@ def affine_candidates(points, visible, n_motions, settings):
     return np.unique(canonical_labels(np.asarray(rows)), axis=0)
 
 
+def two_view_candidates(points, visible, affinities, n_motions, seed):
+    """The pool's two-view candidates of K: :func:`cvfs.motion.geometry.candidate_pool`'s,
+    then those merged back to K from K + e clusters for e in :data:`MERGE_EXTRAS` (each
+    affinity; none where fewer than 4 tracks per cluster would remain).
+
+    Parameters
+    ----------
+    points, visible : validated tracks
+    affinities : dict
+        :func:`cvfs.motion.geometry.geometric_affinities`.
+    n_motions : int
+    seed : int
+        k-means seed (:func:`cvfs.motion.geometry._kmeans_seed` of the random state).
+
+    Returns
+    -------
+    labels : ndarray of shape (C, P), int64
+    """
+    from cvfs.motion.geometry_merge import merged_candidates
+
+    rows = [candidate_pool(points, visible, affinities, int(n_motions), seed)]
+    rows += [merged_candidates(points, visible, affinities, int(n_motions), seed, extra=e)
+             for e in MERGE_EXTRAS]
+    return np.vstack(rows)
+
+
 def combined_candidates(points, visible, n_motions, *, settings, affinities=None,
                         random_state=0, perspective=None):
     """The combined pool of one K: the two-view candidates, then the affine ones.
@@ -147,8 +180,8 @@ def combined_candidates(points, visible, n_motions, *, settings, affinities=None
     random_state : int, default 0
         Seed of the hypothesis sampling and k-means.
     perspective : ndarray of shape (C', P), optional
-        The two-view candidates of K (:func:`cvfs.motion.geometry.candidate_pool` with these
-        affinities and seed), when already computed.
+        The two-view candidates of K (:func:`two_view_candidates` with these affinities and
+        seed), when already computed.
 
     Returns
     -------
@@ -159,7 +192,7 @@ def combined_candidates(points, visible, n_motions, *, settings, affinities=None
     """
     if affinities is None:
         affinities = geometric_affinities(points, visible, random_state=random_state)
-    persp = perspective if perspective is not None else candidate_pool(
+    persp = perspective if perspective is not None else two_view_candidates(
         points, visible, affinities, int(n_motions), _kmeans_seed(random_state))
     affine = affine_candidates(points, visible, int(n_motions), settings)
     return np.vstack([persp, affine]), len(persp), affinities
@@ -271,8 +304,9 @@ class CombinedSequence:
 
     def _pool(self, k):
         if k not in self.perspective:
-            self.perspective[k] = candidate_pool(self.points, self.visible, self.affinities, k,
-                                                 _kmeans_seed(self.random_state))
+            self.perspective[k] = two_view_candidates(self.points, self.visible,
+                                                      self.affinities, k,
+                                                      _kmeans_seed(self.random_state))
         return self.perspective[k]
 
     def pick(self, k):
