@@ -19,9 +19,10 @@ approach of Xu, Cheong & Li, every model type gives one affinity between tracks:
 3. **Residuals.** Every track of the pair against every hypothesis: the transfer error for the
    affine map and the homography, the Sampson distance for the fundamental matrix (pixels^2).
 4. **Ordered-residual kernel.** Each track keeps the ``top_fraction`` of the pair's hypotheses
-   that fit it best; two tracks' affinity in that pair is the fraction of their kept hypotheses
-   they share (Chin, Wang & Suter's ordered residual kernel). Over the pairs, the affinity is the
-   sum divided by the number of pairs in which both tracks are observed.
+   that fit it best (of hypotheses tied at the cut, the first drawn); two tracks' affinity in
+   that pair is the fraction of their kept hypotheses they share (Chin, Wang & Suter's ordered
+   residual kernel). Over the pairs, the affinity is the sum divided by the number of pairs in
+   which both tracks are observed.
 5. **Clustering.** Each row keeps its ``n_neighbors`` largest affinities (a sparse, symmetrised
    k-nearest-neighbour graph, so thousands of tracks stay tractable) and normalised spectral
    clustering (Ng, Jordan & Weiss) gives K labels. The *fused* affinity is the mean of the model
