@@ -1,6 +1,14 @@
-"""Compiled kernels of the two-view geometry: residuals of every track against every hypothesis
-of a frame pair, reduced to each track's best-fitting hypotheses without the (n, M, 3)
-intermediates of the vectorised form (:mod:`cvfs.motion.geometry`)."""
+"""Compiled kernels of the two-view geometry, without the (n, M, 3) and (T, n, 9) intermediates
+of the vectorised forms:
+
+- :func:`kept_hypotheses`: residuals of every track against every hypothesis of a frame pair,
+  reduced to each track's best-fitting ones, and :func:`shared_counts`, the hypotheses two
+  tracks share (the affinities of :mod:`cvfs.motion.geometry`);
+- :func:`pair_fits` and :func:`track_medians`: weighted fits of a set of tracks in every frame
+  pair (affine map, homography, fundamental matrix; refitted on the best share) and each
+  track's median residual under them (:mod:`cvfs.motion.geometry_features`,
+  :mod:`cvfs.motion.geometry_merge`).
+"""
 
 import numpy as np
 
